@@ -1,0 +1,696 @@
+-- torch.<Type>Tensor: construction, geometry and views.
+--
+-- A tensor is an FFI handle, struct TH<Type>Tensor { lt_tensor _c; }: the
+-- embedded C struct holds the storage pointer (retained), a 0-based offset,
+-- sizes and strides. Handles are cdata like Torch7's userdata (type(t) is not
+-- 'table', which nn relies on; `#t` is the size). All seven types share the
+-- methods in torch._tensorMethods, copied into each type's class table so
+-- that every type is its own Torch7 class. Method families in other files
+-- (TensorMath, TensorIndex, ...) add to torch._tensorMethods and call
+-- torch._installTensorMethods() again; operators go in torch._tensorOps.
+local torch = ...
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+
+local M = {}                 -- methods shared by all tensor types
+torch._tensorMethods = M
+local tensorMTs = {}         -- lt_type id -> class table (methods)
+torch._tensorMTs = tensorMTs
+local handles = {}           -- lt_type id -> handle ctype
+local ops = {}               -- metamethods (__add, __sub, __mul, __div, __unm), filled by TensorMath
+torch._tensorOps = ops
+
+local sizebuf = ffi.new('int64_t[16]')
+local stridebuf = ffi.new('int64_t[16]')
+
+local function mtOf(t) return tensorMTs[t._c.type] end
+
+-- A new empty tensor of lt_type id.
+local function newTensor(typeid)
+   local t = ffi.gc(handles[typeid](), C.lt_tensor_free_ref)
+   t._c.type = typeid
+   return t
+end
+torch._newTensor = newTensor
+
+local function typeOfTensor(t) return torch._typesById[t._c.type] end
+
+-- Read sizes given as numbers (varargs) or one LongStorage/table into sizebuf; returns n.
+local function readSizes(fname, ...)
+   local a = ...
+   local n = 0
+   if torch.isStorage(a) then
+      n = a:size()
+      if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
+      for i = 1, n do sizebuf[i - 1] = a[i] end
+   elseif torch.isTensor(a) then
+      n = a:nElement()
+      if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
+      local c = a:contiguous()
+      for i = 1, n do sizebuf[i - 1] = c:storage()[c:storageOffset() + i - 1] end
+   elseif type(a) == 'table' then
+      n = #a
+      if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
+      for i = 1, n do sizebuf[i - 1] = a[i] end
+   else
+      local args = {...}
+      if #args > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
+      for i = 1, select('#', ...) do
+         local v = args[i]
+         if type(v) ~= 'number' then
+            error(string.format('%s: sizes must be numbers or a LongStorage (argument %d is %s)', fname, i, type(v)), 3)
+         end
+         sizebuf[i - 1] = v
+         n = i
+      end
+   end
+   if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
+   return n
+end
+torch._readSizes = readSizes
+
+local function longStorageOf(arr, n)
+   local s = torch.LongStorage(n)
+   local d = s:data()
+   for i = 0, n - 1 do d[i] = arr[i] end
+   return s
+end
+
+local function checkdim(t, d, fname, level)
+   local nd = t._c.ndim
+   if type(d) ~= 'number' or d < 1 or d > nd or d ~= math.floor(d) then
+      error(string.format('%s: dimension %s out of range of %dD tensor', fname, tostring(d), nd), (level or 2) + 1)
+   end
+   return d - 1
+end
+torch._checkdim = checkdim
+
+-- ---------------------------------------------------------------- construction
+
+local function fillFromTable(t, tbl)
+   -- nested Lua tables -> sizes, then values in row-major order
+   local sizes, probe = {}, tbl
+   while type(probe) == 'table' do
+      sizes[#sizes + 1] = #probe
+      probe = probe[1]
+   end
+   local n = #sizes
+   for i = 1, n do sizebuf[i - 1] = sizes[i] end
+   check(C.lt_tensor_resize(t._c, n, sizebuf), 3)
+   if n == 0 or sizes[1] == 0 then return t end
+   local d = ffi.cast(typeOfTensor(t).ptr, C.lt_tensor_data(t._c))
+   local pos = 0
+   local function walk(x, depth)
+      if depth > n then
+         if type(x) ~= 'number' then error('torch.Tensor: table of numbers expected', 5) end
+         d[pos] = x
+         pos = pos + 1
+         return
+      end
+      if type(x) ~= 'table' or #x ~= sizes[depth] then
+         error('torch.Tensor: inconsistent table sizes (not a rectangular nested table)', 5)
+      end
+      for i = 1, #x do walk(x[i], depth + 1) end
+   end
+   walk(tbl, 1)
+   return t
+end
+
+local function makeConstructor(ty)
+   return function(...)
+      local t = newTensor(ty.id)
+      local nargs = select('#', ...)
+      if nargs == 0 then return t end
+      local a, b = ...
+      if type(a) == 'number' then
+         local n = readSizes(ty.tensorname, ...)
+         check(C.lt_tensor_resize(t._c, n, sizebuf), 2)
+         return t
+      end
+      if torch.isTensor(a) then
+         if a._c.type ~= ty.id then
+            error(string.format('%s: cannot view a %s (use :type() to convert)', ty.tensorname, torch.typename(a)), 2)
+         end
+         check(C.lt_tensor_set(t._c, a._c), 2)
+         return t
+      end
+      if torch.isStorage(a) then
+         M.set(t, ...)
+         return t
+      end
+      if type(a) == 'table' then
+         return fillFromTable(t, a)
+      end
+      error(ty.tensorname .. ': invalid arguments (expected sizes, LongStorage, table, storage [offset sizes strides] or tensor)', 2)
+   end
+end
+
+-- ---------------------------------------------------------------- geometry
+
+function M.dim(self) return self._c.ndim end
+M.nDimension = M.dim
+
+function M.size(self, d)
+   local c = self._c
+   if d == nil then return longStorageOf(c.size, c.ndim) end
+   return tonumber(c.size[checkdim(self, d, 'size')])
+end
+
+function M.stride(self, d)
+   local c = self._c
+   if d == nil then return longStorageOf(c.stride, c.ndim) end
+   return tonumber(c.stride[checkdim(self, d, 'stride')])
+end
+
+function M.nElement(self) return tonumber(C.lt_tensor_nelement(self._c)) end
+M.numel = M.nElement
+
+function M.storage(self)
+   local s = self._c.storage
+   if s == nil then return nil end
+   C.lt_storage_retain(s)
+   return torch.getmetatable(typeOfTensor(self).storagename)._wrap(s)
+end
+
+function M.storageOffset(self) return tonumber(self._c.offset) + 1 end
+
+function M.data(self)
+   return ffi.cast(typeOfTensor(self).ptr, C.lt_tensor_data(self._c))
+end
+
+function M.isContiguous(self) return C.lt_tensor_is_contiguous(self._c) ~= 0 end
+
+function M.isSameSizeAs(self, other) return C.lt_tensor_is_same_size(self._c, other._c) ~= 0 end
+
+function M.isSize(self, sizes)
+   local n = readSizes('isSize', sizes)
+   local c = self._c
+   if n ~= c.ndim then return false end
+   for i = 0, n - 1 do if c.size[i] ~= sizebuf[i] then return false end end
+   return true
+end
+
+function M.isSetTo(self, other)
+   local a, b = self._c, other._c
+   if a.storage == nil or a.storage ~= b.storage or a.offset ~= b.offset or a.ndim ~= b.ndim then return false end
+   for i = 0, a.ndim - 1 do
+      if a.size[i] ~= b.size[i] or a.stride[i] ~= b.stride[i] then return false end
+   end
+   return true
+end
+
+function M.new(self, ...)
+   -- Torch7's tensor.new is the type's constructor: x.new() gives an empty
+   -- tensor of x's type, x:new() a tensor sharing x.
+   if torch.isTensor(self) then
+      return mtOf(self).__constructor(self, ...)
+   end
+   error('new: called on a non-tensor', 2)
+end
+
+function M.resize(self, ...)
+   local n = readSizes('resize', ...)
+   check(C.lt_tensor_resize(self._c, n, sizebuf), 2)
+   return self
+end
+
+function M.resizeAs(self, other)
+   local c = other._c
+   check(C.lt_tensor_resize(self._c, c.ndim, c.size), 2)
+   return self
+end
+
+-- set(), set(tensor), set(storage [, offset [, sizes [, strides]]]),
+-- set(storage, offset, size1, stride1, size2, stride2, ...)
+function M.set(self, src, offset, ...)
+   if src == nil then
+      C.lt_tensor_clear(self._c)
+      return self
+   end
+   if torch.isTensor(src) then
+      check(C.lt_tensor_set(self._c, src._c), 2)
+      return self
+   end
+   if not torch.isStorage(src) then error('set: tensor or storage expected', 2) end
+   if src._c.type ~= self._c.type then
+      error(string.format('set: a %s cannot use a %s', torch.typename(self), torch.typename(src)), 2)
+   end
+   offset = (offset or 1) - 1
+   local a = ...
+   local n
+   local strides = nil
+   if a == nil then
+      -- the rest of the storage as a 1-D tensor (0-D when nothing is left)
+      n = 1
+      sizebuf[0] = tonumber(src._c.size) - offset
+   elseif type(a) == 'number' then
+      -- interleaved size, stride pairs
+      local args = {...}
+      n = 0
+      for i = 1, #args, 2 do
+         sizebuf[n] = args[i]
+         stridebuf[n] = args[i + 1] or -1
+         n = n + 1
+      end
+      strides = stridebuf
+      for i = 0, n - 1 do
+         if stridebuf[i] < 0 then strides = nil end
+      end
+   else
+      n = readSizes('set', a)
+      local st = select(2, ...)
+      if st ~= nil then
+         local src2 = torch.isStorage(st) and st or nil
+         if not src2 then error('set: strides must be a LongStorage', 2) end
+         if src2:size() ~= n then error('set: sizes and strides have different lengths', 2) end
+         for i = 1, n do stridebuf[i - 1] = src2[i] end
+         strides = stridebuf
+      end
+   end
+   check(C.lt_tensor_set_storage(self._c, src._c, offset, n, sizebuf, strides), 2)
+   return self
+end
+
+function M.clone(self)
+   local t = newTensor(self._c.type)
+   check(C.lt_tensor_resize(t._c, self._c.ndim, self._c.size), 2)
+   check(C.lt_tensor_copy(t._c, self._c), 2)
+   return t
+end
+
+function M.contiguous(self)
+   if C.lt_tensor_is_contiguous(self._c) ~= 0 then return self end
+   return M.clone(self)
+end
+
+function M.copy(self, src)
+   if not torch.isTensor(src) then error('copy: tensor expected, got ' .. torch.type(src), 2) end
+   check(C.lt_tensor_copy(self._c, src._c), 2)
+   return self
+end
+
+function M.fill(self, v)
+   if type(v) ~= 'number' then error('fill: number expected', 2) end
+   check(C.lt_tensor_fill(self._c, v), 2)
+   return self
+end
+
+function M.zero(self) return M.fill(self, 0) end
+
+-- A view of self with the same storage (a new Lua handle).
+local function alias(self)
+   local t = newTensor(self._c.type)
+   check(C.lt_tensor_set(t._c, self._c), 3)
+   return t
+end
+torch._alias = alias
+
+function M.narrow(self, dim, index, size)
+   local d = checkdim(self, dim, 'narrow')
+   local c = self._c
+   if type(index) ~= 'number' or type(size) ~= 'number' or index < 1 or size < 1 or index - 1 + size > c.size[d] then
+      error(string.format('narrow: out of range (dimension %d of size %d, index %s, size %s)', dim,
+                          tonumber(c.size[d]), tostring(index), tostring(size)), 2)
+   end
+   local t = alias(self)
+   t._c.offset = c.offset + (index - 1) * c.stride[d]
+   t._c.size[d] = size
+   return t
+end
+
+-- Torch7's select: drops dimension `dim`; on a 1-D tensor returns the number.
+function M.select(self, dim, index)
+   local d = checkdim(self, dim, 'select')
+   local c = self._c
+   if type(index) ~= 'number' or index < 1 or index > c.size[d] or index ~= math.floor(index) then
+      error(string.format('select: index %s out of range (dimension %d of size %d)', tostring(index), dim,
+                          tonumber(c.size[d])), 2)
+   end
+   if c.ndim == 1 then
+      local v = M.data(self)[(index - 1) * c.stride[0]]
+      return tonumber(v)
+   end
+   local t = alias(self)
+   local tc = t._c
+   tc.offset = c.offset + (index - 1) * c.stride[d]
+   for i = d, c.ndim - 2 do
+      tc.size[i] = c.size[i + 1]
+      tc.stride[i] = c.stride[i + 1]
+   end
+   tc.ndim = c.ndim - 1
+   return t
+end
+
+-- sub(d1start, d1end [, d2start, d2end ...]); negative indices count from the end.
+function M.sub(self, ...)
+   local args = {...}
+   local c = self._c
+   if #args % 2 ~= 0 or #args / 2 > c.ndim then error('sub: pairs of (start, end) indices expected', 2) end
+   local t = self
+   for k = 1, #args, 2 do
+      local d = (k + 1) / 2
+      local n = tonumber(c.size[d - 1])
+      local s, e = args[k], args[k + 1]
+      if s < 0 then s = n + s + 1 end
+      if e < 0 then e = n + e + 1 end
+      if s < 1 or e > n or s > e + 1 then
+         error(string.format('sub: out of range (dimension %d of size %d, %d to %d)', d, n, args[k], args[k + 1]), 2)
+      end
+      t = M.narrow(t, d, s, e - s + 1)
+   end
+   if t == self then t = alias(self) end
+   return t
+end
+
+function M.transpose(self, d1, d2)
+   local a = checkdim(self, d1, 'transpose')
+   local b = checkdim(self, d2, 'transpose')
+   local t = alias(self)
+   local c = t._c
+   c.size[a], c.size[b] = c.size[b], c.size[a]
+   c.stride[a], c.stride[b] = c.stride[b], c.stride[a]
+   return t
+end
+
+function M.t(self)
+   if self._c.ndim ~= 2 then error('t: tensor must have 2 dimensions (use transpose for other tensors)', 2) end
+   return M.transpose(self, 1, 2)
+end
+
+function M.unfold(self, dim, size, step)
+   local c = self._c
+   local d = c.ndim == 0 and 0 or checkdim(self, dim, 'unfold')
+   local n = c.ndim == 0 and 1 or tonumber(c.size[d])
+   if size > n then error(string.format('unfold: size %d is larger than dimension %d (%d)', size, dim, n), 2) end
+   if step <= 0 then error('unfold: step must be positive', 2) end
+   if c.ndim >= 16 then error('unfold: too many dimensions', 2) end
+   local t = alias(self)
+   local tc = t._c
+   tc.ndim = c.ndim + 1
+   tc.size[c.ndim] = size
+   tc.stride[c.ndim] = c.ndim == 0 and 1 or c.stride[d]
+   if c.ndim > 0 then
+      tc.size[d] = math.floor((n - size) / step) + 1
+      tc.stride[d] = step * c.stride[d]
+   end
+   return t
+end
+
+function M.squeeze(self, dim)
+   local t = alias(self)
+   local c = t._c
+   if dim ~= nil then
+      local d = checkdim(self, dim, 'squeeze')
+      if c.size[d] == 1 and c.ndim > 1 then
+         for i = d, c.ndim - 2 do c.size[i] = c.size[i + 1]; c.stride[i] = c.stride[i + 1] end
+         c.ndim = c.ndim - 1
+      end
+      return t
+   end
+   local n = 0
+   for i = 0, c.ndim - 1 do
+      if c.size[i] ~= 1 then
+         c.size[n] = c.size[i]; c.stride[n] = c.stride[i]; n = n + 1
+      end
+   end
+   if n == 0 and c.ndim > 0 then
+      -- all ones: Torch7 keeps one dimension of size 1
+      c.size[0] = 1; c.stride[0] = 1; n = 1
+   end
+   c.ndim = n
+   return t
+end
+
+-- expand(sizes...): singleton dimensions become stride-0 repeats.
+function M.expand(self, ...)
+   local n = readSizes('expand', ...)
+   local c = self._c
+   if n < c.ndim then
+      error(string.format('expand: the number of sizes (%d) must be at least the tensor dimension (%d)', n, c.ndim), 2)
+   end
+   local t = alias(self)
+   local tc = t._c
+   local shift = n - c.ndim
+   for i = n - 1, 0, -1 do
+      local want = sizebuf[i]
+      local j = i - shift
+      if j >= 0 then
+         local have = c.size[j]
+         if have == want then
+            tc.size[i] = have; tc.stride[i] = c.stride[j]
+         elseif have == 1 then
+            tc.size[i] = want; tc.stride[i] = 0
+         else
+            error(string.format('expand: cannot expand dimension %d of size %d to %d (only singleton dimensions expand)',
+                                j + 1, tonumber(have), tonumber(want)), 2)
+         end
+      else
+         tc.size[i] = want; tc.stride[i] = 0
+      end
+   end
+   tc.ndim = n
+   return t
+end
+
+function M.expandAs(self, other)
+   return M.expand(self, other:size())
+end
+
+-- view(sizes...) or result:view(src, sizes...). One size may be -1.
+function M.view(self, src, ...)
+   if not torch.isTensor(src) then
+      return M.view(newTensor(self._c.type), self, src, ...)
+   end
+   local result = self
+   local n = readSizes('view', ...)
+   local total = C.lt_tensor_nelement(src._c)
+   local infer, known = -1, 1
+   for i = 0, n - 1 do
+      if sizebuf[i] == -1 then
+         if infer >= 0 then error('view: only one dimension can be inferred (-1)', 2) end
+         infer = i
+      else
+         known = known * sizebuf[i]
+      end
+   end
+   if infer >= 0 then
+      if known == 0 or total % known ~= 0 then error('view: cannot infer the -1 dimension (size mismatch)', 2) end
+      sizebuf[infer] = total / known
+      known = total
+   end
+   if known ~= total then
+      error(string.format('view: size mismatch (viewing %d elements as %d)', tonumber(total), tonumber(known)), 2)
+   end
+   if C.lt_tensor_is_contiguous(src._c) == 0 then
+      error('view: the tensor is not contiguous (call :contiguous() first)', 2)
+   end
+   if src._c.storage == nil then
+      check(C.lt_tensor_resize(result._c, n, sizebuf), 2)
+      return result
+   end
+   check(C.lt_tensor_set_storage(result._c, src._c.storage, src._c.offset, n, sizebuf, nil), 2)
+   return result
+end
+
+function M.viewAs(self, src, template)
+   if template == nil then return M.view(self, src:size()) end
+   return M.view(self, src, template:size())
+end
+
+function M.type(self, tname)
+   local ty = typeOfTensor(self)
+   if tname == nil then return ty.tensorname end
+   if tname == ty.tensorname then return self end
+   local mt = torch.getmetatable(tname)
+   if not mt or not tname:match('^torch%.%a+Tensor$') then
+      error('type: unknown tensor type ' .. tostring(tname), 2)
+   end
+   local out = mt.__constructor()
+   check(C.lt_tensor_resize(out._c, self._c.ndim, self._c.size), 2)
+   check(C.lt_tensor_copy(out._c, self._c), 2)
+   return out
+end
+
+function M.typeAs(self, other) return M.type(self, other:type()) end
+
+for _, ty in ipairs(torch._types) do
+   M[ty.name:lower()] = function(self) return M.type(self, ty.tensorname) end
+end
+M.cuda = function() error('cuda: no CUDA backend in this build (CPU tensors only)', 2) end
+
+function M.totable(self)
+   local c = self._c
+   if c.ndim == 0 then return {} end
+   if c.ndim == 1 then
+      local d, st, out = M.data(self), tonumber(c.stride[0]), {}
+      for i = 0, tonumber(c.size[0]) - 1 do out[i + 1] = tonumber(d[i * st]) end
+      return out
+   end
+   local out = {}
+   for i = 1, tonumber(c.size[0]) do out[i] = M.totable(M.select(self, 1, i)) end
+   return out
+end
+
+-- Lua-function element loops (Torch7's apply/map/map2).
+local function elementLoop(tensors, fn)
+   local n = M.nElement(tensors[1])
+   for _, t in ipairs(tensors) do
+      if M.nElement(t) ~= n then error('inconsistent tensor size', 3) end
+   end
+   local conts, datas = {}, {}
+   for i, t in ipairs(tensors) do
+      conts[i] = M.contiguous(t)
+      datas[i] = M.data(conts[i])
+   end
+   fn(n, datas)
+   for i, t in ipairs(tensors) do
+      if conts[i] ~= t then M.copy(t, conts[i]) end
+   end
+end
+
+function M.apply(self, func)
+   local integer = typeOfTensor(self).integer
+   elementLoop({self}, function(n, d)
+      local a = d[1]
+      for i = 0, n - 1 do
+         local r = func(integer and tonumber(a[i]) or a[i])
+         if r ~= nil then a[i] = r end
+      end
+   end)
+   return self
+end
+
+function M.map(self, other, func)
+   local ia, ib = typeOfTensor(self).integer, typeOfTensor(other).integer
+   elementLoop({self, other}, function(n, d)
+      local a, b = d[1], d[2]
+      for i = 0, n - 1 do
+         local r = func(ia and tonumber(a[i]) or a[i], ib and tonumber(b[i]) or b[i])
+         if r ~= nil then a[i] = r end
+      end
+   end)
+   return self
+end
+
+function M.map2(self, t1, t2, func)
+   elementLoop({self, t1, t2}, function(n, d)
+      local a, b, c = d[1], d[2], d[3]
+      for i = 0, n - 1 do
+         local r = func(tonumber(a[i]), tonumber(b[i]), tonumber(c[i]))
+         if r ~= nil then a[i] = r end
+      end
+   end)
+   return self
+end
+
+-- ---------------------------------------------------------------- metatables
+
+-- Number indexing: t[i] on a 1-D tensor is the number, else a select.
+-- Table indexing (t[{...}]) is installed by TensorIndex.lua as torch._indexTable.
+local function indexGet(self, k)
+   if type(k) == 'number' then
+      local c = self._c
+      if c.ndim == 0 then error('index: empty tensor', 2) end
+      if k < 0 then k = tonumber(c.size[0]) + k + 1 end
+      return M.select(self, 1, k)
+   end
+   local ix = torch._indexTable
+   if ix and (type(k) == 'table' or torch.isTensor(k)) then return ix(self, k) end
+   return nil
+end
+
+local function indexSet(self, k, v)
+   if type(k) == 'number' then
+      local c = self._c
+      if c.ndim == 0 then error('index: empty tensor', 2) end
+      if k < 0 then k = tonumber(c.size[0]) + k + 1 end
+      if c.ndim == 1 then
+         if k < 1 or k > c.size[0] or k ~= math.floor(k) then
+            error(string.format('index %s out of range (size %d)', tostring(k), tonumber(c.size[0])), 2)
+         end
+         if type(v) ~= 'number' then error('assigning a non-number to a tensor element', 2) end
+         M.data(self)[(k - 1) * c.stride[0]] = v
+         return
+      end
+      local slice = M.select(self, 1, k)
+      if type(v) == 'number' then M.fill(slice, v) else M.copy(slice, v) end
+      return
+   end
+   local ix = torch._newindexTable
+   if ix and (type(k) == 'table' or torch.isTensor(k)) then return ix(self, k, v) end
+   error('cannot set field ' .. tostring(k) .. ' of a ' .. torch.typename(self), 2)
+end
+
+function torch._installTensorMethods()
+   for _, mt in pairs(tensorMTs) do
+      for k, v in pairs(M) do rawset(mt, k, v) end
+   end
+end
+
+local function opForward(name)
+   return function(a, b)
+      local f = ops[name]
+      if not f then error('tensor operator ' .. name .. ' is not available', 2) end
+      return f(a, b)
+   end
+end
+
+for _, ty in ipairs(torch._types) do
+   local mt = {}
+   tensorMTs[ty.id] = mt
+   local handleName = 'TH' .. ty.name .. 'Tensor'
+   ffi.cdef(string.format('typedef struct %s { lt_tensor _c; } %s;', handleName, handleName))
+   -- The FFI metatable is locked once metatype'd, so it only forwards: methods
+   -- are looked up in the (mutable) class table mt, operators in `ops`.
+   local ffimt = {
+      __index = function(self, k)
+         local m = mt[k]
+         if m ~= nil then return m end
+         return indexGet(self, k)
+      end,
+      __newindex = indexSet,
+      __len = function(self) return M.size(self) end,
+      __tostring = function(self)
+         if torch._tensorToString then return torch._tensorToString(self) end
+         return string.format('[%s of size %s]', ty.tensorname, table.concat(M.size(self):totable(), 'x'))
+      end,
+      __add = opForward('__add'), __sub = opForward('__sub'), __mul = opForward('__mul'),
+      __div = opForward('__div'), __unm = opForward('__unm'), __mod = opForward('__mod'),
+      __pow = opForward('__pow'),
+   }
+   local Handle = ffi.metatype(handleName, ffimt)
+   handles[ty.id] = Handle
+   torch._registerCType(Handle, ty.tensorname)
+   torch._tensorCTypes[tonumber(Handle)] = true
+   local ctor = makeConstructor(ty)
+   torch._newclass(ty.tensorname, mt, ctor)
+   mt.__factory = function() return newTensor(ty.id) end
+   mt._ty = ty
+end
+torch._installTensorMethods()
+
+-- ---------------------------------------------------------------- defaults
+
+local defaultType = 'torch.DoubleTensor'
+
+function torch.setdefaulttensortype(name)
+   local mt = torch.getmetatable(name)
+   if not mt or not name:match('^torch%.%a+Tensor$') then
+      error('torch.setdefaulttensortype: unknown tensor type ' .. tostring(name), 2)
+   end
+   defaultType = name
+   torch.Tensor = mt.__constructor
+   torch.Storage = torch.getmetatable(name:gsub('Tensor$', 'Storage')).__constructor
+end
+
+function torch.getdefaulttensortype() return defaultType end
+
+-- torch.<fn>(tensor, ...) forms of the view methods.
+for _, fname in ipairs {'narrow', 'select', 'sub', 'transpose', 't', 'unfold', 'squeeze', 'expand',
+                        'expandAs', 'clone', 'contiguous', 'isContiguous', 'nElement', 'numel', 'totable',
+                        'isSameSizeAs', 'isSetTo', 'typeAs'} do
+   torch[fname] = torch[fname] or function(t, ...) return t[fname](t, ...) end
+end
+function torch.view(...) return M.view(...) end
+function torch.viewAs(...) return M.viewAs(...) end

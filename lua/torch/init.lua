@@ -1,0 +1,34 @@
+-- luatorch's Torch7-compatible `torch` package.
+--
+-- Loading order: the native library, the class system, Storage and Tensor
+-- types, then the method families that extend them (math, indexing, random,
+-- printing, serialization). Each family lives in its own file and receives
+-- the `torch` table as its argument.
+local ffi = require 'ffi'
+
+torch = torch or {}
+local torch = torch
+torch._VERSION = 'luatorch 0.1'
+
+torch.C = require 'torch.C'
+
+local function load(name)
+   local path = package.searchpath('torch.' .. name, package.path)
+   if not path then error('luatorch: cannot find torch.' .. name .. ' on package.path') end
+   local chunk = assert(loadfile(path))
+   return chunk(torch)
+end
+torch._loadpart = load
+
+load 'class'
+load 'utils'
+load 'Storage'
+load 'Tensor'
+for _, part in ipairs {'TensorMath', 'TensorIndex', 'random', 'TensorPrint', 'Timer',
+                       'File', 'DiskFile', 'MemoryFile', 'PipeFile', 'serialize'} do
+   if package.searchpath('torch.' .. part, package.path) then load(part) end
+end
+
+torch.setdefaulttensortype('torch.DoubleTensor')
+
+return torch

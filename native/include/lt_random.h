@@ -1,0 +1,1 @@
+/* lt_random: declarations are added by the module that implements them. */

@@ -1,0 +1,26 @@
+/* luatorch public C API.
+ *
+ * This header is the single source of truth for the C declarations that both
+ * cffi (Python) and LuaJIT's ffi.cdef (Lua) read. The ffi/ build expands the
+ * quoted #include lines below, drops every other preprocessor line and embeds
+ * the result in the extension module (lt_cdef_text), so Lua gets exactly these
+ * declarations from the same shared object it calls.
+ *
+ * Rules for everything included from here: plain C declarations only — no
+ * macros used in declarations, no inline functions, no bit fields; sizes are
+ * int64_t, element types are the lt_type enum.
+ */
+#ifndef LUATORCH_H
+#define LUATORCH_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "lt_core.h"    /* types, storages, tensors, copy/fill, threads, BLAS */
+#include "lt_math.h"    /* pointwise, comparisons, reductions */
+#include "lt_linalg.h"  /* dot, mm/mv/addmm/addmv/addr/bmm/baddbmm */
+#include "lt_sort.h"    /* sort, topk, kthvalue, cumsum, cumprod */
+#include "lt_random.h"  /* Mersenne Twister generator and random fills */
+#include "lt_index.h"   /* index/gather/scatter/masked ops, nonzero, cat */
+
+#endif

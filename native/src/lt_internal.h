@@ -1,0 +1,104 @@
+/* Internal helpers shared by the C kernels: type dispatch, strided iteration,
+ * error reporting, OpenMP thresholds. Not part of the FFI surface. */
+#ifndef LT_INTERNAL_H
+#define LT_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "luatorch.h"
+
+#define LT_MAXDIM 16
+
+/* Elementwise loops shorter than this run on one thread: below it the
+ * OpenMP fork/join costs more than the work. */
+#define LT_OMP_THRESHOLD 32768
+
+/* Set the per-thread error message (printf style) and return -1. */
+int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Run the body (the variadic argument, so it may contain commas) with `scalar_t` typedef'd to the C type of lt_type TYPE. */
+#define LT_DISPATCH(TYPE, ...)                                              \
+  switch (TYPE) {                                                           \
+    case LT_BYTE:   { typedef uint8_t scalar_t; __VA_ARGS__; } break;              \
+    case LT_CHAR:   { typedef int8_t scalar_t; __VA_ARGS__; } break;               \
+    case LT_SHORT:  { typedef int16_t scalar_t; __VA_ARGS__; } break;              \
+    case LT_INT:    { typedef int32_t scalar_t; __VA_ARGS__; } break;              \
+    case LT_LONG:   { typedef int64_t scalar_t; __VA_ARGS__; } break;              \
+    case LT_FLOAT:  { typedef float scalar_t; __VA_ARGS__; } break;                \
+    case LT_DOUBLE: { typedef double scalar_t; __VA_ARGS__; } break;               \
+    default: return lt_fail("unknown tensor type %d", (int)(TYPE));         \
+  }
+
+/* Same, with the type named by the caller (for nested dispatch). */
+#define LT_DISPATCH_AS(TYPE, NAME, ...)                                     \
+  switch (TYPE) {                                                           \
+    case LT_BYTE:   { typedef uint8_t NAME; __VA_ARGS__; } break;                  \
+    case LT_CHAR:   { typedef int8_t NAME; __VA_ARGS__; } break;                   \
+    case LT_SHORT:  { typedef int16_t NAME; __VA_ARGS__; } break;                  \
+    case LT_INT:    { typedef int32_t NAME; __VA_ARGS__; } break;                  \
+    case LT_LONG:   { typedef int64_t NAME; __VA_ARGS__; } break;                  \
+    case LT_FLOAT:  { typedef float NAME; __VA_ARGS__; } break;                    \
+    case LT_DOUBLE: { typedef double NAME; __VA_ARGS__; } break;                   \
+    default: return lt_fail("unknown tensor type %d", (int)(TYPE));         \
+  }
+
+/* Only the floating types (float, double). */
+#define LT_DISPATCH_FLOATING(TYPE, OPNAME, ...)                             \
+  switch (TYPE) {                                                           \
+    case LT_FLOAT:  { typedef float scalar_t; __VA_ARGS__; } break;                \
+    case LT_DOUBLE: { typedef double scalar_t; __VA_ARGS__; } break;               \
+    default: return lt_fail("%s is only defined for FloatTensor and DoubleTensor", OPNAME); \
+  }
+
+/* ---- strided iteration ---------------------------------------------------
+ * An lt_iter walks a tensor in row-major order as a sequence of runs along
+ * its innermost (collapsed) dimension. Kernels over several tensors with the
+ * same element count (Torch7 only requires equal nElement, not equal shapes)
+ * take runs of the length all iterators can serve and advance them together:
+ *
+ *   lt_iter a, b; lt_iter_init(&a, ta); lt_iter_init(&b, tb);
+ *   while (!lt_iter_done(&a)) {
+ *     int64_t n = lt_iter_run(&a, &b, NULL);
+ *     ... loop i < n over a.ptr + i*a.inner_stride, b.ptr + i*b.inner_stride ...
+ *     lt_iter_advance(&a, n); lt_iter_advance(&b, n);
+ *   }
+ */
+typedef struct lt_iter {
+  char *ptr;              /* current element */
+  int64_t inner_stride;   /* in elements */
+  int64_t inner_left;     /* elements left in the current run */
+  int64_t remaining;      /* elements left in total */
+  int ndim;
+  int elemsize;
+  int64_t size[LT_MAXDIM];
+  int64_t stride[LT_MAXDIM];  /* in elements */
+  int64_t counter[LT_MAXDIM];
+  char *base;
+} lt_iter;
+
+void lt_iter_init(lt_iter *it, const lt_tensor *t);
+int64_t lt_iter_run(const lt_iter *a, const lt_iter *b, const lt_iter *c);
+void lt_iter_advance(lt_iter *it, int64_t n);
+static inline int lt_iter_done(const lt_iter *it) { return it->remaining <= 0; }
+
+/* Collapse a tensor's dimensions: drop size-1 dims and merge dims that are
+ * contiguous with each other. Returns the collapsed ndim (0 for a scalar
+ * run of one element or an empty tensor). */
+int lt_collapse(const lt_tensor *t, int64_t *size, int64_t *stride);
+
+/* `#pragma omp` cannot appear inside the dispatch macros' arguments, so
+ * parallel loops use this _Pragma form. The loop count must be in a
+ * variable named lt_par_n:
+ *     int64_t lt_par_n = n;
+ *     LT_PARALLEL_FOR
+ *     for (int64_t i = 0; i < n; i++) ...                                  */
+#define LT_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if(lt_par_n >= 32768)")
+
+#endif

@@ -1,0 +1,240 @@
+"""A LuaJIT state running luatorch's Torch7-compatible packages.
+
+    rt = Runtime()
+    t = rt.eval("torch.FloatTensor(2, 3):fill(1)")
+    a = rt.to_numpy(t)            # zero-copy view of the tensor's storage
+    u = rt.from_numpy(np.ones(4)) # zero-copy DoubleTensor over the array
+
+One Runtime is one lua_State: use one per thread (lupa serialises calls into a
+shared runtime). Lua errors raise LuaError with the Lua message and traceback.
+"""
+import os
+import threading
+
+import numpy as np
+from lupa import luajit21
+
+from pytorch_bridge import native
+
+LUA_DIR = None
+
+
+def lua_dir():
+    """The folder holding the torch/nn/optim/... Lua packages."""
+    global LUA_DIR
+    if LUA_DIR is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        candidates = [os.path.join(os.path.dirname(here), "lua")]
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec("luatorch_lua")
+            if spec and spec.submodule_search_locations:
+                candidates += list(spec.submodule_search_locations)
+        except ImportError:
+            pass
+        for c in candidates:
+            if os.path.isfile(os.path.join(c, "torch", "init.lua")):
+                LUA_DIR = c
+                break
+        else:
+            raise RuntimeError("luatorch: cannot find the lua/ packages (looked in %s)" % ", ".join(candidates))
+    return LUA_DIR
+
+
+class LuaError(RuntimeError):
+    """A Lua error: .lua_message is Lua's message, .lua_traceback its traceback."""
+
+    def __init__(self, message, traceback=""):
+        self.lua_message = message
+        self.lua_traceback = traceback
+        super().__init__(message + ("\n" + traceback if traceback else ""))
+
+
+_NUMPY_TO_TYPE = {
+    np.dtype(np.uint8): "Byte",
+    np.dtype(np.int8): "Char",
+    np.dtype(np.int16): "Short",
+    np.dtype(np.int32): "Int",
+    np.dtype(np.int64): "Long",
+    np.dtype(np.float32): "Float",
+    np.dtype(np.float64): "Double",
+}
+_TYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_TYPE.items()}
+
+# Lua helpers of the bridge: protected calls with tracebacks, and the
+# tensor <-> raw pointer conversions that zero-copy needs.
+_BRIDGE_LUA = r"""
+local ffi = require 'ffi'
+local torch = require 'torch'
+local C = torch.C
+local B = {}
+
+local function handler(e)
+   local msg = type(e) == 'string' and e or tostring(e)
+   return {msg, debug.traceback('', 2)}
+end
+
+-- Run f(...) protected; returns true, results... or false, message, traceback.
+function B.pcall(f, ...)
+   local res = {xpcall(f, handler, ...)}
+   if res[1] then return unpack(res, 1, table.maxn(res)) end
+   return false, res[2][1], res[2][2]
+end
+
+function B.exec(code, name)
+   local f, err = loadstring(code, name)
+   if not f then return false, err, '' end
+   return B.pcall(f)
+end
+
+-- Adopt a C storage we hold one reference to, viewed as a tensor.
+function B.wrapForeign(addr, tname, sizes, strides, offset)
+   local ty = torch._types[tname]
+   local s = ffi.cast('lt_storage*', addr)
+   local storage = torch.getmetatable(ty.storagename)._wrap(s)
+   local t = torch[tname .. 'Tensor']()
+   if #sizes == 0 then return t end
+   return t:set(storage, offset + 1, torch.LongStorage(sizes), torch.LongStorage(strides))
+end
+
+-- What numpy needs to view a tensor: storage address (retained + pinned
+-- for the caller), type name, sizes, strides, offset.
+function B.exportTensor(t)
+   if not torch.isTensor(t) then error('a torch Tensor expected, got ' .. torch.type(t), 2) end
+   local c = t._c
+   local ty = torch._typesById[c.type]
+   local sizes, strides = {}, {}
+   for i = 0, c.ndim - 1 do
+      sizes[i + 1] = tonumber(c.size[i])
+      strides[i + 1] = tonumber(c.stride[i])
+   end
+   local s = c.storage
+   if s ~= nil then
+      C.lt_storage_retain(s)
+      C.lt_storage_pin(s)
+   end
+   return tonumber(ffi.cast('uintptr_t', s)), ty.name, sizes, strides, tonumber(c.offset)
+end
+
+return B
+"""
+
+
+class _StorageRef:
+    """Keeps a C storage alive (and pinned against resize) while numpy views it."""
+
+    __slots__ = ("ptr", "__array_interface__")
+
+    def __init__(self, ptr, interface):
+        self.ptr = ptr
+        self.__array_interface__ = interface
+
+    def __del__(self):
+        lib = native.lib
+        if lib is not None and self.ptr is not None:
+            lib.lt_storage_unpin(self.ptr)
+            lib.lt_storage_release(self.ptr)
+            self.ptr = None
+
+
+class Runtime:
+    """One LuaJIT state with luatorch's packages on package.path and torch loaded."""
+
+    def __init__(self, threads=None, extra_path=()):
+        self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
+        self._thread = threading.get_ident()
+        g = self.lua.globals()
+        base = lua_dir()
+        paths = [os.path.join(p, "?.lua") for p in (*extra_path, base)]
+        paths += [os.path.join(p, "?", "init.lua") for p in (*extra_path, base)]
+        g.package.path = ";".join(paths) + ";" + g.package.path
+        g.package.loaded["torch.native_path"] = native.NATIVE_PATH
+        self._bridge = self.lua.execute(_BRIDGE_LUA)
+        self.torch = self.require("torch")
+        if threads is not None:
+            self.call(self.torch.setnumthreads, int(threads))
+
+    # ------------------------------------------------------------ running Lua
+
+    def _unwrap(self, res):
+        if not isinstance(res, tuple):
+            res = (res,)
+        if res[0] is True:
+            rest = res[1:]
+            if len(rest) == 0:
+                return None
+            return rest[0] if len(rest) == 1 else rest
+        raise LuaError(str(res[1]), str(res[2]) if len(res) > 2 and res[2] is not None else "")
+
+    def execute(self, code, name="=(luatorch)"):
+        """Run a chunk of Lua code; returns what it returns."""
+        return self._unwrap(self._bridge.exec(code, name))
+
+    def eval(self, expr):
+        """Evaluate one Lua expression."""
+        return self.execute("return " + expr, "=(eval)")
+
+    def call(self, fn, *args):
+        """Call a Lua function protected; errors become LuaError with a traceback."""
+        return self._unwrap(self._bridge.pcall(fn, *args))
+
+    def require(self, name):
+        return self.call(self.lua.globals().require, name)
+
+    @property
+    def globals(self):
+        return self.lua.globals()
+
+    def table(self, *args, **kwargs):
+        return self.lua.table(*args, **kwargs)
+
+    # ------------------------------------------------------------ zero copy
+
+    def from_numpy(self, array):
+        """A torch.<Type>Tensor viewing `array`'s memory; the tensor keeps the array alive."""
+        if not isinstance(array, np.ndarray):
+            raise TypeError("from_numpy: numpy.ndarray expected, got %s" % type(array).__name__)
+        dtype = array.dtype
+        if dtype.byteorder not in ("=", "|") and dtype.newbyteorder("=") != dtype:
+            raise ValueError("from_numpy: non-native byte order %s; use array.astype(array.dtype.newbyteorder('='))" % dtype)
+        tname = _NUMPY_TO_TYPE.get(np.dtype(dtype.newbyteorder("=")))
+        if tname is None:
+            raise TypeError("from_numpy: dtype %s has no torch tensor type (uint8, int8, int16, int32, int64, "
+                            "float32, float64)" % dtype)
+        if not array.flags.writeable:
+            raise ValueError("from_numpy: the array is read-only; Lua tensors are writable (pass array.copy())")
+        item = array.itemsize
+        if any(s < 0 or s % item for s in array.strides):
+            raise ValueError("from_numpy: negative or unaligned strides %s; pass np.ascontiguousarray(array)"
+                             % (array.strides,))
+        strides = [s // item for s in array.strides]
+        extent = 1 + sum((n - 1) * s for n, s in zip(array.shape, strides)) if array.size else 0
+        ctx = native.keep_alive(array)
+        ptr = native.lib.lt_storage_new_foreign(
+            getattr(native.lib, "LT_" + tname.upper()),
+            native.ffi.cast("void *", array.ctypes.data), extent, native.lib.lt_py_release, ctx)
+        if ptr == native.ffi.NULL:
+            native.lt_py_release(ctx)
+            native.check(-1)
+        addr = int(native.ffi.cast("uintptr_t", ptr))
+        sizes = self.lua.table(*array.shape) if array.size else self.lua.table()
+        return self.call(self._bridge.wrapForeign, addr, tname, sizes, self.lua.table(*strides), 0)
+
+    def to_numpy(self, tensor):
+        """A numpy array viewing `tensor`'s storage without copying. While it lives, the
+        storage stays alive and cannot be resized."""
+        addr, tname, sizes, strides, offset = self.call(self._bridge.exportTensor, tensor)
+        dtype = _TYPE_TO_NUMPY[tname]
+        shape = tuple(int(sizes[i + 1]) for i in range(len(sizes)))
+        st = tuple(int(strides[i + 1]) * dtype.itemsize for i in range(len(strides)))
+        if not addr:
+            return np.zeros(shape if shape else (0,), dtype)
+        ptr = native.ffi.cast("lt_storage *", addr)
+        if not shape:  # an empty tensor: nothing to view
+            native.lib.lt_storage_unpin(ptr)
+            native.lib.lt_storage_release(ptr)
+            return np.zeros((0,), dtype)
+        data = int(native.ffi.cast("uintptr_t", ptr.data)) + offset * dtype.itemsize
+        iface = {"version": 3, "shape": shape, "strides": st, "typestr": dtype.str, "data": (data, False)}
+        return np.asarray(_StorageRef(ptr, iface))
