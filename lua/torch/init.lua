@@ -24,8 +24,8 @@ load 'class'
 load 'utils'
 load 'Storage'
 load 'Tensor'
-for _, part in ipairs {'TensorMath', 'TensorIndex', 'random', 'TensorPrint', 'Timer',
-                       'File', 'DiskFile', 'MemoryFile', 'PipeFile', 'serialize'} do
+for _, part in ipairs {'TensorMath', 'TensorLinalg', 'TensorSort', 'random', 'TensorIndex',
+                       'TensorPrint', 'Timer', 'File', 'DiskFile', 'MemoryFile', 'serialize'} do
    if package.searchpath('torch.' .. part, package.path) then load(part) end
 end
 
