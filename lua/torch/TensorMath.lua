@@ -1,0 +1,425 @@
+-- Torch7's TensorMath: pointwise math, comparisons, reductions, operators
+-- and the zeros/ones/linspace/logspace/range constructors, on the C kernels
+-- of native/src/math_*.c.
+--
+-- Argument forms follow Torch7's cwrap declarations. A pointwise op has a
+-- list of source signatures (e.g. add: tensor value | tensor [value] tensor).
+-- As a method, `self:op(sources...)` writes into self, and when the
+-- arguments only make sense with self as the first source (`x:add(5)`,
+-- `x:cmul(y)`, `x:sqrt()`) self is also that source. As a function,
+-- `torch.op(sources...)` returns a new tensor and `torch.op(r, sources...)`
+-- writes into r. Reductions and comparisons return new tensors from methods
+-- too, as Torch7 did (`x:sum(1)` does not modify x).
+local torch = ...
+local ffi = require 'ffi'
+local C = torch.C
+
+local M = torch._tensorMethods
+local ops = torch._tensorOps
+local newTensor = torch._newTensor
+local isTensor = torch.isTensor
+
+-- Raise the C error (level 3: the caller of the method/function).
+local function check(rc)
+   if rc ~= 0 then error(ffi.string(C.lt_errmsg()), 4) end
+end
+
+local function shortType(x)
+   if isTensor(x) then return torch._typesById[x._c.type].name .. 'Tensor' end
+   return type(x)
+end
+
+-- A signature key: one letter per argument (t tensor, n number, b boolean).
+local function kinds(...)
+   local k = ''
+   for i = 1, select('#', ...) do
+      local v = select(i, ...)
+      local tv = type(v)
+      k = k .. ((tv == 'number' and 'n') or (tv == 'boolean' and 'b') or (isTensor(v) and 't') or '?')
+   end
+   return k
+end
+
+local function badArgs(name, usage, ...)
+   local got = {}
+   for i = 1, select('#', ...) do got[i] = shortType((select(i, ...))) end
+   error(string.format('%s: invalid arguments: %s\nexpected arguments: %s', name, table.concat(got, ' '), usage), 3)
+end
+
+local function firstTensor(...)
+   for i = 1, select('#', ...) do
+      local v = select(i, ...)
+      if isTensor(v) then return v end
+   end
+end
+
+local function defaultTypeId()
+   return torch._types[torch.getdefaulttensortype():match('^torch%.(%a+)Tensor$')].id
+end
+
+-- ---------------------------------------------------------------- pointwise
+
+-- Define M[name] and torch[name] from `sigs` (signature key -> function(r, ...)).
+-- numberFn, when given, is torch[name]'s answer for plain numbers.
+local function pointwise(name, sigs, usage, numberFn)
+   M[name] = function(self, ...)
+      local f = sigs[kinds(...)]
+      if f then f(self, ...); return self end
+      f = sigs[kinds(self, ...)]
+      if f then f(self, self, ...); return self end
+      badArgs(name, '*tensor* ' .. usage:gsub(' | ', ' | *tensor* '), self, ...)
+   end
+   torch[name] = function(...)
+      local f = sigs[kinds(...)]
+      if f then
+         local r = newTensor(firstTensor(...)._c.type)
+         f(r, ...)
+         return r
+      end
+      local r = ...
+      if isTensor(r) then
+         f = sigs[kinds(select(2, ...))]
+         if f then f(r, select(2, ...)); return r end
+      end
+      if numberFn and kinds(...):match('^n+$') then return numberFn(...) end
+      badArgs(name, '[result] ' .. usage:gsub(' | ', ' | [result] '), ...)
+   end
+end
+
+local function scalar(op)
+   return function(r, t, v) check(C.lt_math_scalar(r._c, t._c, op, v)) end
+end
+local function scalarNeg(op)
+   return function(r, t, v) check(C.lt_math_scalar(r._c, t._c, op, -v)) end
+end
+local function binary(op)
+   return function(r, a, b) check(C.lt_math_binary(r._c, a._c, op, b._c)) end
+end
+local function cadd(sign)
+   return {
+      tt = function(r, a, b) check(C.lt_math_cadd(r._c, a._c, sign, b._c)) end,
+      tnt = function(r, a, v, b) check(C.lt_math_cadd(r._c, a._c, sign * v, b._c)) end,
+   }
+end
+
+local addSigs = cadd(1)
+addSigs.tn = scalar(C.LT_OP_ADD)
+pointwise('add', addSigs, 'tensor value | tensor1 [value] tensor2')
+local csubSigs = cadd(-1)
+csubSigs.tn = scalarNeg(C.LT_OP_ADD)
+pointwise('csub', csubSigs, 'tensor value | tensor1 [value] tensor2')
+pointwise('mul', {tn = scalar(C.LT_OP_MUL)}, 'tensor value')
+pointwise('div', {tn = scalar(C.LT_OP_DIV)}, 'tensor value')
+pointwise('fmod', {tn = scalar(C.LT_OP_FMOD)}, 'tensor value')
+pointwise('remainder', {tn = scalar(C.LT_OP_REMAINDER)}, 'tensor value')
+pointwise('cmul', {tt = binary(C.LT_OP_MUL)}, 'tensor1 tensor2')
+pointwise('cdiv', {tt = binary(C.LT_OP_DIV)}, 'tensor1 tensor2')
+pointwise('cpow', {tt = binary(C.LT_OP_POW)}, 'tensor1 tensor2')
+pointwise('cfmod', {tt = binary(C.LT_OP_FMOD)}, 'tensor1 tensor2')
+pointwise('cremainder', {tt = binary(C.LT_OP_REMAINDER)}, 'tensor1 tensor2')
+pointwise('cmax', {tt = binary(C.LT_OP_MAX), tn = scalar(C.LT_OP_MAX)}, 'tensor1 tensor2 | tensor value')
+pointwise('cmin', {tt = binary(C.LT_OP_MIN), tn = scalar(C.LT_OP_MIN)}, 'tensor1 tensor2 | tensor value')
+pointwise('pow', {
+   tn = scalar(C.LT_OP_POW),
+   nt = function(r, v, t) check(C.lt_math_scalar(r._c, t._c, C.LT_OP_TPOW, v)) end,
+}, 'tensor value | value tensor', function(a, b) return a ^ b end)
+pointwise('clamp', {
+   tnn = function(r, t, lo, hi) check(C.lt_math_clamp(r._c, t._c, lo, hi)) end,
+}, 'tensor min max')
+
+local function addc(divide)
+   local function f(r, a, v, b, c) check(C.lt_math_addc(r._c, a._c, v, b._c, divide, c._c)) end
+   return {
+      ttt = function(r, a, b, c) f(r, a, 1, b, c) end,
+      tntt = f,
+   }
+end
+pointwise('addcmul', addc(0), 'tensor [value] tensor1 tensor2')
+pointwise('addcdiv', addc(1), 'tensor [value] tensor1 tensor2')
+
+local function round(x) return x >= 0 and math.floor(x + 0.5) or math.ceil(x - 0.5) end
+local function sign(x) return x > 0 and 1 or (x < 0 and -1 or 0) end
+local unary = {
+   neg = {C.LT_UN_NEG, function(x) return -x end},
+   abs = {C.LT_UN_ABS, math.abs},
+   sign = {C.LT_UN_SIGN, sign},
+   sqrt = {C.LT_UN_SQRT, math.sqrt},
+   rsqrt = {C.LT_UN_RSQRT, function(x) return 1 / math.sqrt(x) end},
+   exp = {C.LT_UN_EXP, math.exp},
+   log = {C.LT_UN_LOG, math.log},
+   log1p = {C.LT_UN_LOG1P},
+   expm1 = {C.LT_UN_EXPM1},
+   tanh = {C.LT_UN_TANH, math.tanh},
+   sigmoid = {C.LT_UN_SIGMOID, function(x) return 1 / (1 + math.exp(-x)) end},
+   floor = {C.LT_UN_FLOOR, math.floor},
+   ceil = {C.LT_UN_CEIL, math.ceil},
+   round = {C.LT_UN_ROUND, round},
+   trunc = {C.LT_UN_TRUNC, function(x) return x >= 0 and math.floor(x) or math.ceil(x) end},
+   frac = {C.LT_UN_FRAC, function(x) return x - (x >= 0 and math.floor(x) or math.ceil(x)) end},
+   cinv = {C.LT_UN_CINV, function(x) return 1 / x end},
+   sin = {C.LT_UN_SIN, math.sin}, cos = {C.LT_UN_COS, math.cos}, tan = {C.LT_UN_TAN, math.tan},
+   asin = {C.LT_UN_ASIN, math.asin}, acos = {C.LT_UN_ACOS, math.acos}, atan = {C.LT_UN_ATAN, math.atan},
+   sinh = {C.LT_UN_SINH, math.sinh}, cosh = {C.LT_UN_COSH, math.cosh},
+}
+for name, spec in pairs(unary) do
+   local op = spec[1]
+   pointwise(name, {t = function(r, t) check(C.lt_math_unary(r._c, t._c, op)) end}, 'tensor', spec[2])
+end
+
+-- ---------------------------------------------------------------- comparisons
+
+-- a:eq(b) and torch.eq(a, b) return a new ByteTensor; r:eq(a, b) and
+-- torch.eq(r, a, b) fill r, a ByteTensor or a tensor of a's type (0/1).
+for name, op in pairs {eq = C.LT_CMP_EQ, ne = C.LT_CMP_NE, lt = C.LT_CMP_LT, le = C.LT_CMP_LE,
+                       gt = C.LT_CMP_GT, ge = C.LT_CMP_GE} do
+   local function compare(r, a, b)
+      if type(b) == 'number' then
+         check(C.lt_math_compare_value(r._c, a._c, op, b))
+      elseif isTensor(b) then
+         check(C.lt_math_compare(r._c, a._c, op, b._c))
+      else
+         badArgs(name, '[result] tensor (tensor | value)', r, a, b)
+      end
+   end
+   local function fn(r, a, b)
+      if b == nil then r, a, b = nil, r, a end
+      if not isTensor(a) then badArgs(name, '[result] tensor (tensor | value)', r, a, b) end
+      if r == nil then
+         r = newTensor(C.LT_BYTE)
+      elseif not isTensor(r) then
+         badArgs(name, '[result] tensor (tensor | value)', r, a, b)
+      elseif r._c.type ~= C.LT_BYTE then
+         -- a result of the source's type holds the mask as 0/1 values
+         local mask = newTensor(C.LT_BYTE)
+         compare(mask, a, b)
+         M.resizeAs(r, a)
+         M.copy(r, mask)
+         return r
+      end
+      compare(r, a, b)
+      return r
+   end
+   M[name] = fn
+   torch[name] = fn
+end
+
+local allAnyOut = ffi.new('int[1]')
+local function allAny(any)
+   return function(self)
+      check(C.lt_math_all_any(self._c, any, allAnyOut))
+      return allAnyOut[0] ~= 0
+   end
+end
+M.all = allAny(0)
+M.any = allAny(1)
+torch.all, torch.any = M.all, M.any
+
+function M.equal(self, other)
+   if not isTensor(other) or self._c.type ~= other._c.type or not M.isSameSizeAs(self, other) then return false end
+   return M.all(M.eq(self, other))
+end
+torch.equal = M.equal
+
+-- ---------------------------------------------------------------- reductions
+
+local reduceOut = ffi.new('double[1]')
+local function reduceAll(t, op, p, biased)
+   check(C.lt_math_reduce_all(t._c, op, p or 0, biased and 1 or 0, reduceOut))
+   return reduceOut[0]
+end
+
+local function dim0(d, name)
+   if type(d) ~= 'number' or d ~= math.floor(d) then
+      error(string.format('%s: dimension must be an integer, got %s', name, tostring(d)), 4)
+   end
+   return d - 1
+end
+
+local function reduceDim(r, t, d, op, name, p, biased)
+   if not isTensor(t) then badArgs(name, '[result] tensor dim', r, t, d) end
+   r = r or newTensor(t._c.type)
+   check(C.lt_math_reduce_dim(r._c, t._c, dim0(d, name), op, p or 0, biased and 1 or 0))
+   return r
+end
+
+-- sum, prod, mean: x:op() -> number; x:op(dim), torch.op(x, dim) -> new
+-- tensor; r:op(x, dim), torch.op(r, x, dim) -> r.
+for name, op in pairs {sum = C.LT_RED_SUM, prod = C.LT_RED_PROD, mean = C.LT_RED_MEAN} do
+   local function fn(self, a, b)
+      if not isTensor(self) then badArgs(name, '[result] tensor [dim]', self, a, b) end
+      if a == nil then return reduceAll(self, op) end
+      if isTensor(a) then return reduceDim(self, a, b, op, name) end
+      return reduceDim(nil, self, a, op, name)
+   end
+   M[name] = fn
+   torch[name] = fn
+end
+
+-- var, std: x:op([biased]) -> number; x:op(dim [, biased]);
+-- r:op(x, dim [, biased]). biased = true divides by n, else by n - 1.
+for name, op in pairs {var = C.LT_RED_VAR, std = C.LT_RED_STD} do
+   local function fn(self, a, b, c)
+      if not isTensor(self) then badArgs(name, '[result] tensor [dim] [biased]', self, a, b, c) end
+      if a == nil or type(a) == 'boolean' then return reduceAll(self, op, 0, a) end
+      if isTensor(a) then return reduceDim(self, a, b, op, name, 0, c) end
+      return reduceDim(nil, self, a, op, name, 0, b)
+   end
+   M[name] = fn
+   torch[name] = fn
+end
+
+-- norm: x:norm([p = 2]) -> number; x:norm(p, dim); r:norm(x, p, dim).
+local function norm(self, a, b, c)
+   if not isTensor(self) then badArgs('norm', '[result] tensor [p] [dim]', self, a, b, c) end
+   if isTensor(a) then return reduceDim(self, a, c, C.LT_RED_NORM, 'norm', b or 2) end
+   if b == nil then return reduceAll(self, C.LT_RED_NORM, a or 2) end
+   return reduceDim(nil, self, b, C.LT_RED_NORM, 'norm', a or 2)
+end
+M.norm = norm
+torch.norm = norm
+
+-- dist(a, b [, p = 2]): the p-norm of a - b.
+function M.dist(a, b, p)
+   return norm(torch.add(a, -1, b), p or 2)
+end
+torch.dist = M.dist
+
+-- max, min: x:max() -> number; x:max(dim) -> values, indices (LongTensor,
+-- 1-based); torch.max(values, indices, x, dim) fills them; with two tensors
+-- they are cmax/cmin.
+for name, want in pairs {max = 1, min = 0} do
+   local op = want == 1 and C.LT_RED_MAX or C.LT_RED_MIN
+   local cname = want == 1 and 'cmax' or 'cmin'
+   local usage = '[values indices] tensor [dim] | [result] tensor1 tensor2'
+   local function fn(self, a, b, c)
+      if not isTensor(self) then badArgs(name, usage, self, a, b, c) end
+      if a == nil then return reduceAll(self, op) end
+      local values, indices, t, d
+      if type(a) == 'number' then
+         values, indices, t, d = newTensor(self._c.type), newTensor(C.LT_LONG), self, a
+      elseif isTensor(a) and isTensor(b) and c ~= nil then
+         values, indices, t, d = self, a, b, c
+      elseif isTensor(a) then
+         return torch[cname](self, a, b)
+      else
+         badArgs(name, usage, self, a, b, c)
+      end
+      check(C.lt_math_maxmin_dim(values._c, indices._c, t._c, dim0(d, name), want))
+      return values, indices
+   end
+   M[name] = fn
+   torch[name] = fn
+end
+
+-- ---------------------------------------------------------------- operators
+
+local function newOf(t) return newTensor(t._c.type) end
+
+local function operands(name, a, b)
+   if isTensor(a) and (isTensor(b) or type(b) == 'number') then return end
+   if type(a) == 'number' and isTensor(b) then return end
+   error(string.format('%s: expecting two Tensors or one Tensor and one number (got %s and %s)', name,
+                       shortType(a), shortType(b)), 3)
+end
+
+ops.__add = function(a, b)
+   operands('__add', a, b)
+   if type(a) == 'number' then a, b = b, a end
+   local r = newOf(a)
+   if isTensor(b) then check(C.lt_math_cadd(r._c, a._c, 1, b._c))
+   else check(C.lt_math_scalar(r._c, a._c, C.LT_OP_ADD, b)) end
+   return r
+end
+
+ops.__sub = function(a, b)
+   operands('__sub', a, b)
+   if type(a) == 'number' then
+      local r = newOf(b)
+      check(C.lt_math_scalar(r._c, b._c, C.LT_OP_RSUB, a))
+      return r
+   end
+   local r = newOf(a)
+   if isTensor(b) then check(C.lt_math_cadd(r._c, a._c, -1, b._c))
+   else check(C.lt_math_scalar(r._c, a._c, C.LT_OP_ADD, -b)) end
+   return r
+end
+
+-- tensor * tensor is Torch7's product by dimensions: dot (1D.1D, a number),
+-- mv (2D.1D), mm (2D.2D); TensorLinalg provides those methods.
+ops.__mul = function(a, b)
+   operands('__mul', a, b)
+   if type(a) == 'number' then a, b = b, a end
+   if type(b) == 'number' then
+      local r = newOf(a)
+      check(C.lt_math_scalar(r._c, a._c, C.LT_OP_MUL, b))
+      return r
+   end
+   local da, db = a._c.ndim, b._c.ndim
+   local fname = (da == 1 and db == 1 and 'dot') or (da == 2 and db == 1 and 'mv') or (da == 2 and db == 2 and 'mm')
+   if not fname then
+      error(string.format('multiplication between %dD and %dD tensors not yet supported', da, db), 2)
+   end
+   local f = M[fname]
+   if not f then error('__mul: tensor product needs torch.' .. fname .. ', which is not available', 2) end
+   if fname == 'dot' then return f(a, b) end
+   return f(newOf(a), a, b)
+end
+
+ops.__div = function(a, b)
+   if not isTensor(a) or type(b) ~= 'number' then
+      error(string.format('__div: a Tensor divided by a number expected (got %s / %s)', shortType(a), shortType(b)), 2)
+   end
+   local r = newOf(a)
+   check(C.lt_math_scalar(r._c, a._c, C.LT_OP_DIV, b))
+   return r
+end
+
+ops.__mod = function(a, b)
+   if not isTensor(a) or type(b) ~= 'number' then
+      error(string.format('__mod: a Tensor modulo a number expected (got %s %% %s)', shortType(a), shortType(b)), 2)
+   end
+   local r = newOf(a)
+   check(C.lt_math_scalar(r._c, a._c, C.LT_OP_REMAINDER, b))
+   return r
+end
+
+ops.__unm = function(a)
+   local r = newOf(a)
+   check(C.lt_math_unary(r._c, a._c, C.LT_UN_NEG))
+   return r
+end
+
+-- ---------------------------------------------------------------- constructors
+
+-- x:zeros(sizes) / x:ones(sizes) resize x and fill it; torch.zeros(sizes)
+-- gives a new tensor of the default type, torch.zeros(r, sizes) fills r.
+for name, value in pairs {zeros = 0, ones = 1} do
+   M[name] = function(self, ...)
+      M.resize(self, ...)
+      return M.fill(self, value)
+   end
+   torch[name] = function(a, ...)
+      if isTensor(a) then return M[name](a, ...) end
+      return M[name](newTensor(defaultTypeId()), a, ...)
+   end
+end
+
+-- Sequences: r:linspace(a, b [, n = 100]); torch.linspace([r,] a, b [, n]).
+local function sequence(name, cfn, default)
+   M[name] = function(self, a, b, c)
+      if type(a) ~= 'number' or type(b) ~= 'number' or (c ~= nil and type(c) ~= 'number') then
+         badArgs(name, '[result] number number [number]', self, a, b, c)
+      end
+      check(cfn(self._c, a, b, c or default))
+      return self
+   end
+   torch[name] = function(r, ...)
+      if isTensor(r) then return M[name](r, ...) end
+      return M[name](newTensor(defaultTypeId()), r, ...)
+   end
+end
+sequence('linspace', C.lt_math_linspace, 100)
+sequence('logspace', C.lt_math_logspace, 100)
+sequence('range', C.lt_math_range, 1)
+
+torch._installTensorMethods()
