@@ -299,6 +299,8 @@ for name, want in pairs {max = 1, min = 0} do
          values, indices, t, d = newTensor(self._c.type), newTensor(C.LT_LONG), self, a
       elseif isTensor(a) and isTensor(b) and c ~= nil then
          values, indices, t, d = self, a, b, c
+      elseif isTensor(a) and b == nil then
+         return torch[cname](self, a)
       elseif isTensor(a) then
          return torch[cname](self, a, b)
       else
