@@ -98,4 +98,18 @@ function T.classes()
    spec.eq(torch.typename(raw), 'specns.B')
 end
 
+function T.class_metamethods_forward_to_methods()
+   local C = torch.class('specns.Callable')
+   function C:__call__(x) return x * 2 end
+   function C:__tostring__() return 'callable!' end
+   local c, d = specns.Callable(), specns.Callable()
+   spec.eq(c(21), 42)
+   spec.eq(tostring(c), 'callable!')
+   spec.eq(c == c, true)
+   spec.eq(c == d, false)
+   local P = torch.class('specns.Plain')
+   spec.eq(tostring(specns.Plain()), 'specns.Plain')
+   spec.raises(function() return specns.Plain()() end, 'attempt to call')
+end
+
 return T
