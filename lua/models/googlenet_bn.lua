@@ -4,10 +4,18 @@
 --   local model = createModel({nClasses = 1000})
 -- Every unit is Conv -> ReLU -> SpatialBatchNormalization(n, 1e-3) -> ReLU;
 -- inception modules join their branches with nn.Concat(2); grid reductions
--- are strided 2x2 convolutions; the output concatenates the main classifier
+-- are strided 2x2 convolutions followed by BN and ReLU; the output concatenates the main classifier
 -- and the auxiliary one (2*nClasses LogSoftMax columns; trained with
 -- ClassNLLCriterion on the first nClasses, as the original script).
 require 'nn'
+
+-- grid reductions and the aux classifier's projection: Conv -> BN -> ReLU
+local function convBN(seq, nIn, nOut, k, s)
+   seq:add(nn.SpatialConvolution(nIn, nOut, k, k, s, s))
+   seq:add(nn.SpatialBatchNormalization(nOut, 1e-3))
+   seq:add(nn.ReLU(true))
+   return seq
+end
 
 local function unit(seq, nIn, nOut, k, s, p)
    seq:add(nn.SpatialConvolution(nIn, nOut, k, k, s or 1, s or 1, p or 0, p or 0))
@@ -57,7 +65,7 @@ local function createModel(opt)
    features:add(inception(192, {{64}, {64, 64}, {64, 96}, {'avg', 32}}))     -- 3(a)
    features:add(inception(256, {{64}, {64, 96}, {64, 96}, {'avg', 64}}))     -- 3(b)
    features:add(inception(320, {{0}, {128, 160}, {64, 96}, {'max', 0}}))     -- 3(c)
-   unit(features, 576, 576, 2, 2)                                             -- grid reduction
+   convBN(features, 576, 576, 2, 2)                                           -- grid reduction
    features:add(inception(576, {{224}, {64, 96}, {96, 128}, {'avg', 128}}))  -- 4(a)
    features:add(inception(576, {{192}, {96, 128}, {96, 128}, {'avg', 128}})) -- 4(b)
    features:add(inception(576, {{160}, {128, 160}, {128, 160}, {'avg', 96}}))-- 4(c)
@@ -65,7 +73,7 @@ local function createModel(opt)
 
    local main = nn.Sequential()
    main:add(inception(576, {{0}, {128, 192}, {192, 256}, {'max', 0}}))       -- 4(e)
-   unit(main, 1024, 1024, 2, 2)                                               -- grid reduction
+   convBN(main, 1024, 1024, 2, 2)                                             -- grid reduction
    main:add(inception(1024, {{352}, {192, 320}, {160, 224}, {'avg', 128}})) -- 5(a)
    main:add(inception(1024, {{352}, {192, 320}, {192, 224}, {'max', 128}})) -- 5(b)
    main:add(nn.SpatialAveragePooling(7, 7, 1, 1))
@@ -75,7 +83,7 @@ local function createModel(opt)
 
    local aux = nn.Sequential()
    aux:add(nn.SpatialAveragePooling(5, 5, 3, 3):ceil())
-   unit(aux, 576, 128, 1)
+   convBN(aux, 576, 128, 1, 1)
    aux:add(nn.View(128 * 4 * 4):setNumInputDims(3))
    aux:add(nn.Linear(128 * 4 * 4, 768))
    aux:add(nn.ReLU(true))
