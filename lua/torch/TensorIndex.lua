@@ -250,7 +250,7 @@ local function walk(t, k, fname)
    local c0 = t._c
    local ndims = c0.ndim
    if #k > ndims then
-      error(string.format('%s: too many indices provided (%d for a %dD tensor)', fname, #k, ndims), 4)
+      error(string.format('%s: too many indices provided (%d for a %dD tensor)', fname, #k, ndims), 3)
    end
    local v = alias(t)
    local c = v._c
@@ -263,7 +263,7 @@ local function walk(t, k, fname)
          local z = math.floor(e)
          if z < 0 then z = sz + z + 1 end
          if z < 1 or z > sz then
-            error(string.format('%s: index %s out of bound (dimension %d of size %d)', fname, tostring(e), i, sz), 4)
+            error(string.format('%s: index %s out of bound (dimension %d of size %d)', fname, tostring(e), i, sz), 3)
          end
          if c.ndim == 1 then
             return nil, c.offset + (z - 1) * c.stride[0]
@@ -280,23 +280,23 @@ local function walk(t, k, fname)
          if s < 0 then s = sz + s + 1 end
          if s < 1 or s > sz then
             error(string.format('%s: start index %s out of bound (dimension %d of size %d)', fname,
-                                tostring(e[1]), i, sz), 4)
+                                tostring(e[1]), i, sz), 3)
          end
          if type(e[2]) == 'number' then en = math.floor(e[2]) end
          if en < 0 then en = sz + en + 1 end
          if en < 1 or en > sz then
             error(string.format('%s: end index %s out of bound (dimension %d of size %d)', fname,
-                                tostring(e[2]), i, sz), 4)
+                                tostring(e[2]), i, sz), 3)
          end
          if en < s then
             error(string.format('%s: end index must be greater or equal to start index (%d < %d in dimension %d)',
-                                fname, en, s, i), 4)
+                                fname, en, s, i), 3)
          end
          c.offset = c.offset + (s - 1) * c.stride[cd]
          c.size[cd] = en - s + 1
          cd = cd + 1
       else
-         error(string.format('%s: entry %d must be a number or a table, got %s', fname, i, tname(e)), 4)
+         error(string.format('%s: entry %d must be a number or a table, got %s', fname, i, tname(e)), 3)
       end
    end
    return v
