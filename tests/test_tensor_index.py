@@ -326,6 +326,22 @@ def test_masked_select_fill_copy(shared_rt, rng, dtype):
         close(view, want)
 
 
+def test_masked_select_result_forms(shared_rt, rng):
+    rt = shared_rt
+    a = rand(rng, (3, 5), np.int16)
+    mask = rand_mask(rng, (3, 5))
+    mask[0, 0] = 1
+    want = a[mask.astype(bool)]
+    # a right-sized strided result is written in place
+    res = layout(np.zeros(want.shape, np.int16), "strided")
+    f = lua(rt, "local r, s, m = ...; return r:maskedSelect(s, m) == r, torch.maskedSelect(r, s, m) == r")
+    assert rt.call(f, rt.from_numpy(res), rt.from_numpy(a), rt.from_numpy(mask)) == (True, True)
+    np.testing.assert_array_equal(res, want)
+    # the result may be the source itself
+    g = lua(rt, "local s, m = ...; local r = s:clone(); r:maskedSelect(r, m); return r")
+    np.testing.assert_array_equal(to_np(rt, rt.call(g, rt.from_numpy(a), rt.from_numpy(mask))), want)
+
+
 def test_mask_errors(shared_rt, rng):
     rt = shared_rt
     a = rand(rng, (2, 3), np.float64)
