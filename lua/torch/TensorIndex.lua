@@ -56,16 +56,21 @@ end
 
 -- ---------------------------------------------------------------- index ops
 
--- src:index(dim, idx) -> new tensor; res:index(src, dim, idx) -> res.
-function M.index(self, a, b, c)
-   local res, src, dim, idx
-   if torch.isTensor(a) then res, src, dim, idx = self, a, b, c
-   else res, src, dim, idx = newTensor(self._c.type), self, a, b end
-   checkSameType(res, src, 'index', 'source', 2)
-   checkLong(idx, 'index', 2)
-   check(C.lt_index_select(res._c, src._c, cdim(dim, 'index', 2), idx._c), 2)
-   return res
+-- index and gather: Torch7's optional result first, (res, src, dim, idx), or
+-- on src (dim, idx) with a new result of src's type. The result of index has
+-- src's size with idx's length along dim; that of gather has idx's size.
+local function selectOp(fname, fn)
+   return function(self, a, b, c)
+      local res, src, dim, idx = self, a, b, c
+      if not torch.isTensor(a) then res, src, dim, idx = newTensor(self._c.type), self, a, b end
+      checkSameType(res, src, fname, 'source', 2)
+      checkLong(idx, fname, 2)
+      check(fn(res._c, src._c, cdim(dim, fname, 2), idx._c), 2)
+      return res
+   end
 end
+M.index = selectOp('index', C.lt_index_select)
+M.gather = selectOp('gather', C.lt_gather)
 
 local function indexCopyAdd(fname, fn)
    return function(self, dim, idx, src)
@@ -83,17 +88,6 @@ function M.indexFill(self, dim, idx, value)
    checkNumber(value, 'indexFill', 2)
    check(C.lt_index_fill(self._c, cdim(dim, 'indexFill', 2), idx._c, value), 2)
    return self
-end
-
--- src:gather(dim, idx) -> new tensor of idx's size; res:gather(src, dim, idx) -> res.
-function M.gather(self, a, b, c)
-   local res, src, dim, idx
-   if torch.isTensor(a) then res, src, dim, idx = self, a, b, c
-   else res, src, dim, idx = newTensor(self._c.type), self, a, b end
-   checkSameType(res, src, 'gather', 'source', 2)
-   checkLong(idx, 'gather', 2)
-   check(C.lt_gather(res._c, src._c, cdim(dim, 'gather', 2), idx._c), 2)
-   return res
 end
 
 -- t:scatter(dim, idx, src | value)

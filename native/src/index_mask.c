@@ -3,6 +3,36 @@
  * with it in row-major order. */
 #include "index_internal.h"
 
+enum { MASK_FILL, MASK_TAKE, MASK_PUT };
+
+/* Walk t and mask together in row-major order; where the mask is 1:
+ * MASK_FILL sets t's element to value, MASK_TAKE appends it to seq, MASK_PUT
+ * replaces it by the next element of seq (seq: elements `seqstride` apart). */
+static int masked_walk(lt_tensor *t, const lt_tensor *mask, int mode, void *seq, int64_t seqstride, double value) {
+  LT_DISPATCH(t->type, {
+    scalar_t v = (scalar_t)value;
+    scalar_t *q = (scalar_t *)seq;
+    lt_iter a, b;
+    lt_iter_init(&a, t);
+    lt_iter_init(&b, mask);
+    while (!lt_iter_done(&a)) {
+      int64_t m = lt_iter_run(&a, &b, NULL);
+      scalar_t *d = (scalar_t *)a.ptr;
+      const uint8_t *mk = (const uint8_t *)b.ptr;
+      int64_t ds = a.inner_stride, ms = b.inner_stride;
+      for (int64_t j = 0; j < m; j++) {
+        if (!mk[j * ms]) continue;
+        if (mode == MASK_FILL) d[j * ds] = v;
+        else if (mode == MASK_TAKE) { *q = d[j * ds]; q += seqstride; }
+        else { d[j * ds] = *q; q += seqstride; }
+      }
+      lt_iter_advance(&a, m);
+      lt_iter_advance(&b, m);
+    }
+  });
+  return 0;
+}
+
 int lt_masked_select(lt_tensor *dst, const lt_tensor *src, const lt_tensor *mask) {
   int64_t ones;
   if (lt_ix_check_mask("maskedSelect", mask, lt_tensor_nelement(src), &ones) != 0) return -1;
@@ -17,45 +47,13 @@ int lt_masked_select(lt_tensor *dst, const lt_tensor *src, const lt_tensor *mask
   }
   if (lt_ix_resize(dst, 1, &ones) != 0) return -1;
   if (ones == 0) return 0;
-  LT_DISPATCH(src->type, {
-    scalar_t *d = (scalar_t *)lt_tensor_data(dst);
-    int64_t dstride = dst->stride[0], k = 0;
-    lt_iter a, b;
-    lt_iter_init(&a, src);
-    lt_iter_init(&b, mask);
-    while (!lt_iter_done(&a)) {
-      int64_t m = lt_iter_run(&a, &b, NULL);
-      const scalar_t *s = (const scalar_t *)a.ptr;
-      const uint8_t *mk = (const uint8_t *)b.ptr;
-      int64_t ss = a.inner_stride, ms = b.inner_stride;
-      for (int64_t j = 0; j < m; j++)
-        if (mk[j * ms]) d[(k++) * dstride] = s[j * ss];
-      lt_iter_advance(&a, m);
-      lt_iter_advance(&b, m);
-    }
-  });
-  return 0;
+  /* src is only read (MASK_TAKE) */
+  return masked_walk((lt_tensor *)src, mask, MASK_TAKE, lt_tensor_data(dst), dst->stride[0], 0);
 }
 
 int lt_masked_fill(lt_tensor *t, const lt_tensor *mask, double value) {
   if (lt_ix_check_mask("maskedFill", mask, lt_tensor_nelement(t), NULL) != 0) return -1;
-  LT_DISPATCH(t->type, {
-    scalar_t v = (scalar_t)value;
-    lt_iter a, b;
-    lt_iter_init(&a, t);
-    lt_iter_init(&b, mask);
-    while (!lt_iter_done(&a)) {
-      int64_t m = lt_iter_run(&a, &b, NULL);
-      scalar_t *d = (scalar_t *)a.ptr;
-      const uint8_t *mk = (const uint8_t *)b.ptr;
-      int64_t ds = a.inner_stride, ms = b.inner_stride;
-      for (int64_t j = 0; j < m; j++)
-        if (mk[j * ms]) d[j * ds] = v;
-      lt_iter_advance(&a, m);
-      lt_iter_advance(&b, m);
-    }
-  });
-  return 0;
+  return masked_walk(t, mask, MASK_FILL, NULL, 0, value);
 }
 
 int lt_masked_copy(lt_tensor *t, const lt_tensor *mask, const lt_tensor *src) {
@@ -81,24 +79,9 @@ int lt_masked_copy(lt_tensor *t, const lt_tensor *mask, const lt_tensor *src) {
     }
     s_ = &tmp;
   }
-  LT_DISPATCH(t->type, {
-    const scalar_t *s = (const scalar_t *)lt_tensor_data(s_);
-    lt_iter a, b;
-    lt_iter_init(&a, t);
-    lt_iter_init(&b, mask);
-    while (!lt_iter_done(&a)) {
-      int64_t m = lt_iter_run(&a, &b, NULL);
-      scalar_t *d = (scalar_t *)a.ptr;
-      const uint8_t *mk = (const uint8_t *)b.ptr;
-      int64_t ds = a.inner_stride, ms = b.inner_stride;
-      for (int64_t j = 0; j < m; j++)
-        if (mk[j * ms]) d[j * ds] = *s++;
-      lt_iter_advance(&a, m);
-      lt_iter_advance(&b, m);
-    }
-  });
+  int rc = masked_walk(t, mask, MASK_PUT, lt_tensor_data(s_), 1, 0);
   lt_tensor_clear(&tmp);
-  return 0;
+  return rc;
 }
 
 int lt_nonzero(lt_tensor *dst, const lt_tensor *src) {
