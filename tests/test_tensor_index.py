@@ -219,6 +219,23 @@ def test_gather_result_form_and_errors(shared_rt, rng):
         rt.call(g, rt.from_numpy(a))
 
 
+def test_gather_scatter_1d(shared_rt, rng):
+    rt = shared_rt
+    a = rand(rng, (6,), np.int64)
+    idx = rng.integers(1, 7, size=9)
+    f = lua(rt, "local s, i = ...; return s:gather(1, i)")
+    np.testing.assert_array_equal(to_np(rt, rt.call(f, rt.from_numpy(layout(a, "strided")), strided_long(rt, idx))),
+                                  a[idx - 1])
+    t = layout(np.zeros(6, np.int64), "strided")
+    perm = rng.permutation(6)[:4] + 1
+    src = rand(rng, (5,), np.int64)
+    g = lua(rt, "local t, i, s = ...; t:scatter(1, i, s)")
+    rt.call(g, rt.from_numpy(t), long_t(rt, perm), rt.from_numpy(src))
+    want = np.zeros(6, np.int64)
+    want[perm - 1] = src[:4]
+    np.testing.assert_array_equal(t, want)
+
+
 def unique_along(rng, shape, dim, k):
     """1-based indices of size k along dim, distinct within each line along dim."""
     perm = np.argsort(rng.random(shape), axis=dim)

@@ -35,6 +35,9 @@ CASES = [
     # >2-D: (i,.,.) slices, one format for the whole tensor
     ("torch.Tensor({{{1, 2}, {3, 4}}, {{5, 6}, {7, 10}}})",
      "(1,.,.) = \n   1   2\n   3   4\n\n(2,.,.) = \n   5   6\n   7  10\n[torch.DoubleTensor of size 2x2x2]\n"),
+    ("torch.Tensor({{{0.001, 0.002}}, {{0.003, 0.004}}})",
+     "(1,.,.) = \n 0.001 *\n   1.0000  2.0000\n\n(2,.,.) = \n 0.001 *\n   3.0000  4.0000\n"
+     "[torch.DoubleTensor of size 2x1x2]\n"),
 ]
 
 

@@ -161,3 +161,7 @@ function torch._tensorToString(t)
    out[#out + 1] = '[' .. name .. ' of size ' .. table.concat(size, 'x') .. ']\n'
    return table.concat(out)
 end
+
+-- Torch7 also exposed the formatter as a method, t:__tostring__().
+torch._tensorMethods.__tostring__ = torch._tensorToString
+torch._installTensorMethods()
