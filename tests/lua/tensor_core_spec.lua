@@ -41,6 +41,15 @@ function T.table_constructor_and_indexing()
    spec.raises(function() return torch.Tensor({{1, 2}, {3}}) end, 'inconsistent table sizes')
 end
 
+function T.longstorage_element_index()
+   local t = torch.IntTensor({{1, 2, 3}, {4, 5, 6}}):t()
+   spec.eq(t[torch.LongStorage{3, 2}], 6)
+   t[torch.LongStorage{1, 2}] = 40
+   spec.eq(t[1][2], 40)
+   spec.raises(function() return t[torch.LongStorage{4, 1}] end, 'out of range')
+   spec.raises(function() return t[torch.LongStorage{1}] end, '1 indices for a 2D tensor')
+end
+
 function T.expand_and_view()
    local t = torch.Tensor({1, 2, 3}):view(3, 1)
    local e = t:expand(3, 4)
