@@ -31,3 +31,27 @@ int lt_math_resize_as(lt_tensor *r, const lt_tensor *t) {
   if (r == t || lt_tensor_is_same_size(r, t)) return 0;
   return lt_tensor_resize(r, t->ndim, t->size);
 }
+
+static void swap_dims(lt_tensor *t, int i, int j) {
+  if (!t) return;
+  int64_t s = t->size[i], st = t->stride[i];
+  t->size[i] = t->size[j];
+  t->stride[i] = t->stride[j];
+  t->size[j] = s;
+  t->stride[j] = st;
+}
+
+void lt_math_memory_order(lt_tensor *a, lt_tensor *b, lt_tensor *c) {
+  if ((b && !lt_tensor_is_same_size(a, b)) || (c && !lt_tensor_is_same_size(a, c))) return;
+  /* insertion sort of the dimensions: larger strides of a (then b) outside */
+  for (int i = 1; i < a->ndim; i++) {
+    for (int j = i; j > 0; j--) {
+      int64_t so = a->stride[j - 1], si = a->stride[j];
+      int swap = so < si || (so == si && b && b->stride[j - 1] < b->stride[j]);
+      if (!swap) break;
+      swap_dims(a, j - 1, j);
+      swap_dims(b, j - 1, j);
+      swap_dims(c, j - 1, j);
+    }
+  }
+}

@@ -20,6 +20,13 @@ int lt_math_check_numel(const char *fname, const lt_tensor *a, const char *an, c
  * has them. r and t must have equal types unless any_type. */
 int lt_math_resize_as(lt_tensor *r, const lt_tensor *t);
 
+/* Element-wise kernels are free to visit elements in any order: when the
+ * views (local copies) have one shape, reorder their dimensions alike so
+ * that iteration follows a's memory order (a transposed tensor is then walked
+ * in memory order, not with a large inner stride). b and c may be NULL;
+ * views of different shapes are left in row-major order. */
+void lt_math_memory_order(lt_tensor *a, lt_tensor *b, lt_tensor *c);
+
 /* Scalars become the element type the way TH's `real` arguments did; going
  * through int64 makes out-of-range values wrap instead of being undefined. */
 #define LT_SCALAR(T, v) ((T)0.5 != 0 ? (T)(v) : (T)(int64_t)(v))
@@ -56,9 +63,11 @@ int lt_math_resize_as(lt_tensor *r, const lt_tensor *t);
         r_[i_] = (scalar_t)(EXPR);                                                   \
       }                                                                              \
     } else {                                                                         \
+      lt_tensor rv_ = *(R), av_ = *(A);                                              \
       lt_iter ir_, ia_;                                                              \
-      lt_iter_init(&ir_, R);                                                         \
-      lt_iter_init(&ia_, A);                                                         \
+      lt_math_memory_order(&rv_, &av_, NULL);                                        \
+      lt_iter_init(&ir_, &rv_);                                                      \
+      lt_iter_init(&ia_, &av_);                                                      \
       while (!lt_iter_done(&ir_)) {                                                  \
         int64_t m_ = lt_iter_run(&ir_, &ia_, NULL);                                  \
         scalar_t *r_ = (scalar_t *)ir_.ptr;                                          \
@@ -91,10 +100,12 @@ int lt_math_resize_as(lt_tensor *r, const lt_tensor *t);
         r_[i_] = (scalar_t)(EXPR);                                                   \
       }                                                                              \
     } else {                                                                         \
+      lt_tensor rv_ = *(R), av_ = *(A), bv_ = *(B);                                  \
       lt_iter ir_, ia_, ib_;                                                         \
-      lt_iter_init(&ir_, R);                                                         \
-      lt_iter_init(&ia_, A);                                                         \
-      lt_iter_init(&ib_, B);                                                         \
+      lt_math_memory_order(&rv_, &av_, &bv_);                                        \
+      lt_iter_init(&ir_, &rv_);                                                      \
+      lt_iter_init(&ia_, &av_);                                                      \
+      lt_iter_init(&ib_, &bv_);                                                      \
       while (!lt_iter_done(&ir_)) {                                                  \
         int64_t m_ = lt_iter_run(&ir_, &ia_, &ib_);                                  \
         scalar_t *r_ = (scalar_t *)ir_.ptr;                                          \

@@ -13,19 +13,28 @@ static const char *cmp_names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
     if (cont_) {                                                                       \
       uint8_t *r_ = (uint8_t *)lt_tensor_data(R);                                      \
       const scalar_t *a_ = (const scalar_t *)lt_tensor_data(A);                        \
-      const scalar_t *b_ = (B) ? (const scalar_t *)lt_tensor_data(B) : &v;             \
-      int64_t bs_ = (B) ? 1 : 0;                                                       \
       int64_t lt_par_n = n_;                                                           \
-      LT_PARALLEL_FOR                                                                  \
-      for (int64_t i_ = 0; i_ < n_; i_++) {                                            \
-        scalar_t x = a_[i_], y = b_[i_ * bs_];                                         \
-        r_[i_] = (EXPR);                                                               \
+      if (B) {                                                                         \
+        const scalar_t *b_ = (const scalar_t *)lt_tensor_data(B);                      \
+        LT_PARALLEL_FOR                                                                \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                                          \
+          scalar_t x = a_[i_], y = b_[i_];                                             \
+          r_[i_] = (EXPR);                                                             \
+        }                                                                              \
+      } else {                                                                         \
+        LT_PARALLEL_FOR                                                                \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                                          \
+          scalar_t x = a_[i_], y = v;                                                  \
+          r_[i_] = (EXPR);                                                             \
+        }                                                                              \
       }                                                                                \
     } else {                                                                           \
+      lt_tensor rv_ = *(R), av_ = *(A), bv_ = (B) ? *(B) : *(A);                       \
       lt_iter ir_, ia_, ib_;                                                           \
-      lt_iter_init(&ir_, R);                                                           \
-      lt_iter_init(&ia_, A);                                                           \
-      if (B) lt_iter_init(&ib_, B);                                                    \
+      lt_math_memory_order(&rv_, &av_, &bv_);                                          \
+      lt_iter_init(&ir_, &rv_);                                                        \
+      lt_iter_init(&ia_, &av_);                                                        \
+      if (B) lt_iter_init(&ib_, &bv_);                                                 \
       while (!lt_iter_done(&ir_)) {                                                    \
         int64_t m_ = lt_iter_run(&ir_, &ia_, (B) ? &ib_ : NULL);                       \
         uint8_t *r_ = (uint8_t *)ir_.ptr;                                              \
