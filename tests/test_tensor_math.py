@@ -562,6 +562,12 @@ def test_reduction_forms(shared_rt, rng):
     assert got[3] == pytest.approx(a.std(ddof=1), rel=1e-12)
     np.testing.assert_allclose(np_of(rt, got[4]), a.var(0, keepdims=True), rtol=1e-12)
     assert got[5] == pytest.approx(a.prod(), rel=1e-12)
+    got = run(rt, "local r, q = torch.DoubleTensor(), torch.DoubleTensor(); local s = r:std(a, 2, true); "
+                  "assert(s == r); assert(torch.norm(q, a, 1, 1) == q); return r, q, torch.var(a, 2), a:norm(1)", ta)
+    np.testing.assert_allclose(np_of(rt, got[0]), a.std(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(np_of(rt, got[1]), np.abs(a).sum(0, keepdims=True), rtol=1e-13)
+    np.testing.assert_allclose(np_of(rt, got[2]), a.var(1, ddof=1, keepdims=True), rtol=1e-12)
+    assert got[3] == pytest.approx(np.abs(a).sum(), rel=1e-13)
     # x:sum(dim) leaves x alone and keeps the dimension; 1-D gives size 1
     assert run(rt, "return torch.range(1, 4):sum(1):size(1), torch.range(1, 4):sum(1)[1]") == (1, 10)
     with pytest.raises(LuaError, match="dimension 3 out of range of 2D tensor"):
