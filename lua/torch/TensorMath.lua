@@ -367,23 +367,20 @@ ops.__mul = function(a, b)
    return f(newOf(a), a, b)
 end
 
-ops.__div = function(a, b)
-   if not isTensor(a) or type(b) ~= 'number' then
-      error(string.format('__div: a Tensor divided by a number expected (got %s / %s)', shortType(a), shortType(b)), 2)
+-- Torch7 divides (and takes remainders of) a tensor by a number only.
+local function byNumber(name, op, word, sym)
+   return function(a, b)
+      if not isTensor(a) or type(b) ~= 'number' then
+         error(string.format('%s: a Tensor %s a number expected (got %s %s %s)', name, word, shortType(a), sym,
+                             shortType(b)), 2)
+      end
+      local r = newOf(a)
+      check(C.lt_math_scalar(r._c, a._c, op, b))
+      return r
    end
-   local r = newOf(a)
-   check(C.lt_math_scalar(r._c, a._c, C.LT_OP_DIV, b))
-   return r
 end
-
-ops.__mod = function(a, b)
-   if not isTensor(a) or type(b) ~= 'number' then
-      error(string.format('__mod: a Tensor modulo a number expected (got %s %% %s)', shortType(a), shortType(b)), 2)
-   end
-   local r = newOf(a)
-   check(C.lt_math_scalar(r._c, a._c, C.LT_OP_REMAINDER, b))
-   return r
-end
+ops.__div = byNumber('__div', C.LT_OP_DIV, 'divided by', '/')
+ops.__mod = byNumber('__mod', C.LT_OP_REMAINDER, 'modulo', '%')
 
 ops.__unm = function(a)
    local r = newOf(a)
@@ -393,17 +390,21 @@ end
 
 -- ---------------------------------------------------------------- constructors
 
--- x:zeros(sizes) / x:ones(sizes) resize x and fill it; torch.zeros(sizes)
--- gives a new tensor of the default type, torch.zeros(r, sizes) fills r.
+-- torch.name(r, ...) fills r; torch.name(...) a new tensor of the default type.
+local function defaultTypeFunction(name)
+   torch[name] = function(r, ...)
+      if isTensor(r) then return M[name](r, ...) end
+      return M[name](newTensor(defaultTypeId()), r, ...)
+   end
+end
+
+-- x:zeros(sizes) / x:ones(sizes) resize x and fill it.
 for name, value in pairs {zeros = 0, ones = 1} do
    M[name] = function(self, ...)
       M.resize(self, ...)
       return M.fill(self, value)
    end
-   torch[name] = function(a, ...)
-      if isTensor(a) then return M[name](a, ...) end
-      return M[name](newTensor(defaultTypeId()), a, ...)
-   end
+   defaultTypeFunction(name)
 end
 
 -- Sequences: r:linspace(a, b [, n = 100]); torch.linspace([r,] a, b [, n]).
@@ -415,10 +416,7 @@ local function sequence(name, cfn, default)
       check(cfn(self._c, a, b, c or default))
       return self
    end
-   torch[name] = function(r, ...)
-      if isTensor(r) then return M[name](r, ...) end
-      return M[name](newTensor(defaultTypeId()), r, ...)
-   end
+   defaultTypeFunction(name)
 end
 sequence('linspace', C.lt_math_linspace, 100)
 sequence('logspace', C.lt_math_logspace, 100)
