@@ -684,3 +684,24 @@ def test_big_parallel_consistency(rt, rng):
         np.testing.assert_array_equal(np_of(rt, results[0][k]), np_of(rt, results[1][k]))
     assert results[0][0] == pytest.approx(float(a.astype(np.float64).sum()), rel=1e-12)
     assert results[0][4] == a.max()
+
+
+@pytest.mark.parametrize("layout", ["transposed", "narrowed", "expanded"])
+def test_strided_ranges_split_among_threads(rt, rng, layout):
+    # strided views past the OpenMP threshold: each thread seeks into the middle
+    # of a run; 1, 2 and 3 threads must all give NumPy's answer
+    a = rng.standard_normal((301, 299)).astype(np.float32)
+    b = rng.standard_normal((301, 299)).astype(np.float32)
+    ta, na = make(rt, a, layout)
+    tb, nb = make(rt, b, "narrowed")
+    base = np.zeros((299, 301), np.float32)
+    tr = rt.from_numpy(base)
+    for n in (1, 2, 3):
+        got = run(rt, "torch.setnumthreads(d); torch.add(c:t(), a, b); "
+                      "return torch.exp(a), torch.gt(a, b), torch.lt(a, 0.5), torch.addcmul(b, a, a)", ta, tb, tr, n)
+        assert_same(base.T, na + nb)
+        assert_same(np_of(rt, got[0]), np.exp(na), 3e-6, 1e-6)
+        assert_same(np_of(rt, got[1]), (na > nb).astype(np.uint8))
+        assert_same(np_of(rt, got[2]), (na < np.float32(0.5)).astype(np.uint8))
+        assert_same(np_of(rt, got[3]), nb + na * na, 2e-6, 1e-5)
+        base[...] = 0

@@ -55,3 +55,24 @@ void lt_math_memory_order(lt_tensor *a, lt_tensor *b, lt_tensor *c) {
     }
   }
 }
+
+void lt_math_iter_seek(lt_iter *it, int64_t e) {
+  if (e <= 0 || it->remaining <= 0) return;
+  if (e >= it->remaining) {
+    it->remaining = 0;
+    return;
+  }
+  /* the same state lt_iter_advance would reach: outer counters, the pointer
+   * inside the current run, what is left of the run */
+  int last = it->ndim - 1;
+  int64_t rest = e, off = 0;
+  for (int d = last; d >= 0; d--) {
+    int64_t i = rest % it->size[d];
+    rest /= it->size[d];
+    if (d < last) it->counter[d] = i;
+    else it->inner_left = it->size[d] - i;
+    off += i * it->stride[d];
+  }
+  it->ptr = it->base + off * it->elemsize;
+  it->remaining -= e;
+}

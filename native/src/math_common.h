@@ -44,16 +44,68 @@ void lt_math_memory_order(lt_tensor *a, lt_tensor *b, lt_tensor *c);
   ((y) == 0 ? (lt_math_zerodiv = 1, 0) : (y) == -1 ? (int64_t)(0 - (uint64_t)(x)) : (int64_t)(x) / (int64_t)(y))
 #define LT_IMOD(x, y) ((y) == 0 ? (lt_math_zerodiv = 1, 0) : (y) == -1 ? 0 : (int64_t)(x) % (int64_t)(y))
 
+#ifdef _OPENMP
+#define LT_THREAD_ID() omp_get_thread_num()
+#define LT_THREAD_COUNT() omp_get_num_threads()
+#else
+#define LT_THREAD_ID() 0
+#define LT_THREAD_COUNT() 1
+#endif
+
+/* Position a freshly initialized iterator at element e (row-major order of
+ * its view), so threads can each walk one range of a strided tensor. */
+void lt_math_iter_seek(lt_iter *it, int64_t e);
+
 /* ---- element-wise loop templates ----
- * Used inside LT_DISPATCH (scalar_t is the element type). EXPR may use x (the
- * element of A) and y (of B). A contiguous run is one flat loop the compiler
- * vectorizes (OpenMP-parallel past LT_OMP_THRESHOLD); anything else walks the
- * tensors with lt_iter. The lt_math_zerodiv flag is a reduction so integer
+ * Used inside LT_DISPATCH (scalar_t is the element type); the enclosing
+ * function declares `int lt_math_zerodiv`, a reduction flag so that integer
  * division by zero is reported whichever thread meets it. */
+
+/* Walk three views of equal element count (pass one twice when there are
+ * two) as strided runs, in the first view's memory order when the shapes
+ * agree, the range split among threads past LT_OMP_THRESHOLD. The body sees
+ * m_ (run length), p0_, p1_, p2_ (char pointers) and s0_, s1_, s2_ (strides
+ * in elements). */
+#define LT_WALK3(V0, V1, V2, ...)                                                    \
+  do {                                                                               \
+    lt_tensor w0_ = *(V0), w1_ = *(V1), w2_ = *(V2);                                 \
+    int64_t wn_ = lt_tensor_nelement(&w0_);                                          \
+    lt_math_memory_order(&w0_, &w1_, &w2_);                                          \
+    int64_t lt_par_n = wn_;                                                          \
+    _Pragma("omp parallel reduction(|:lt_math_zerodiv) if(lt_par_n >= 32768)")       \
+    {                                                                                \
+      int64_t k_ = LT_THREAD_COUNT(), t_ = LT_THREAD_ID();                           \
+      int64_t lo_ = wn_ * t_ / k_, left_ = wn_ * (t_ + 1) / k_ - lo_;                \
+      lt_iter i0_, i1_, i2_;                                                         \
+      lt_iter_init(&i0_, &w0_);                                                      \
+      lt_iter_init(&i1_, &w1_);                                                      \
+      lt_iter_init(&i2_, &w2_);                                                      \
+      lt_math_iter_seek(&i0_, lo_);                                                  \
+      lt_math_iter_seek(&i1_, lo_);                                                  \
+      lt_math_iter_seek(&i2_, lo_);                                                  \
+      while (left_ > 0) {                                                            \
+        int64_t m_ = lt_iter_run(&i0_, &i1_, &i2_);                                  \
+        if (m_ > left_) m_ = left_;                                                  \
+        char *p0_ = i0_.ptr, *p1_ = i1_.ptr, *p2_ = i2_.ptr;                         \
+        int64_t s0_ = i0_.inner_stride, s1_ = i1_.inner_stride, s2_ = i2_.inner_stride; \
+        (void)p2_;                                                                   \
+        (void)s2_;                                                                   \
+        __VA_ARGS__;                                                                 \
+        lt_iter_advance(&i0_, m_);                                                   \
+        lt_iter_advance(&i1_, m_);                                                   \
+        lt_iter_advance(&i2_, m_);                                                   \
+        left_ -= m_;                                                                 \
+      }                                                                              \
+    }                                                                                \
+  } while (0)
+
+/* R = EXPR over A: EXPR may use x (the element of A). Contiguous views are
+ * one flat loop the compiler vectorizes (OpenMP-parallel past
+ * LT_OMP_THRESHOLD); others go through LT_WALK3. */
 #define LT_MAP2(R, A, EXPR)                                                          \
   do {                                                                               \
-    int64_t n_ = lt_tensor_nelement(R);                                              \
     if (lt_tensor_is_contiguous(R) && lt_tensor_is_contiguous(A)) {                  \
+      int64_t n_ = lt_tensor_nelement(R);                                            \
       scalar_t *r_ = (scalar_t *)lt_tensor_data(R);                                  \
       const scalar_t *a_ = (const scalar_t *)lt_tensor_data(A);                      \
       int64_t lt_par_n = n_;                                                         \
@@ -63,32 +115,24 @@ void lt_math_memory_order(lt_tensor *a, lt_tensor *b, lt_tensor *c);
         r_[i_] = (scalar_t)(EXPR);                                                   \
       }                                                                              \
     } else {                                                                         \
-      lt_tensor rv_ = *(R), av_ = *(A);                                              \
-      lt_iter ir_, ia_;                                                              \
-      lt_math_memory_order(&rv_, &av_, NULL);                                        \
-      lt_iter_init(&ir_, &rv_);                                                      \
-      lt_iter_init(&ia_, &av_);                                                      \
-      while (!lt_iter_done(&ir_)) {                                                  \
-        int64_t m_ = lt_iter_run(&ir_, &ia_, NULL);                                  \
-        scalar_t *r_ = (scalar_t *)ir_.ptr;                                          \
-        const scalar_t *a_ = (const scalar_t *)ia_.ptr;                              \
-        int64_t rs_ = ir_.inner_stride, as_ = ia_.inner_stride;                      \
+      LT_WALK3(R, A, A, {                                                            \
+        scalar_t *r_ = (scalar_t *)p0_;                                              \
+        const scalar_t *a_ = (const scalar_t *)p1_;                                  \
         for (int64_t i_ = 0; i_ < m_; i_++) {                                        \
-          scalar_t x = a_[i_ * as_];                                                 \
-          r_[i_ * rs_] = (scalar_t)(EXPR);                                           \
+          scalar_t x = a_[i_ * s1_];                                                 \
+          r_[i_ * s0_] = (scalar_t)(EXPR);                                           \
         }                                                                            \
-        lt_iter_advance(&ir_, m_);                                                   \
-        lt_iter_advance(&ia_, m_);                                                   \
-      }                                                                              \
+      });                                                                            \
     }                                                                                \
   } while (0)
 
-/* In LT_MAP3, LT_Z is R's current element (for updates in place). */
+/* R = EXPR over A and B: EXPR may use x, y, and LT_Z, R's current element
+ * (for updates in place). */
 #define LT_Z (*zp_)
 #define LT_MAP3(R, A, B, EXPR)                                                       \
   do {                                                                               \
-    int64_t n_ = lt_tensor_nelement(R);                                              \
     if (lt_tensor_is_contiguous(R) && lt_tensor_is_contiguous(A) && lt_tensor_is_contiguous(B)) { \
+      int64_t n_ = lt_tensor_nelement(R);                                            \
       scalar_t *r_ = (scalar_t *)lt_tensor_data(R);                                  \
       const scalar_t *a_ = (const scalar_t *)lt_tensor_data(A);                      \
       const scalar_t *b_ = (const scalar_t *)lt_tensor_data(B);                      \
@@ -100,27 +144,16 @@ void lt_math_memory_order(lt_tensor *a, lt_tensor *b, lt_tensor *c);
         r_[i_] = (scalar_t)(EXPR);                                                   \
       }                                                                              \
     } else {                                                                         \
-      lt_tensor rv_ = *(R), av_ = *(A), bv_ = *(B);                                  \
-      lt_iter ir_, ia_, ib_;                                                         \
-      lt_math_memory_order(&rv_, &av_, &bv_);                                        \
-      lt_iter_init(&ir_, &rv_);                                                      \
-      lt_iter_init(&ia_, &av_);                                                      \
-      lt_iter_init(&ib_, &bv_);                                                      \
-      while (!lt_iter_done(&ir_)) {                                                  \
-        int64_t m_ = lt_iter_run(&ir_, &ia_, &ib_);                                  \
-        scalar_t *r_ = (scalar_t *)ir_.ptr;                                          \
-        const scalar_t *a_ = (const scalar_t *)ia_.ptr;                              \
-        const scalar_t *b_ = (const scalar_t *)ib_.ptr;                              \
-        int64_t rs_ = ir_.inner_stride, as_ = ia_.inner_stride, bs_ = ib_.inner_stride; \
+      LT_WALK3(R, A, B, {                                                            \
+        scalar_t *r_ = (scalar_t *)p0_;                                              \
+        const scalar_t *a_ = (const scalar_t *)p1_;                                  \
+        const scalar_t *b_ = (const scalar_t *)p2_;                                  \
         for (int64_t i_ = 0; i_ < m_; i_++) {                                        \
-          scalar_t x = a_[i_ * as_], y = b_[i_ * bs_], *zp_ = r_ + i_ * rs_;         \
+          scalar_t x = a_[i_ * s1_], y = b_[i_ * s2_], *zp_ = r_ + i_ * s0_;         \
           (void)zp_;                                                                 \
-          r_[i_ * rs_] = (scalar_t)(EXPR);                                           \
+          r_[i_ * s0_] = (scalar_t)(EXPR);                                           \
         }                                                                            \
-        lt_iter_advance(&ir_, m_);                                                   \
-        lt_iter_advance(&ia_, m_);                                                   \
-        lt_iter_advance(&ib_, m_);                                                   \
-      }                                                                              \
+      });                                                                            \
     }                                                                                \
   } while (0)
 

@@ -29,26 +29,16 @@ static const char *cmp_names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
         }                                                                              \
       }                                                                                \
     } else {                                                                           \
-      lt_tensor rv_ = *(R), av_ = *(A), bv_ = (B) ? *(B) : *(A);                       \
-      lt_iter ir_, ia_, ib_;                                                           \
-      lt_math_memory_order(&rv_, &av_, &bv_);                                          \
-      lt_iter_init(&ir_, &rv_);                                                        \
-      lt_iter_init(&ia_, &av_);                                                        \
-      if (B) lt_iter_init(&ib_, &bv_);                                                 \
-      while (!lt_iter_done(&ir_)) {                                                    \
-        int64_t m_ = lt_iter_run(&ir_, &ia_, (B) ? &ib_ : NULL);                       \
-        uint8_t *r_ = (uint8_t *)ir_.ptr;                                              \
-        const scalar_t *a_ = (const scalar_t *)ia_.ptr;                                \
-        const scalar_t *b_ = (B) ? (const scalar_t *)ib_.ptr : &v;                     \
-        int64_t rs_ = ir_.inner_stride, as_ = ia_.inner_stride, bs_ = (B) ? ib_.inner_stride : 0; \
+      LT_WALK3(R, A, (B) ? (B) : (A), {                                                \
+        uint8_t *r_ = (uint8_t *)p0_;                                                  \
+        const scalar_t *a_ = (const scalar_t *)p1_;                                    \
+        const scalar_t *b_ = (B) ? (const scalar_t *)p2_ : &v;                         \
+        int64_t bs_ = (B) ? s2_ : 0;                                                   \
         for (int64_t i_ = 0; i_ < m_; i_++) {                                          \
-          scalar_t x = a_[i_ * as_], y = b_[i_ * bs_];                                 \
-          r_[i_ * rs_] = (EXPR);                                                       \
+          scalar_t x = a_[i_ * s1_], y = b_[i_ * bs_];                                 \
+          r_[i_ * s0_] = (EXPR);                                                       \
         }                                                                              \
-        lt_iter_advance(&ir_, m_);                                                     \
-        lt_iter_advance(&ia_, m_);                                                     \
-        if (B) lt_iter_advance(&ib_, m_);                                              \
-      }                                                                                \
+      });                                                                              \
     }                                                                                  \
   } while (0)
 
@@ -60,6 +50,8 @@ static int compare(lt_tensor *r, const lt_tensor *a, int op, const lt_tensor *b,
             lt_math_check_numel(fname, a, "tensor", b, "src") != 0))
     return -1;
   if (lt_math_resize_as(r, a) != 0) return -1;
+  int lt_math_zerodiv = 0;
+  (void)lt_math_zerodiv;
   LT_DISPATCH(a->type, {
     const scalar_t v = LT_SCALAR(scalar_t, value);
     switch (op) {

@@ -24,12 +24,8 @@ static int threads_for(int64_t n) {
   int k = n >= LT_OMP_THRESHOLD ? omp_get_max_threads() : 1;
   return k > MAX_PARTS ? MAX_PARTS : k;
 }
-#define THREAD_ID() omp_get_thread_num()
-#define THREAD_COUNT() omp_get_num_threads()
 #else
 static int threads_for(int64_t n) { (void)n; return 1; }
-#define THREAD_ID() 0
-#define THREAD_COUNT() 1
 #endif
 
 /* ---- step macros: fold element x into the accumulators a1, a2 (c: shift) ---- */
@@ -69,7 +65,7 @@ static int threads_for(int64_t n) { (void)n; return 1; }
     int nparts_ = 1, nth_ = threads_for(n_);                                         \
     PRAGMA(omp parallel num_threads(nth_) if(nth_ > 1))                              \
     {                                                                                \
-      int tid_ = THREAD_ID(), k_ = THREAD_COUNT();                                   \
+      int tid_ = LT_THREAD_ID(), k_ = LT_THREAD_COUNT();                                   \
       int64_t lo_ = n_ * tid_ / k_, hi_ = n_ * (tid_ + 1) / k_;                      \
       scalar_t first_ = p_[lo_ < n_ ? lo_ : 0];                                      \
       ACC_T a1 = (INIT);                                                             \
