@@ -349,9 +349,28 @@ int lt_math_maxmin_dim(lt_tensor *values, lt_tensor *indices, const lt_tensor *t
           const scalar_t *p = src + j * ss;
           scalar_t best = p[0];
           int64_t at = 0;
-          for (int64_t k = 1; k < N; k++) {
-            scalar_t x = p[k * sd];
-            if (BETTER(x, best)) { best = x; at = k; }
+          if (sd == 1) {
+            /* vectorized: the extreme value (and whether there is a NaN),
+             * then the first position holding it */
+            int nan = 0;
+            if (want_max) {
+              PRAGMA(omp simd reduction(max:best) reduction(|:nan))
+              for (int64_t k = 0; k < N; k++) { nan |= p[k] != p[k]; best = p[k] > best ? p[k] : best; }
+            } else {
+              PRAGMA(omp simd reduction(min:best) reduction(|:nan))
+              for (int64_t k = 0; k < N; k++) { nan |= p[k] != p[k]; best = p[k] < best ? p[k] : best; }
+            }
+            if (nan) {
+              while (p[at] == p[at]) at++;
+            } else {
+              while (p[at] != best) at++;
+            }
+            best = p[at];  /* of the two zeros, the first one's sign */
+          } else {
+            for (int64_t k = 1; k < N; k++) {
+              scalar_t x = p[k * sd];
+              if (BETTER(x, best)) { best = x; at = k; }
+            }
           }
           val[j * vs] = best;
           idx[j * xs] = at + 1;
