@@ -31,8 +31,6 @@ static int threads_for(int64_t n) { (void)n; return 1; }
 /* ---- step macros: fold element x into the accumulators a1, a2 (c: shift) ---- */
 #define STEP_SUM(a1, a2, c, x) a1 += (x)
 #define STEP_PROD(a1, a2, c, x) a1 *= (x)
-#define STEP_MAX(a1, a2, c, x) a1 = (x) > a1 ? (x) : a1
-#define STEP_MIN(a1, a2, c, x) a1 = (x) < a1 ? (x) : a1
 #define STEP_NAN_MAX(a1, a2, c, x) (a2 |= ((x) != (x)), a1 = (x) > a1 ? (x) : a1)
 #define STEP_NAN_MIN(a1, a2, c, x) (a2 |= ((x) != (x)), a1 = (x) < a1 ? (x) : a1)
 #define STEP_NORM0(a1, a2, c, x) a1 += ((x) != 0)
@@ -106,12 +104,13 @@ static int threads_for(int64_t n) { (void)n; return 1; }
  * a2 and N_. */
 #define REDUCE_DIM(R, T, DIM, ACC_T, RED, INIT, SHIFT, STEP, FINAL)                  \
   do {                                                                               \
-    lt_tensor slice_ = *(T);                                                         \
+    lt_tensor slice_ = *(T), rv_ = *(R);                                             \
     slice_.size[DIM] = 1;                                                            \
     const int64_t N_ = (T)->size[DIM], sd_ = (T)->stride[DIM];                       \
     lt_iter is_, ir_;                                                                \
+    lt_math_memory_order(&slice_, &rv_, NULL);                                       \
     lt_iter_init(&is_, &slice_);                                                     \
-    lt_iter_init(&ir_, R);                                                           \
+    lt_iter_init(&ir_, &rv_);                                                        \
     while (!lt_iter_done(&is_)) {                                                    \
       int64_t m_ = lt_iter_run(&is_, &ir_, NULL);                                    \
       const scalar_t *src_ = (const scalar_t *)is_.ptr;                              \
@@ -329,13 +328,14 @@ int lt_math_maxmin_dim(lt_tensor *values, lt_tensor *indices, const lt_tensor *t
     return -1;
   if (prepare_dim(values, t, dim, fname) != 0 || prepare_dim(indices, t, dim, fname) != 0) return -1;
   LT_DISPATCH(t->type, {
-    lt_tensor slice = *t;
+    lt_tensor slice = *t, vv = *values, iv_ = *indices;
     slice.size[dim] = 1;
     const int64_t N = t->size[dim], sd = t->stride[dim];
     lt_iter is, iv, ii;
+    lt_math_memory_order(&slice, &vv, &iv_);
     lt_iter_init(&is, &slice);
-    lt_iter_init(&iv, values);
-    lt_iter_init(&ii, indices);
+    lt_iter_init(&iv, &vv);
+    lt_iter_init(&ii, &iv_);
     while (!lt_iter_done(&is)) {
       int64_t m = lt_iter_run(&is, &iv, &ii);
       const scalar_t *src = (const scalar_t *)is.ptr;
