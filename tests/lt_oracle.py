@@ -22,6 +22,25 @@ def empty(rt, dtype):
     return rt.eval("torch.%sTensor()" % TYPE_NAMES[np.dtype(dtype)])
 
 
+def lua(rt, body):
+    """A Lua function of (...) running `body`, with the arguments as locals a..g."""
+    return rt.eval("function(...) local a, b, c, d, e, f, g = ... %s end" % body)
+
+
+def call(rt, body, *args):
+    return rt.call(lua(rt, body), *args)
+
+
+def T(rt, arr):
+    """A tensor viewing arr (zero copy)."""
+    return rt.from_numpy(arr)
+
+
+def N(rt, t):
+    """A numpy copy of tensor t."""
+    return rt.to_numpy(t).copy()
+
+
 def is_float(dtype):
     return np.dtype(dtype).kind == "f"
 

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from lt_oracle import DTYPES, empty
+from lt_oracle import DTYPES, N, call, empty
 from pytorch_bridge import LuaError, Runtime
 
 
@@ -35,14 +35,6 @@ def box_muller(u, mean=0.0, std=1.0):
 
 def sized(rt, dtype, *sizes):
     return rt.call(rt.eval("function(t, ...) return t:resize(...) end"), empty(rt, dtype), *sizes)
-
-
-def call(rt, body, *args):
-    return rt.call(rt.eval("function(...) local a, b, c, d = ... %s end" % body), *args)
-
-
-def N(rt, t):
-    return rt.to_numpy(t).copy()
 
 
 SEEDS = [0, 1, 42, 123456789, 2**32 - 1]

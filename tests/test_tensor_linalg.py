@@ -6,25 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from lt_oracle import DTYPES, FLOATS, assert_close, empty, is_float, layouts, rand, wrap_int
+from lt_oracle import DTYPES, FLOATS, N, T, assert_close, call, empty, is_float, layouts, lua, rand, wrap_int
 from pytorch_bridge import LuaError
-
-
-def lua(rt, body):
-    """A Lua function of (...) running `body`."""
-    return rt.eval("function(...) local a, b, c, d, e, f, g = ... %s end" % body)
-
-
-def call(rt, body, *args):
-    return rt.call(lua(rt, body), *args)
-
-
-def T(rt, arr):
-    return rt.from_numpy(arr)
-
-
-def N(rt, t):
-    return rt.to_numpy(t).copy()
 
 
 def product_oracle(beta, M, alpha, prod, dtype):

@@ -7,24 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from lt_oracle import DTYPES, FLOATS, INTS, assert_close, empty, is_float, layouts, rand
+from lt_oracle import DTYPES, N, T, call, empty, is_float, layouts, lua, rand
 from pytorch_bridge import LuaError
-
-
-def lua(rt, body):
-    return rt.eval("function(...) local a, b, c, d, e, f = ... %s end" % body)
-
-
-def call(rt, body, *args):
-    return rt.call(lua(rt, body), *args)
-
-
-def T(rt, arr):
-    return rt.from_numpy(arr)
-
-
-def N(rt, t):
-    return rt.to_numpy(t).copy()
 
 
 def with_ties(rng, shape, dtype):
