@@ -124,6 +124,19 @@ def test_sort_large_is_n_log_n(rt, rng):
         assert N(rt, i)[0] == np.argsort(arr, kind="stable")[n // 2 - 1] + 1
 
 
+def test_sort_many_slices_in_parallel(rt, rng):
+    """Enough elements for the OpenMP path (one buffer per thread)."""
+    for dtype in (np.float32, np.int16):
+        x = with_ties(rng, (300, 211), dtype)
+        for dim in (0, 1):
+            v, i = call(rt, "return torch.sort(a, b, true)", T(rt, x), dim + 1)
+            wv, wi = along(x, dim, lambda r: (r[order(r, True)], order(r, True) + 1))
+            same(N(rt, v), wv)
+            same(N(rt, i), wi)
+            v, i = call(rt, "return torch.topk(a, 5, b, true, true)", T(rt, x), dim + 1)
+            same(N(rt, i), np.take(wi, range(5), axis=dim))
+
+
 # ---------------------------------------------------------------- topk / kthvalue / median
 
 

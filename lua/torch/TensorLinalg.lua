@@ -26,20 +26,23 @@ local function kindCode(...)
    return code
 end
 
+-- forms[kind code] = argument position of each slot (0 when absent).
 local function buildForms(slots)
    local opt = {}
    for i, s in ipairs(slots) do if s[3] then opt[#opt + 1] = i end end
    local forms = {}
    for mask = 0, 2 ^ #opt - 1 do
-      local present, code, names = {}, 0, {}
+      local present, code, pos, n = {}, 0, {}, 0
       for b, i in ipairs(opt) do present[i] = math.floor(mask / 2 ^ (b - 1)) % 2 == 1 end
       for i, s in ipairs(slots) do
+         pos[i] = 0
          if not s[3] or present[i] then
             code = code * 4 + (s[2] == 'T' and 1 or 2)
-            names[#names + 1] = s[1]
+            n = n + 1
+            pos[i] = n
          end
       end
-      forms[code] = names   -- ascending masks: the later optional slots win
+      forms[code] = pos   -- ascending masks: the later optional slots win
    end
    return forms
 end
@@ -48,12 +51,19 @@ local funcForms = buildForms {{'r', 'T', true}, {'v1', 'n', true}, {'M', 'T'}, {
                               {'b', 'T'}}
 local methodForms = buildForms {{'v1', 'n', true}, {'M', 'T', true}, {'v2', 'n', true}, {'a', 'T'}, {'b', 'T'}}
 
+local function at(p, ...)
+   if p == 0 then return nil end
+   return (select(p, ...))
+end
+
+-- The slots of a form, in order (no table per call: these run per layer per batch).
 local function parseForm(forms, fname, usage, ...)
-   local names = forms[kindCode(...)]
-   if not names then error(string.format('%s: invalid arguments (expected %s)', fname, usage), 3) end
-   local v = {}
-   for i = 1, #names do v[names[i]] = (select(i, ...)) end
-   return v
+   local pos = forms[kindCode(...)]
+   if not pos then error(string.format('%s: invalid arguments (expected %s)', fname, usage), 3) end
+   if #pos == 6 then
+      return at(pos[1], ...), at(pos[2], ...), at(pos[3], ...), at(pos[4], ...), at(pos[5], ...), at(pos[6], ...)
+   end
+   return nil, at(pos[1], ...), at(pos[2], ...), at(pos[3], ...), at(pos[4], ...), at(pos[5], ...)
 end
 
 local function sameType(fname, r, ...)
@@ -72,23 +82,23 @@ local function addFamily(name, cfn, shape)
    local usage = '[res,] [v1,] ' .. shape
    local musage = '[v1,] [M,] [v2,] ' .. shape:gsub('^%S+ ', '')
    torch[name] = function(...)
-      local v = parseForm(funcForms, name, usage, ...)
-      local r = v.r or torch._newTensor(v.M._c.type)
-      sameType(name, r, v.M, v.a, v.b)
-      check(cfn(r._c, v.v1 or 1, v.M._c, v.v2 or 1, v.a._c, v.b._c), 2)
+      local r, v1, t, v2, a, b = parseForm(funcForms, name, usage, ...)
+      r = r or torch._newTensor(t._c.type)
+      sameType(name, r, t, a, b)
+      check(cfn(r._c, v1 or 1, t._c, v2 or 1, a._c, b._c), 2)
       return r
    end
    M[name] = function(self, ...)
-      local v = parseForm(methodForms, name, musage, ...)
-      local t = v.M or self
-      sameType(name, self, t, v.a, v.b)
-      check(cfn(self._c, v.v1 or 1, t._c, v.v2 or 1, v.a._c, v.b._c), 2)
+      local _, v1, t, v2, a, b = parseForm(methodForms, name, musage, ...)
+      t = t or self
+      sameType(name, self, t, a, b)
+      check(cfn(self._c, v1 or 1, t._c, v2 or 1, a._c, b._c), 2)
       return self
    end
 end
 
 addFamily('addmm', C.lt_addmm, 'M, [v2,] mat1, mat2')
-addFamily('addmv', C.lt_addmv, 'vec, [v2,] mat, vec2')
+addFamily('addmv', C.lt_addmv, 'vec1, [v2,] mat, vec2')
 addFamily('addr', C.lt_addr, 'M, [v2,] vec1, vec2')
 addFamily('baddbmm', C.lt_baddbmm, 'M, [v2,] batch1, batch2')
 addFamily('addbmm', C.lt_addbmm, 'M, [v2,] batch1, batch2')
@@ -106,14 +116,7 @@ local function productFamily(name, cfn, what)
       check(cfn(r._c, 0, nil, 1, a._c, b._c), 2)
       return r
    end
-   M[name] = function(self, a, b)
-      if not (isTensor(a) and isTensor(b)) then
-         error(string.format('%s: invalid arguments (expected %s)', name, what), 2)
-      end
-      sameType(name, self, a, b)
-      check(cfn(self._c, 0, nil, 1, a._c, b._c), 2)
-      return self
-   end
+   M[name] = function(self, a, b) return torch[name](self, a, b) end
 end
 
 productFamily('mm', C.lt_addmm, 'mat1, mat2')
