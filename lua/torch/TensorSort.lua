@@ -101,7 +101,7 @@ local function scan(name, cfn)
       if isTensor(b) then r, x, dim = a, b, c else r, x, dim = nil, a, b end
       if not isTensor(x) then error(name .. ': invalid arguments (expected [res,] tensor, [dim])', 2) end
       dim = dim or 1
-      local d = x._c.ndim == 0 and 0 or torch._checkdim(x, dim, name, 1)
+      local d = x._c.ndim == 0 and 0 or torch._checkdim(x, dim, name, 2)
       r = r or torch._newTensor(x._c.type)
       check(cfn(r._c, x._c, d), 2)
       return r

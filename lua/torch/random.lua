@@ -91,10 +91,10 @@ local out = ffi.new('double[1]')
 
 local function num(v, default, fname, what)
    if v == nil then
-      if default == nil then error(string.format('%s: %s (a number) expected', fname, what), 4) end
+      if default == nil then error(string.format('%s: %s (a number) expected', fname, what), 3) end
       return default
    end
-   if type(v) ~= 'number' then error(string.format('%s: %s must be a number', fname, what), 4) end
+   if type(v) ~= 'number' then error(string.format('%s: %s must be a number', fname, what), 3) end
    return v
 end
 
