@@ -74,10 +74,19 @@ function torch.kthvalue(...)
    return rv, ri
 end
 
--- Median along a dimension: the ((n + 1) / 2)-th smallest (TH's lower
--- median). Kept only if TensorMath did not define one (e.g. with medianall).
+-- Median: the ((n + 1) / 2)-th smallest (TH's lower median). torch.median(x)
+-- is the median of all elements, a number (TH's medianall); with a dimension
+-- or result tensors it gives values and indices along that dimension.
+-- Kept only if TensorMath did not define one.
 if not torch.median then
    function torch.median(...)
+      local a, b = ...
+      if select('#', ...) == 1 and isTensor(a) then
+         local n = a:nElement()
+         if n == 0 then error('median: empty tensor', 2) end
+         local v = torch.kthvalue(a:contiguous():view(n), math.floor((n + 1) / 2))
+         return v[1]
+      end
       local rv, ri, x, dim = resultPair('median', ...)
       local d = dimArg('median', x, dim)
       local n = x._c.ndim > 0 and tonumber(x._c.size[d]) or 0
