@@ -1,0 +1,1 @@
+"""luatorch's command line: `luatorch th`, `luatorch bench ...`, `luatorch demo`."""

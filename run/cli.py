@@ -1,0 +1,42 @@
+"""The `luatorch` command.
+
+    luatorch th [script.lua args... | -e CODE | (REPL)]   Torch7's `th`
+    luatorch demo                                          a short tour of the torch package
+    luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
+"""
+import argparse
+import sys
+
+
+def _bench(argv):
+    parser = argparse.ArgumentParser(prog="luatorch bench", description="Benchmarks, measured side by side in one run.")
+    parser.add_argument("what", choices=sorted(BENCHMARKS), help="which benchmark")
+    args, rest = parser.parse_known_args(argv)
+    module = __import__(BENCHMARKS[args.what], fromlist=["main"])
+    return module.main(rest)
+
+
+BENCHMARKS = {
+    "gemm": "run.bench_gemm",
+    "tensor": "run.bench_tensor",
+}
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {
+        "th": lambda rest: __import__("run.th", fromlist=["main"]).main(rest),
+        "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
+        "bench": _bench,
+    }
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
+        print(__doc__.strip())
+        if argv and argv[0] not in ("-h", "--help"):
+            print("\nluatorch: unknown command %r" % argv[0], file=sys.stderr)
+            return 2
+        return 0
+    return commands[argv[0]](argv[1:]) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
