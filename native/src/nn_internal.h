@@ -1,0 +1,73 @@
+/* Helpers shared by the nn_*.c kernels (not part of the FFI surface).
+ *
+ * The kernel files are written once for a generic `real` and compiled for
+ * float and double by including themselves twice (THNN's generic/ scheme):
+ *
+ *   #ifndef NN_GENERIC_PASS
+ *   #include "nn_internal.h"
+ *   #define NN_GENERIC_FILE "nn_x.c"
+ *   #include "nn_generic.h"          // includes nn_x.c once per type
+ *   ... type-independent entry points calling NN_FN(name, float|double) ...
+ *   #else
+ *   ... code using real, accreal, NN_(name), NN_GEMM ...
+ *   #endif
+ */
+#ifndef NN_INTERNAL_H
+#define NN_INTERNAL_H
+
+#include "lt_internal.h"
+
+#define NN_CAT_(a, b) a##_##b
+#define NN_CAT(a, b) NN_CAT_(a, b)
+#define NN_FN(name, type) NN_CAT(name, type)
+
+/* A contiguous pointer to src's data: src's own memory when it is contiguous,
+ * otherwise a copy held by tmp (an lt_tensor_init'ed scratch tensor the
+ * caller releases with lt_tensor_clear). NULL (and an error) on failure. */
+static inline void *nn_contiguous(lt_tensor *tmp, const lt_tensor *src) {
+  if (lt_tensor_is_contiguous(src)) return lt_tensor_data(src);
+  lt_tensor_init(tmp, src->type);
+  if (lt_tensor_resize(tmp, src->ndim, src->size) || lt_tensor_copy(tmp, src)) return NULL;
+  return lt_tensor_data(tmp);
+}
+
+/* Resize t to the shape of ref (contiguous). */
+static inline int nn_resize_as(lt_tensor *t, const lt_tensor *ref) { return lt_tensor_resize(t, ref->ndim, ref->size); }
+
+static inline int nn_resize1(lt_tensor *t, int64_t n) { return lt_tensor_resize(t, 1, &n); }
+
+static inline int nn_check_float(const lt_tensor *t, int type, const char *fn, const char *what) {
+  if (!t) return 0;
+  if (t->type != type)
+    return lt_fail("%s: %s is a %sTensor, expected a %sTensor like input", fn, what, lt_type_name(t->type),
+                   lt_type_name(type));
+  return 0;
+}
+
+/* A 1-D parameter vector (weight, bias, running stats) of n elements, any stride. */
+static inline int nn_check_vec(const lt_tensor *t, int64_t n, int type, const char *fn, const char *what) {
+  if (!t) return 0;
+  if (nn_check_float(t, type, fn, what)) return -1;
+  if (lt_tensor_nelement(t) != n)
+    return lt_fail("%s: %s should have %lld elements, got %lld", fn, what, (long long)n,
+                   (long long)lt_tensor_nelement(t));
+  return 0;
+}
+
+/* Element stride of a vector that nn_check_vec accepted (its one non-1 dim). */
+static inline int64_t nn_vec_stride(const lt_tensor *t) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->size[d] != 1) return t->stride[d];
+  return 1;
+}
+
+static inline const char *nn_shape_str(const lt_tensor *t, char *buf, size_t len) {
+  size_t k = 0;
+  buf[0] = 0;
+  k += snprintf(buf + k, len - k, "[");
+  for (int d = 0; d < t->ndim && k < len; d++) k += snprintf(buf + k, len - k, d ? " x %lld" : "%lld", (long long)t->size[d]);
+  if (k < len) snprintf(buf + k, len - k, "]");
+  return buf;
+}
+
+#endif
