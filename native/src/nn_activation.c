@@ -24,13 +24,11 @@ int lt_nn_Threshold_updateOutput(lt_tensor *input, lt_tensor *output, double thr
   static const char fn[] = "Threshold_updateOutput";
   if (thr_check(fn, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
   if (inplace) {
-    if (input->type == LT_FLOAT) NN_FN(thr_forward, float)(input, input, threshold, val);
-    else NN_FN(thr_forward, double)(input, input, threshold, val);
+    NN_CALL(input->type, thr_forward, input, input, threshold, val);
     return lt_tensor_set(output, input);
   }
   if (nn_resize_as(output, input)) return -1;
-  if (input->type == LT_FLOAT) NN_FN(thr_forward, float)(output, input, threshold, val);
-  else NN_FN(thr_forward, double)(output, input, threshold, val);
+  NN_CALL(input->type, thr_forward, output, input, threshold, val);
   return 0;
 }
 
@@ -45,8 +43,7 @@ int lt_nn_Threshold_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_
     if (nn_resize_as(gradInput, input)) return -1;
     dst = gradInput;
   }
-  if (input->type == LT_FLOAT) NN_FN(thr_backward, float)(dst, gradOutput, input, threshold);
-  else NN_FN(thr_backward, double)(dst, gradOutput, input, threshold);
+  NN_CALL(input->type, thr_backward, dst, gradOutput, input, threshold);
   return inplace ? lt_tensor_set(gradInput, gradOutput) : 0;
 }
 

@@ -74,10 +74,7 @@ int lt_nn_BatchNormalization_updateOutput(lt_tensor *input, lt_tensor *output, l
   if (!in || nn_resize_as(output, input)) goto done;
   bn_vec w = bn_vec_of(weight), b = bn_vec_of(bias), rm = bn_vec_of(running_mean), rv = bn_vec_of(running_var);
   bn_vec sm = bn_vec_of(train ? save_mean : NULL), ss = bn_vec_of(train ? save_std : NULL);
-  if (ty == LT_FLOAT)
-    NN_FN(bn_forward, float)(&g, in, lt_tensor_data(output), w, b, rm, rv, sm, ss, train, momentum, eps);
-  else
-    NN_FN(bn_forward, double)(&g, in, lt_tensor_data(output), w, b, rm, rv, sm, ss, train, momentum, eps);
+  NN_CALL(ty, bn_forward, &g, in, lt_tensor_data(output), w, b, rm, rv, sm, ss, train, momentum, eps);
   rc = 0;
 done:
   lt_tensor_clear(&ti);
@@ -121,10 +118,7 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
   void *gi = gradInput ? lt_tensor_data(gradInput) : NULL;
   bn_vec gw = bn_vec_of(gradWeight), gb = bn_vec_of(gradBias), w = bn_vec_of(weight);
   bn_vec m = bn_vec_of(train ? save_mean : running_mean), s = bn_vec_of(train ? save_std : running_var);
-  if (ty == LT_FLOAT)
-    NN_FN(bn_backward, float)(&g, in, go, gi, gw, gb, w, m, s, train, scale, eps);
-  else
-    NN_FN(bn_backward, double)(&g, in, go, gi, gw, gb, w, m, s, train, scale, eps);
+  NN_CALL(ty, bn_backward, &g, in, go, gi, gw, gb, w, m, s, train, scale, eps);
   rc = 0;
 done:
   lt_tensor_clear(&ti);

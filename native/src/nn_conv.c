@@ -148,10 +148,7 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   }
   const void *b = bias ? lt_tensor_data(bias) : NULL;
   int64_t bs = bias ? nn_vec_stride(bias) : 0;
-  if (input->type == LT_FLOAT)
-    NN_FN(conv_forward, float)(&g, in, w, b, bs, lt_tensor_data(output), cols);
-  else
-    NN_FN(conv_forward, double)(&g, in, w, b, bs, lt_tensor_data(output), cols);
+  NN_CALL(input->type, conv_forward, &g, in, w, b, bs, lt_tensor_data(output), cols);
   rc = 0;
 done:
   lt_tensor_clear(&ti);
@@ -183,10 +180,7 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
     if (nn_resize1(fgradInput, (bt ? bt : 1) * g.K * g.L)) goto done;
     cols = lt_tensor_data(fgradInput);
   }
-  if (input->type == LT_FLOAT)
-    NN_FN(conv_backward_input, float)(&g, go, w, lt_tensor_data(gradInput), cols, bt);
-  else
-    NN_FN(conv_backward_input, double)(&g, go, w, lt_tensor_data(gradInput), cols, bt);
+  NN_CALL(input->type, conv_backward_input, &g, go, w, lt_tensor_data(gradInput), cols, bt);
   rc = 0;
 done:
   lt_tensor_clear(&tg);
@@ -232,10 +226,7 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
   }
   void *gb = gradBias ? lt_tensor_data(gradBias) : NULL;
   int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
-  if (input->type == LT_FLOAT)
-    NN_FN(conv_acc_grad, float)(&g, go, cols, lt_tensor_data(gradWeight), gb, gbs, part, bt, scale);
-  else
-    NN_FN(conv_acc_grad, double)(&g, go, cols, lt_tensor_data(gradWeight), gb, gbs, part, bt, scale);
+  NN_CALL(input->type, conv_acc_grad, &g, go, cols, lt_tensor_data(gradWeight), gb, gbs, part, bt, scale);
   rc = 0;
 done:
   lt_tensor_clear(&ti);

@@ -58,10 +58,7 @@ int lt_nn_ClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt
   if (!in || nn_resize1(output, 1) || nn_resize1(total_weight, 1)) goto done;
   const void *w = weights ? lt_tensor_data(weights) : NULL;
   int64_t ws = weights ? nn_vec_stride(weights) : 0;
-  if (input->type == LT_FLOAT)
-    NN_FN(nll_forward, float)(&g, in, w, ws, size_average, lt_tensor_data(output), lt_tensor_data(total_weight));
-  else
-    NN_FN(nll_forward, double)(&g, in, w, ws, size_average, lt_tensor_data(output), lt_tensor_data(total_weight));
+  NN_CALL(input->type, nll_forward, &g, in, w, ws, size_average, lt_tensor_data(output), lt_tensor_data(total_weight));
   rc = 0;
 done:
   lt_tensor_clear(&tt);
@@ -86,10 +83,7 @@ int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target,
   if (nn_resize_as(gradInput, input)) goto done;
   const void *w = weights ? lt_tensor_data(weights) : NULL;
   int64_t ws = weights ? nn_vec_stride(weights) : 0;
-  if (input->type == LT_FLOAT)
-    NN_FN(nll_backward, float)(&g, w, ws, size_average, lt_tensor_data(gradInput), lt_tensor_data(total_weight));
-  else
-    NN_FN(nll_backward, double)(&g, w, ws, size_average, lt_tensor_data(gradInput), lt_tensor_data(total_weight));
+  NN_CALL(input->type, nll_backward, &g, w, ws, size_average, lt_tensor_data(gradInput), lt_tensor_data(total_weight));
   rc = 0;
 done:
   lt_tensor_clear(&tt);

@@ -20,6 +20,9 @@
 #define NN_CAT_(a, b) a##_##b
 #define NN_CAT(a, b) NN_CAT_(a, b)
 #define NN_FN(name, type) NN_CAT(name, type)
+/* Call the float or double instance of a generic function (TYPE is LT_FLOAT or LT_DOUBLE). */
+#define NN_CALL(TYPE, name, ...) \
+  ((TYPE) == LT_FLOAT ? NN_FN(name, float)(__VA_ARGS__) : NN_FN(name, double)(__VA_ARGS__))
 
 /* A contiguous pointer to src's data: src's own memory when it is contiguous,
  * otherwise a copy held by tmp (an lt_tensor_init'ed scratch tensor the

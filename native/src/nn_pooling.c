@@ -138,10 +138,7 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
   if (nn_check_float(output, input->type, fn, "output")) return pool_end(&c, -1);
   if (indices->type != LT_LONG) return pool_end(&c, lt_fail("%s: indices must be a LongTensor", fn));
   if (pool_resize(output, input, &c.g) || pool_resize(indices, input, &c.g)) return pool_end(&c, -1);
-  if (input->type == LT_FLOAT)
-    NN_FN(maxpool_forward, float)(&c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
-  else
-    NN_FN(maxpool_forward, double)(&c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
+  NN_CALL(input->type, maxpool_forward, &c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
   return pool_end(&c, 0);
 }
 
@@ -158,10 +155,7 @@ int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOut
   const int64_t *idx = nn_contiguous(&tx, indices);
   if (!idx || nn_resize_as(gradInput, input)) return pool_end(&c, -1);
   int rc;
-  if (input->type == LT_FLOAT)
-    rc = NN_FN(maxpool_backward, float)(&c.g, c.go, lt_tensor_data(gradInput), idx);
-  else
-    rc = NN_FN(maxpool_backward, double)(&c.g, c.go, lt_tensor_data(gradInput), idx);
+  rc = NN_CALL(input->type, maxpool_backward, &c.g, c.go, lt_tensor_data(gradInput), idx);
   if (idx != lt_tensor_data(indices)) lt_tensor_clear(&tx);
   return pool_end(&c, rc ? lt_fail("%s: indices hold a position outside the input plane", fn) : 0);
 }
@@ -172,10 +166,7 @@ int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
   if (nn_check_float(output, input->type, fn, "output") || pool_resize(output, input, &c.g)) return pool_end(&c, -1);
-  if (input->type == LT_FLOAT)
-    NN_FN(avgpool_forward, float)(&c.g, c.in, lt_tensor_data(output), count_include_pad);
-  else
-    NN_FN(avgpool_forward, double)(&c.g, c.in, lt_tensor_data(output), count_include_pad);
+  NN_CALL(input->type, avgpool_forward, &c.g, c.in, lt_tensor_data(output), count_include_pad);
   return pool_end(&c, 0);
 }
 
@@ -187,50 +178,54 @@ int lt_nn_SpatialAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gra
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
   if (nn_check_float(gradInput, input->type, fn, "gradInput") || nn_resize_as(gradInput, input))
     return pool_end(&c, -1);
-  if (input->type == LT_FLOAT)
-    NN_FN(avgpool_backward, float)(&c.g, c.go, lt_tensor_data(gradInput), count_include_pad);
-  else
-    NN_FN(avgpool_backward, double)(&c.g, c.go, lt_tensor_data(gradInput), count_include_pad);
+  NN_CALL(input->type, avgpool_backward, &c.g, c.go, lt_tensor_data(gradInput), count_include_pad);
   return pool_end(&c, 0);
 }
 
 #else /* ---------------------------------------------- generic part (real) */
 
-#define POOL_PAR_IF(g) if ((g)->planes > 1 && (g)->planes * (g)->oH * (g)->oW * (g)->kH * (g)->kW >= LT_OMP_THRESHOLD)
+/* Runs BODY for every output position of every plane p, with the window
+ * [hs, he) x [ws, we) clipped to the image, x the input plane (X_T const or
+ * not) and o the output offset; the geometry must be in a pool_geom *g (the
+ * OpenMP condition names it). Planes run in parallel when there is enough work. */
+#define POOL_FOR_WINDOWS(X_T, base, ...)                                                             \
+  _Pragma("omp parallel for schedule(static) if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)") \
+  for (int64_t p = 0; p < g->planes; p++) {                                                           \
+    X_T *x = (base) + p * g->iH * g->iW;                                                            \
+    for (int64_t oh = 0; oh < g->oH; oh++) {                                                          \
+      int64_t hs, he;                                                                                   \
+      pool_window(oh, g->dH, g->padH, g->kH, g->iH, &hs, &he);                                  \
+      for (int64_t ow = 0; ow < g->oW; ow++) {                                                        \
+        int64_t ws, we, o = (p * g->oH + oh) * g->oW + ow;                                          \
+        pool_window(ow, g->dW, g->padW, g->kW, g->iW, &ws, &we);                                \
+        __VA_ARGS__                                                                                     \
+      }                                                                                                 \
+    }                                                                                                   \
+  }
 
 static void NN_(maxpool_forward)(const pool_geom *g, const real *in, real *out, int64_t *ind) {
-  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
-#pragma omp parallel for schedule(static) POOL_PAR_IF(g)
-  for (int64_t p = 0; p < g->planes; p++) {
-    const real *x = in + p * iH * iW;
-    for (int64_t oh = 0; oh < oH; oh++) {
-      int64_t hs, he;
-      pool_window(oh, g->dH, g->padH, g->kH, iH, &hs, &he);
-      for (int64_t ow = 0; ow < oW; ow++) {
-        int64_t ws, we;
-        pool_window(ow, g->dW, g->padW, g->kW, iW, &ws, &we);
-        real best = -INFINITY;
-        int64_t at = -1;
-        for (int64_t h = hs; h < he; h++)
-          for (int64_t w = ws; w < we; w++) {
-            real v = x[h * iW + w];
-            if (v > best || isnan(v)) {  /* the first maximum wins; NaN propagates (THNN's test) */
-              best = v;
-              at = h * iW + w;
-            }
-          }
-        out[(p * oH + oh) * oW + ow] = best;
-        ind[(p * oH + oh) * oW + ow] = at + 1;
+  const int64_t iW = g->iW;
+  POOL_FOR_WINDOWS(const real, in, {
+    real best = -INFINITY;
+    int64_t at = -1;
+    for (int64_t h = hs; h < he; h++)
+      for (int64_t w = ws; w < we; w++) {
+        real v = x[h * iW + w];
+        if (v > best || isnan(v)) { /* the first maximum wins; NaN propagates (THNN's test) */
+          best = v;
+          at = h * iW + w;
+        }
       }
-    }
-  }
+    out[o] = best;
+    ind[o] = at + 1;
+  })
 }
 
 static int NN_(maxpool_backward)(const pool_geom *g, const real *go, real *gi, const int64_t *ind) {
   const int64_t plane = g->iH * g->iW, L = g->oH * g->oW;
   int bad = 0;
   memset(gi, 0, sizeof(real) * g->planes * plane);
-#pragma omp parallel for schedule(static) POOL_PAR_IF(g) reduction(| : bad)
+#pragma omp parallel for schedule(static) reduction(| : bad) if (g->planes > 1 && g->planes * L >= LT_OMP_THRESHOLD)
   for (int64_t p = 0; p < g->planes; p++) {
     for (int64_t l = 0; l < L; l++) {
       int64_t at = ind[p * L + l] - 1;
@@ -245,45 +240,24 @@ static int NN_(maxpool_backward)(const pool_geom *g, const real *go, real *gi, c
 }
 
 static void NN_(avgpool_forward)(const pool_geom *g, const real *in, real *out, int include_pad) {
-  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
-#pragma omp parallel for schedule(static) POOL_PAR_IF(g)
-  for (int64_t p = 0; p < g->planes; p++) {
-    const real *x = in + p * iH * iW;
-    for (int64_t oh = 0; oh < oH; oh++) {
-      int64_t hs, he;
-      pool_window(oh, g->dH, g->padH, g->kH, iH, &hs, &he);
-      for (int64_t ow = 0; ow < oW; ow++) {
-        int64_t ws, we;
-        pool_window(ow, g->dW, g->padW, g->kW, iW, &ws, &we);
-        accreal s = 0;
-        for (int64_t h = hs; h < he; h++)
-          for (int64_t w = ws; w < we; w++) s += x[h * iW + w];
-        out[(p * oH + oh) * oW + ow] = (real)(s / pool_divisor(g, oh, ow, include_pad));
-      }
-    }
-  }
+  const int64_t iW = g->iW;
+  POOL_FOR_WINDOWS(const real, in, {
+    accreal s = 0;
+    for (int64_t h = hs; h < he; h++)
+      for (int64_t w = ws; w < we; w++) s += x[h * iW + w];
+    out[o] = (real)(s / pool_divisor(g, oh, ow, include_pad));
+  })
 }
 
 static void NN_(avgpool_backward)(const pool_geom *g, const real *go, real *gi, int include_pad) {
-  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
-#pragma omp parallel for schedule(static) POOL_PAR_IF(g)
-  for (int64_t p = 0; p < g->planes; p++) {
-    real *x = gi + p * iH * iW;
-    memset(x, 0, sizeof(real) * iH * iW);
-    for (int64_t oh = 0; oh < oH; oh++) {
-      int64_t hs, he;
-      pool_window(oh, g->dH, g->padH, g->kH, iH, &hs, &he);
-      for (int64_t ow = 0; ow < oW; ow++) {
-        int64_t ws, we;
-        pool_window(ow, g->dW, g->padW, g->kW, iW, &ws, &we);
-        real v = (real)(go[(p * oH + oh) * oW + ow] / (accreal)pool_divisor(g, oh, ow, include_pad));
-        for (int64_t h = hs; h < he; h++)
-          for (int64_t w = ws; w < we; w++) x[h * iW + w] += v;
-      }
-    }
-  }
+  const int64_t iW = g->iW;
+  memset(gi, 0, sizeof(real) * g->planes * g->iH * g->iW);
+  POOL_FOR_WINDOWS(real, gi, {
+    real v = (real)(go[o] / (accreal)pool_divisor(g, oh, ow, include_pad));
+    for (int64_t h = hs; h < he; h++)
+      for (int64_t w = ws; w < we; w++) x[h * iW + w] += v;
+  })
 }
 
-#undef POOL_PAR_IF
 
 #endif

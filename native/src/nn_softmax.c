@@ -37,8 +37,7 @@ static int sm_forward(const char *fn, lt_tensor *input, lt_tensor *output, int l
   const void *in = nn_contiguous(&ti, input);
   int rc = -1;
   if (in && !nn_resize_as(output, input)) {
-    if (input->type == LT_FLOAT) NN_FN(sm_forward, float)(&g, in, lt_tensor_data(output), logsm);
-    else NN_FN(sm_forward, double)(&g, in, lt_tensor_data(output), logsm);
+    NN_CALL(input->type, sm_forward, &g, in, lt_tensor_data(output), logsm);
     rc = 0;
   }
   lt_tensor_clear(&ti);
@@ -62,8 +61,7 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
   const void *out = nn_contiguous(&to, output), *go = out ? nn_contiguous(&tg, gradOutput) : NULL;
   int rc = -1;
   if (go && !nn_resize_as(gradInput, output)) {
-    if (output->type == LT_FLOAT) NN_FN(sm_backward, float)(&g, out, go, lt_tensor_data(gradInput), logsm);
-    else NN_FN(sm_backward, double)(&g, out, go, lt_tensor_data(gradInput), logsm);
+    NN_CALL(output->type, sm_backward, &g, out, go, lt_tensor_data(gradInput), logsm);
     rc = 0;
   }
   lt_tensor_clear(&to);
