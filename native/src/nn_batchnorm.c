@@ -67,18 +67,16 @@ int lt_nn_BatchNormalization_updateOutput(lt_tensor *input, lt_tensor *output, l
   } else if (!running_mean || !running_var) {
     return lt_fail("%s: running_mean and running_var are needed in evaluation mode", fn);
   }
-  lt_tensor ti;
-  lt_tensor_init(&ti, ty);
+  nn_copies cp = {0};
   int rc = -1;
-  const void *in = nn_contiguous(&ti, input);
+  const void *in = nn_contig(&cp, input);
   if (!in || nn_resize_as(output, input)) goto done;
   bn_vec w = bn_vec_of(weight), b = bn_vec_of(bias), rm = bn_vec_of(running_mean), rv = bn_vec_of(running_var);
   bn_vec sm = bn_vec_of(train ? save_mean : NULL), ss = bn_vec_of(train ? save_std : NULL);
   NN_CALL(ty, bn_forward, &g, in, lt_tensor_data(output), w, b, rm, rv, sm, ss, train, momentum, eps);
   rc = 0;
 done:
-  lt_tensor_clear(&ti);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
@@ -108,11 +106,9 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
         nn_check_vec(running_var, g.C, ty, fn, "running_var"))
       return -1;
   }
-  lt_tensor ti, tg;
-  lt_tensor_init(&ti, ty);
-  lt_tensor_init(&tg, ty);
+  nn_copies cp = {0};
   int rc = -1;
-  const void *in = nn_contiguous(&ti, input), *go = in ? nn_contiguous(&tg, gradOutput) : NULL;
+  const void *in = nn_contig(&cp, input), *go = in ? nn_contig(&cp, gradOutput) : NULL;
   if (!go) goto done;
   if (gradInput && nn_resize_as(gradInput, input)) goto done;
   void *gi = gradInput ? lt_tensor_data(gradInput) : NULL;
@@ -121,9 +117,7 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
   NN_CALL(ty, bn_backward, &g, in, go, gi, gw, gb, w, m, s, train, scale, eps);
   rc = 0;
 done:
-  lt_tensor_clear(&ti);
-  lt_tensor_clear(&tg);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 #else /* ---------------------------------------------- generic part (real) */

@@ -133,11 +133,9 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   if (nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output") ||
       nn_check_float(finput, input->type, fn, "finput"))
     return -1;
-  lt_tensor ti, tw;
-  lt_tensor_init(&ti, input->type);
-  lt_tensor_init(&tw, input->type);
+  nn_copies cp = {0};
   int rc = -1;
-  const void *in = nn_contiguous(&ti, input), *w = in ? nn_contiguous(&tw, weight) : NULL;
+  const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
   if (!w) goto done;
   if (conv_resize4(output, &g, g.nOut, g.oH, g.oW)) goto done;
   void *cols = NULL;
@@ -151,9 +149,7 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   NN_CALL(input->type, conv_forward, &g, in, w, b, bs, lt_tensor_data(output), cols);
   rc = 0;
 done:
-  lt_tensor_clear(&ti);
-  lt_tensor_clear(&tw);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
@@ -167,11 +163,9 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
       nn_check_float(gradInput, input->type, fn, "gradInput") ||
       nn_check_float(fgradInput, input->type, fn, "fgradInput"))
     return -1;
-  lt_tensor tg, tw;
-  lt_tensor_init(&tg, input->type);
-  lt_tensor_init(&tw, input->type);
+  nn_copies cp = {0};
   int rc = -1;
-  const void *go = nn_contiguous(&tg, gradOutput), *w = go ? nn_contiguous(&tw, weight) : NULL;
+  const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
   if (!w) goto done;
   if (conv_resize4(gradInput, &g, g.nIn, g.iH, g.iW)) goto done;
   int bt = conv_batch_threads(g.N);
@@ -183,9 +177,7 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
   NN_CALL(input->type, conv_backward_input, &g, go, w, lt_tensor_data(gradInput), cols, bt);
   rc = 0;
 done:
-  lt_tensor_clear(&tg);
-  lt_tensor_clear(&tw);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
@@ -200,12 +192,10 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
     return -1;
   if (!lt_tensor_is_contiguous(gradWeight)) return lt_fail("%s: gradWeight needs to be contiguous", fn);
   const void *cols;
-  lt_tensor ti, tg;
-  lt_tensor_init(&ti, input->type);
-  lt_tensor_init(&tg, input->type);
+  nn_copies cp = {0};
   int rc = -1;
   if (g.direct) {
-    cols = nn_contiguous(&ti, input);
+    cols = nn_contig(&cp, input);
     if (!cols) goto done;
   } else {
     if (nn_check_float(finput, input->type, fn, "finput")) goto done;
@@ -216,7 +206,7 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
     }
     cols = lt_tensor_data(finput);
   }
-  const void *go = nn_contiguous(&tg, gradOutput);
+  const void *go = nn_contig(&cp, gradOutput);
   if (!go) goto done;
   int bt = conv_batch_threads(g.N);
   void *part = NULL;
@@ -229,9 +219,7 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
   NN_CALL(input->type, conv_acc_grad, &g, go, cols, lt_tensor_data(gradWeight), gb, gbs, part, bt, scale);
   rc = 0;
 done:
-  lt_tensor_clear(&ti);
-  lt_tensor_clear(&tg);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 #else /* ---------------------------------------------- generic part (real) */

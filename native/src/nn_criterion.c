@@ -12,10 +12,9 @@ typedef struct nll_geom {
   int64_t ignore;
 } nll_geom;
 
-static int nll_begin(nll_geom *g, lt_tensor *tt, const char *fn, const lt_tensor *input, const lt_tensor *target,
+static int nll_begin(nll_geom *g, nn_copies *cp, const char *fn, const lt_tensor *input, const lt_tensor *target,
                      const lt_tensor *weights, const lt_tensor *total_weight, int64_t ignore_index) {
   char b1[160], b2[160];
-  lt_tensor_init(tt, LT_LONG);
   if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (target->type != LT_LONG) return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
@@ -29,7 +28,7 @@ static int nll_begin(nll_geom *g, lt_tensor *tt, const char *fn, const lt_tensor
   if (nn_check_vec(weights, g->classes, input->type, fn, "weights") ||
       nn_check_float(total_weight, input->type, fn, "total_weight"))
     return -1;
-  g->target = nn_contiguous(tt, target);
+  g->target = nn_contig(cp, target);
   if (!g->target) return -1;
   g->ignore = ignore_index;
   for (int64_t i = 0; i < g->batch; i++) {
@@ -48,22 +47,19 @@ int lt_nn_ClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt
                                          lt_tensor *weights, lt_tensor *total_weight, int64_t ignore_index) {
   static const char fn[] = "ClassNLLCriterion_updateOutput";
   nll_geom g;
-  lt_tensor tt, ti;
-  lt_tensor_init(&ti, input->type);
+  nn_copies cp = {0};
   int rc = -1;
-  if (nll_begin(&g, &tt, fn, input, target, weights, total_weight, ignore_index) ||
+  if (nll_begin(&g, &cp, fn, input, target, weights, total_weight, ignore_index) ||
       nn_check_float(output, input->type, fn, "output"))
     goto done;
-  const void *in = nn_contiguous(&ti, input);
+  const void *in = nn_contig(&cp, input);
   if (!in || nn_resize1(output, 1) || nn_resize1(total_weight, 1)) goto done;
   const void *w = weights ? lt_tensor_data(weights) : NULL;
   int64_t ws = weights ? nn_vec_stride(weights) : 0;
   NN_CALL(input->type, nll_forward, &g, in, w, ws, size_average, lt_tensor_data(output), lt_tensor_data(total_weight));
   rc = 0;
 done:
-  lt_tensor_clear(&tt);
-  lt_tensor_clear(&ti);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
@@ -71,9 +67,9 @@ int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target,
                                             int64_t ignore_index) {
   static const char fn[] = "ClassNLLCriterion_updateGradInput";
   nll_geom g;
-  lt_tensor tt;
+  nn_copies cp = {0};
   int rc = -1;
-  if (nll_begin(&g, &tt, fn, input, target, weights, total_weight, ignore_index) ||
+  if (nll_begin(&g, &cp, fn, input, target, weights, total_weight, ignore_index) ||
       nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(total_weight) != 1) {
@@ -86,8 +82,7 @@ int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target,
   NN_CALL(input->type, nll_backward, &g, w, ws, size_average, lt_tensor_data(gradInput), lt_tensor_data(total_weight));
   rc = 0;
 done:
-  lt_tensor_clear(&tt);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 #else /* ---------------------------------------------- generic part (real) */

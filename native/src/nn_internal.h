@@ -24,14 +24,33 @@
 #define NN_CALL(TYPE, name, ...) \
   ((TYPE) == LT_FLOAT ? NN_FN(name, float)(__VA_ARGS__) : NN_FN(name, double)(__VA_ARGS__))
 
-/* A contiguous pointer to src's data: src's own memory when it is contiguous,
- * otherwise a copy held by tmp (an lt_tensor_init'ed scratch tensor the
- * caller releases with lt_tensor_clear). NULL (and an error) on failure. */
-static inline void *nn_contiguous(lt_tensor *tmp, const lt_tensor *src) {
+/* Contiguous copies of non-contiguous inputs, owned by the call that made
+ * them and released together:
+ *   nn_copies cp = {0};
+ *   const real *x = nn_contig(&cp, input);   // input's own data when contiguous
+ *   ...
+ *   return nn_copies_free(&cp, rc);                                        */
+typedef struct nn_copies {
+  int n;
+  lt_tensor t[3];
+} nn_copies;
+
+static inline void *nn_contig(nn_copies *c, const lt_tensor *src) {
   if (lt_tensor_is_contiguous(src)) return lt_tensor_data(src);
+  if (c->n == 3) {
+    lt_fail("nn_contig: more than 3 copies in one call");
+    return NULL;
+  }
+  lt_tensor *tmp = &c->t[c->n++];
   lt_tensor_init(tmp, src->type);
   if (lt_tensor_resize(tmp, src->ndim, src->size) || lt_tensor_copy(tmp, src)) return NULL;
   return lt_tensor_data(tmp);
+}
+
+static inline int nn_copies_free(nn_copies *c, int rc) {
+  for (int i = 0; i < c->n; i++) lt_tensor_clear(&c->t[i]);
+  c->n = 0;
+  return rc;
 }
 
 /* Resize t to the shape of ref (contiguous). */

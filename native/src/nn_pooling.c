@@ -104,31 +104,26 @@ static inline int64_t pool_divisor(const pool_geom *g, int64_t oh, int64_t ow, i
 /* Shared front of the four entry points: geometry, contiguous input/gradOutput. */
 typedef struct pool_call {
   pool_geom g;
-  lt_tensor ti, tg;
+  nn_copies cp;
   const void *in, *go;
 } pool_call;
 
 static int pool_begin(pool_call *c, const char *fn, lt_tensor *input, lt_tensor *gradOutput, int kW, int kH, int dW,
                       int dH, int padW, int padH, int ceil_mode) {
-  lt_tensor_init(&c->ti, input->type);
-  lt_tensor_init(&c->tg, input->type);
+  c->cp.n = 0;
   c->go = NULL;
   if (pool_geom_init(&c->g, fn, input, kW, kH, dW, dH, padW, padH, ceil_mode)) return -1;
-  c->in = nn_contiguous(&c->ti, input);
+  c->in = nn_contig(&c->cp, input);
   if (!c->in) return -1;
   if (gradOutput) {
     if (pool_check_gradOutput(&c->g, fn, input, gradOutput)) return -1;
-    c->go = nn_contiguous(&c->tg, gradOutput);
+    c->go = nn_contig(&c->cp, gradOutput);
     if (!c->go) return -1;
   }
   return 0;
 }
 
-static int pool_end(pool_call *c, int rc) {
-  lt_tensor_clear(&c->ti);
-  lt_tensor_clear(&c->tg);
-  return rc;
-}
+static int pool_end(pool_call *c, int rc) { return nn_copies_free(&c->cp, rc); }
 
 int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int kH,
                                          int dW, int dH, int padW, int padH, int ceil_mode) {
@@ -151,12 +146,9 @@ int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOut
   if (nn_check_float(gradInput, input->type, fn, "gradInput")) return pool_end(&c, -1);
   if (indices->type != LT_LONG || lt_tensor_nelement(indices) != c.g.planes * c.g.oH * c.g.oW)
     return pool_end(&c, lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn));
-  lt_tensor tx;
-  const int64_t *idx = nn_contiguous(&tx, indices);
+  const int64_t *idx = nn_contig(&c.cp, indices);
   if (!idx || nn_resize_as(gradInput, input)) return pool_end(&c, -1);
-  int rc;
-  rc = NN_CALL(input->type, maxpool_backward, &c.g, c.go, lt_tensor_data(gradInput), idx);
-  if (idx != lt_tensor_data(indices)) lt_tensor_clear(&tx);
+  int rc = NN_CALL(input->type, maxpool_backward, &c.g, c.go, lt_tensor_data(gradInput), idx);
   return pool_end(&c, rc ? lt_fail("%s: indices hold a position outside the input plane", fn) : 0);
 }
 

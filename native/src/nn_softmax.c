@@ -32,16 +32,14 @@ static int sm_geom_init(sm_geom *g, const char *fn, const lt_tensor *input) {
 static int sm_forward(const char *fn, lt_tensor *input, lt_tensor *output, int logsm) {
   sm_geom g;
   if (sm_geom_init(&g, fn, input) || nn_check_float(output, input->type, fn, "output")) return -1;
-  lt_tensor ti;
-  lt_tensor_init(&ti, input->type);
-  const void *in = nn_contiguous(&ti, input);
+  nn_copies cp = {0};
+  const void *in = nn_contig(&cp, input);
   int rc = -1;
   if (in && !nn_resize_as(output, input)) {
     NN_CALL(input->type, sm_forward, &g, in, lt_tensor_data(output), logsm);
     rc = 0;
   }
-  lt_tensor_clear(&ti);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
@@ -55,18 +53,14 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
   if (!lt_tensor_is_same_size(output, gradOutput))
     return lt_fail("%s: gradOutput %s should have the size of output %s", fn, nn_shape_str(gradOutput, b1, sizeof b1),
                    nn_shape_str(output, b2, sizeof b2));
-  lt_tensor to, tg;
-  lt_tensor_init(&to, output->type);
-  lt_tensor_init(&tg, output->type);
-  const void *out = nn_contiguous(&to, output), *go = out ? nn_contiguous(&tg, gradOutput) : NULL;
+  nn_copies cp = {0};
+  const void *out = nn_contig(&cp, output), *go = out ? nn_contig(&cp, gradOutput) : NULL;
   int rc = -1;
   if (go && !nn_resize_as(gradInput, output)) {
     NN_CALL(output->type, sm_backward, &g, out, go, lt_tensor_data(gradInput), logsm);
     rc = 0;
   }
-  lt_tensor_clear(&to);
-  lt_tensor_clear(&tg);
-  return rc;
+  return nn_copies_free(&cp, rc);
 }
 
 int lt_nn_SoftMax_updateOutput(lt_tensor *input, lt_tensor *output) {
