@@ -11,11 +11,12 @@
 /* ---- SpatialConvolutionMM (im2col + GEMM) ----
  * weight is (nOut, nIn, kH, kW) or (nOut, nIn*kH*kW); bias (nOut) or NULL.
  * Output size: floor((in + 2*pad - k) / d) + 1.
- * finput: after updateOutput it holds the im2col columns of the whole batch,
- * (N, nIn*kH*kW, oH*oW), which accGradParameters reuses (so call it with the
- * same input as the last updateOutput, as THNN did). 1x1 stride-1 pad-0
- * convolutions need no columns and leave finput alone.
- * fgradInput: scratch (per-thread columns, per-thread gradWeight partials).
+ * finput: im2col columns, one nIn*kH*kW x oH*oW matrix per thread (1x1
+ * stride-1 pad-0 convolutions use the input itself and leave it alone);
+ * accGradParameters unfolds the input again, so nothing has to survive from
+ * updateOutput and the buffers may be shared between layers.
+ * fgradInput: scratch (per-thread gradient columns, per-thread gradWeight
+ * partial sums).
  * Both are resized here and only grow, so warm calls do not allocate. */
 int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                             lt_tensor *finput, lt_tensor *fgradInput, int kW, int kH, int dW, int dH,
