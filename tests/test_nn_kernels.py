@@ -462,3 +462,15 @@ def test_conv_resnet_shapes(K, rng, dtype, tname, tol):
         c = dict(N=4, C=C, O=O, H=H, W=H, kh=k, kw=k, dh=s, dw=s, ph=p, pw=p)
         for key, (a, ref) in run_conv(K, rng, c, dtype, tname).items():
             close(a, ref, tol, "%s %s" % (key, c))
+
+
+def test_bench_conv_runs(tmp_path):
+    import json
+
+    from run import bench_conv
+
+    out = tmp_path / "conv.json"
+    assert bench_conv.main(["--batch", "2", "--threads", "1", "--repeat", "1", "--layers", "512->512",
+                            "--json", str(out)]) == 0
+    (rec,) = json.loads(out.read_text())
+    assert rec["layer"] == "3x3 512->512 @7" and rec["ours_ms"] > 0 and rec["max_rel_error"] < 1e-4
