@@ -124,6 +124,7 @@ def run_conv(K, rng, c, dtype, tname, bias=True, weight2d=False, noncontig=False
 @pytest.mark.parametrize("dtype,tname,tol", TYPES, ids=TYPE_IDS)
 @pytest.mark.parametrize("strategy", [0, 1, 2], ids=["auto", "batch-parallel", "gemm-parallel"])
 def test_conv_matches_pytorch(K, rng, dtype, tname, tol, strategy):
+    K.threads(2)  # per process; 2 threads exercise both strategies
     old = K.strategy(strategy)
     try:
         for i, c in enumerate(conv_configs(rng, 8)):
