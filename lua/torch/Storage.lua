@@ -183,7 +183,7 @@ for _, ty in ipairs(torch._types) do
          end
       end
       lines[#lines + 1] = string.format('[%s of size %d]', name, n)
-      return table.concat(lines, '\n')
+      return table.concat(lines, '\n') .. '\n'
    end
 end
 

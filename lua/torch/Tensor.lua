@@ -588,7 +588,27 @@ end
 
 -- Number indexing: t[i] on a 1-D tensor is the number, else a select.
 -- Table indexing (t[{...}]) is installed by TensorIndex.lua as torch._indexTable.
+-- t[LongStorage{i, j, ...}]: the element at a full 1-based index (Torch7).
+local function elementOffset(self, idx)
+   local c = self._c
+   if idx:size() ~= c.ndim then
+      error(string.format('index: %d indices for a %dD tensor', idx:size(), c.ndim), 3)
+   end
+   local off = 0
+   for d = 0, c.ndim - 1 do
+      local i = idx[d + 1]
+      if i < 1 or i > c.size[d] then
+         error(string.format('index %d out of range for dimension %d of size %d', i, d + 1, tonumber(c.size[d])), 3)
+      end
+      off = off + (i - 1) * c.stride[d]
+   end
+   return off
+end
+
 local function indexGet(self, k)
+   if torch.isStorage(k) then
+      return tonumber(M.data(self)[elementOffset(self, k)])
+   end
    if type(k) == 'number' then
       local c = self._c
       if c.ndim == 0 then error('index: empty tensor', 2) end
@@ -601,6 +621,10 @@ local function indexGet(self, k)
 end
 
 local function indexSet(self, k, v)
+   if torch.isStorage(k) then
+      M.data(self)[elementOffset(self, k)] = v
+      return
+   end
    if type(k) == 'number' then
       local c = self._c
       if c.ndim == 0 then error('index: empty tensor', 2) end

@@ -99,6 +99,27 @@ function torch.class(name, parentName, module)
       end
    end
    local mt = {}
+   -- luaT forwarded these metamethods to methods with trailing underscores
+   -- (nn.Module's __call__ and __tostring__ are the ones that matter).
+   mt.__tostring = function(self)
+      local f = self.__tostring__
+      if f then return f(self) end
+      return torch.typename(self)
+   end
+   mt.__call = function(self, ...)
+      local f = self.__call__
+      if not f then error('attempt to call a ' .. torch.typename(self) .. ' object', 2) end
+      return f(self, ...)
+   end
+   for _, op in ipairs {'add', 'sub', 'mul', 'div', 'unm', 'concat', 'eq', 'lt', 'le'} do
+      mt['__' .. op] = function(a, b)
+         local self = (type(a) == 'table' and a['__' .. op .. '__']) and a or b
+         local f = type(self) == 'table' and self['__' .. op .. '__']
+         if not f and op == 'eq' then return rawequal(a, b) end
+         if not f then error('attempt to perform ' .. op .. ' on a ' .. torch.type(a) .. ' object', 2) end
+         return f(a, b)
+      end
+   end
    local function ctor(...)
       local self = setmetatable({}, mt)
       local init = mt.__init

@@ -74,3 +74,10 @@ function torch.include(pkg, file)
                        'torch.include: cannot find ' .. pkg .. '/' .. file)
    return dofile(path)
 end
+
+-- Whether the native library declares and exports `name` (indexing a missing
+-- FFI symbol raises, so probe it protected).
+function torch._hasC(name)
+   local ok, f = pcall(function() return C[name] end)
+   return ok and f ~= nil
+end

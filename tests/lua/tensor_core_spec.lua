@@ -41,6 +41,15 @@ function T.table_constructor_and_indexing()
    spec.raises(function() return torch.Tensor({{1, 2}, {3}}) end, 'inconsistent table sizes')
 end
 
+function T.longstorage_element_index()
+   local t = torch.IntTensor({{1, 2, 3}, {4, 5, 6}}):t()
+   spec.eq(t[torch.LongStorage{3, 2}], 6)
+   t[torch.LongStorage{1, 2}] = 40
+   spec.eq(t[1][2], 40)
+   spec.raises(function() return t[torch.LongStorage{4, 1}] end, 'out of range')
+   spec.raises(function() return t[torch.LongStorage{1}] end, '1 indices for a 2D tensor')
+end
+
 function T.expand_and_view()
    local t = torch.Tensor({1, 2, 3}):view(3, 1)
    local e = t:expand(3, 4)
@@ -96,6 +105,20 @@ function T.classes()
    local raw = torch.factory('specns.B')()
    spec.eq(raw.x, nil)
    spec.eq(torch.typename(raw), 'specns.B')
+end
+
+function T.class_metamethods_forward_to_methods()
+   local C = torch.class('specns.Callable')
+   function C:__call__(x) return x * 2 end
+   function C:__tostring__() return 'callable!' end
+   local c, d = specns.Callable(), specns.Callable()
+   spec.eq(c(21), 42)
+   spec.eq(tostring(c), 'callable!')
+   spec.eq(c == c, true)
+   spec.eq(c == d, false)
+   local P = torch.class('specns.Plain')
+   spec.eq(tostring(specns.Plain()), 'specns.Plain')
+   spec.raises(function() return specns.Plain()() end, 'attempt to call')
 end
 
 return T
