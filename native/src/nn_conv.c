@@ -126,6 +126,15 @@ static inline void conv_valid_range(int64_t n, int64_t on, int k, int d, int pad
   if (*hi < *lo) *hi = *lo;
 }
 
+/* bt (or 1) per-thread K x L column buffers in buf; none for direct convolutions. */
+static int conv_col_buffers(lt_tensor *buf, const conv_geom *g, int bt, void **cols) {
+  *cols = NULL;
+  if (g->direct) return 0;
+  if (nn_resize1(buf, (bt ? bt : 1) * g->K * g->L)) return -1;
+  *cols = lt_tensor_data(buf);
+  return 0;
+}
+
 #define NN_GENERIC_FILE "nn_conv.c"
 #include "nn_generic.h"
 
@@ -145,11 +154,8 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   if (!w) goto done;
   if (conv_resize4(output, &g, g.nOut, g.oH, g.oW)) goto done;
   int bt = conv_batch_threads(g.N);
-  void *cols = NULL;
-  if (!g.direct) {
-    if (nn_resize1(finput, (bt ? bt : 1) * g.K * g.L)) goto done;
-    cols = lt_tensor_data(finput);
-  }
+  void *cols;
+  if (conv_col_buffers(finput, &g, bt, &cols)) goto done;
   const void *b = bias ? lt_tensor_data(bias) : NULL;
   int64_t bs = bias ? nn_vec_stride(bias) : 0;
   NN_CALL(input->type, conv_forward, &g, in, w, b, bs, lt_tensor_data(output), cols, bt);
@@ -175,11 +181,8 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
   if (!w) goto done;
   if (conv_resize4(gradInput, &g, g.nIn, g.iH, g.iW)) goto done;
   int bt = conv_batch_threads(g.N);
-  void *cols = NULL;
-  if (!g.direct) {
-    if (nn_resize1(fgradInput, (bt ? bt : 1) * g.K * g.L)) goto done;
-    cols = lt_tensor_data(fgradInput);
-  }
+  void *cols;
+  if (conv_col_buffers(fgradInput, &g, bt, &cols)) goto done;
   NN_CALL(input->type, conv_backward_input, &g, go, w, lt_tensor_data(gradInput), cols, bt);
   rc = 0;
 done:
@@ -204,11 +207,8 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
   const void *go = nn_contig(&cp, gradOutput);
   if (!go) goto done;
   int bt = conv_batch_threads(g.N);
-  void *cols = NULL, *part = NULL;
-  if (!g.direct) {
-    if (nn_resize1(finput, (bt ? bt : 1) * g.K * g.L)) goto done;
-    cols = lt_tensor_data(finput);
-  }
+  void *cols, *part = NULL;
+  if (conv_col_buffers(finput, &g, bt, &cols)) goto done;
   if (bt > 1) {
     if (nn_resize1(fgradInput, (bt - 1) * g.nOut * g.K)) goto done;
     part = lt_tensor_data(fgradInput);
