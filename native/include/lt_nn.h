@@ -3,8 +3,8 @@
  * Conventions, as in THNN: the kernel resizes its outputs (output, gradInput,
  * work buffers) itself; parameter gradients are accumulated (+= scale * ...),
  * never zeroed; optional tensors (bias, weight, gradBias, ...) may be NULL.
- * Inputs may be non-contiguous (they are copied when they are); gradWeight and
- * gradBias must be contiguous. Every function returns 0, or -1 with the
+ * Inputs may be non-contiguous (they are copied when they are); parameter
+ * vectors may be strided; the convolution's gradWeight must be contiguous. Every function returns 0, or -1 with the
  * message in lt_errmsg(). Images are (N, C, H, W) batches or (C, H, W) single
  * samples. */
 
@@ -27,9 +27,10 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
 int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                  lt_tensor *gradBias, lt_tensor *finput, lt_tensor *fgradInput,
                                                  int kW, int kH, int dW, int dH, int padW, int padH, double scale);
-/* How the batch is spread over threads: 0 auto (default), 1 samples in
- * parallel with single-threaded GEMMs, 2 one multi-threaded GEMM per sample.
- * Returns the previous setting. For benchmarks. */
+/* How the batch is spread over threads: 1 samples in parallel with
+ * single-threaded GEMMs, 2 one multi-threaded GEMM per sample, 0 auto
+ * (the default: 1 when the batch has at least as many samples as threads).
+ * Process-wide; returns the previous setting. For benchmarks and tests. */
 int lt_nn_conv_set_strategy(int strategy);
 
 /* ---- BatchNormalization (2-D (N, C)) / SpatialBatchNormalization (4-D) ----
