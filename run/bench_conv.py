@@ -1,4 +1,4 @@
-"""`luatorch bench conv`: SpatialConvolutionMM forward + backward (updateGradInput and
+"""Convolution benchmark (`python -m run.bench_conv`; not yet a `luatorch bench` subcommand): SpatialConvolutionMM forward + backward (updateGradInput and
 accGradParameters, called from Lua through the FFI) against PyTorch's `F.conv2d`
 forward + backward, on ResNet-50's convolution shapes, same thread count, timed
 alternately in one run.
