@@ -1,4 +1,4 @@
-"""Convolution benchmark (`python -m run.bench_conv`; not yet a `luatorch bench` subcommand): SpatialConvolutionMM forward + backward (updateGradInput and
+"""Convolution benchmark: SpatialConvolutionMM forward + backward (updateGradInput and
 accGradParameters, called from Lua through the FFI) against PyTorch's `F.conv2d`
 forward + backward, on ResNet-50's convolution shapes, same thread count, timed
 alternately in one run.
