@@ -19,6 +19,7 @@ def _bench(argv):
 BENCHMARKS = {
     "gemm": "run.bench_gemm",
     "tensor": "run.bench_tensor",
+    "conv": "run.bench_conv",
 }
 
 

@@ -19,37 +19,21 @@ function Threshold:validateParameters()
 end
 
 local C = torch.C
-local hasKernels = torch._hasC('lt_nn_threshold_forward')
+local check = torch._check
 
 -- The kernels run over the raw elements; in-place mode overwrites the input
 -- (forward) and gradOutput (backward), as THNN did.
 function Threshold:updateOutput(input)
    self:validateParameters()
-   if self.inplace then
-      self.output:set(input)
-   else
-      self.output:resizeAs(input)
-   end
-   if hasKernels then
-      torch._check(C.lt_nn_threshold_forward(input._c, self.output._c, self.threshold, self.val), 2)
-   else
-      self.output:copy(input):maskedFill(input:le(self.threshold), self.val)
-   end
+   check(C.lt_nn_Threshold_updateOutput(input._c, self.output._c, self.threshold, self.val,
+         self.inplace and 1 or 0), 2)
    return self.output
 end
 
 function Threshold:updateGradInput(input, gradOutput)
    self:validateParameters()
-   if self.inplace then
-      self.gradInput:set(gradOutput)
-   else
-      self.gradInput:resizeAs(gradOutput)
-   end
-   if hasKernels then
-      torch._check(C.lt_nn_threshold_backward(input._c, gradOutput._c, self.gradInput._c, self.threshold), 2)
-   else
-      self.gradInput:copy(gradOutput):maskedFill(input:le(self.threshold), 0)
-   end
+   check(C.lt_nn_Threshold_updateGradInput(input._c, gradOutput._c, self.gradInput._c, self.threshold,
+         self.val, self.inplace and 1 or 0), 2)
    return self.gradInput
 end
 

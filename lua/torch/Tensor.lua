@@ -200,14 +200,6 @@ function M.isSetTo(self, other)
    return true
 end
 
-function M.new(self, ...)
-   -- Torch7's tensor.new is the type's constructor: x.new() gives an empty
-   -- tensor of x's type, x:new() a tensor sharing x.
-   if torch.isTensor(self) then
-      return mtOf(self).__constructor(self, ...)
-   end
-   error('new: called on a non-tensor', 2)
-end
 
 function M.resize(self, ...)
    local n = readSizes('resize', ...)
@@ -689,6 +681,9 @@ for _, ty in ipairs(torch._types) do
    torch._tensorCTypes[tonumber(Handle)] = true
    local ctor = makeConstructor(ty)
    torch._newclass(ty.tensorname, mt, ctor)
+   -- Torch7's tensor.new is the type's constructor: x.new() is an empty tensor
+   -- of x's type, x:new() a tensor sharing x.
+   mt.new = ctor
    mt.__factory = function() return newTensor(ty.id) end
    mt._ty = ty
 end

@@ -22,5 +22,6 @@
 #include "lt_sort.h"    /* sort, topk, kthvalue, cumsum, cumprod */
 #include "lt_random.h"  /* Mersenne Twister generator and random fills */
 #include "lt_index.h"   /* index/gather/scatter/masked ops, nonzero, cat */
+#include "lt_nn.h"      /* THNN-like nn kernels: convolution, batch norm, pooling, activations, criteria */
 
 #endif

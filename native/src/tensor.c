@@ -90,6 +90,13 @@ int lt_tensor_resize(lt_tensor *t, int ndim, const int64_t *size) {
   for (int d = 0; d < ndim; d++)
     if (size[d] < 0) return lt_fail("invalid size %lld for dimension %d", (long long)size[d], d + 1);
   ndim = leading_dims(ndim, size);
+  /* TH: resizing to the current sizes keeps the strides (a transposed
+   * result tensor stays transposed). */
+  if (ndim == t->ndim && (ndim == 0 || t->storage)) {
+    int d = 0;
+    while (d < ndim && t->size[d] == size[d]) d++;
+    if (d == ndim) return 0;
+  }
   int64_t sz[LT_MAXDIM], st[LT_MAXDIM], n = 1;
   for (int d = 0; d < ndim; d++) sz[d] = size[d];
   for (int d = ndim - 1; d >= 0; d--) { st[d] = n; n *= sz[d]; }

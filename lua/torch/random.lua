@@ -1,0 +1,225 @@
+-- Random numbers: torch.Generator, the default generator of this LuaJIT
+-- state, torch.* draws and the tensor fills, with Torch7's forms. Every
+-- function takes an optional torch.Generator as first argument (after the
+-- tensor, for tensor methods: t:uniform([gen,] a, b)). The default
+-- generator belongs to this Lua state: states running in other threads have
+-- their own, so seeding one never affects another.
+local torch = ...
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+local M = torch._tensorMethods
+local isTensor = torch.isTensor
+
+ffi.cdef 'typedef struct THGenerator { lt_generator _c; } THGenerator;'
+
+local Gen = {}   -- class table of torch.Generator
+local GenCT = ffi.metatype('THGenerator', {
+   __index = Gen,
+   __tostring = function() return 'torch.Generator' end,
+})
+torch._registerCType(GenCT, 'torch.Generator')
+
+local function newGenerator()
+   local g = GenCT()
+   C.lt_gen_seed(g._c)
+   return g
+end
+torch._newclass('torch.Generator', Gen, newGenerator)
+
+local function isGenerator(x) return type(x) == 'cdata' and ffi.istype(GenCT, x) end
+torch.isGenerator = isGenerator
+
+local default = newGenerator()
+torch._defaultGenerator = default
+
+-- gen, rest... from an argument list that may start with a generator.
+local function genArgs(a, ...)
+   if isGenerator(a) then return a._c, ... end
+   return default._c, a, ...
+end
+
+local function toSeed(s)
+   if type(s) ~= 'number' then error('manualSeed: seed (a number) expected', 3) end
+   s = s < 0 and math.ceil(s) or math.floor(s)
+   if s < 0 then return ffi.cast('uint64_t', ffi.cast('int64_t', s)) end
+   return ffi.cast('uint64_t', s)
+end
+
+function torch.manualSeed(...)
+   local g, s = genArgs(...)
+   C.lt_gen_manual_seed(g, toSeed(s))
+end
+
+function torch.seed(...)
+   local g = genArgs(...)
+   return tonumber(C.lt_gen_seed(g))
+end
+
+function torch.initialSeed(...)
+   local g = genArgs(...)
+   return tonumber(C.lt_gen_initial_seed(g))
+end
+
+local STATE_BYTES = ffi.sizeof('lt_generator')
+
+function torch.getRNGState(...)
+   local g = genArgs(...)
+   local s = torch.ByteTensor(STATE_BYTES)
+   ffi.copy(s:data(), g, STATE_BYTES)
+   return s
+end
+
+function torch.setRNGState(...)
+   local g, s = genArgs(...)
+   if not (isTensor(s) and torch.typename(s) == 'torch.ByteTensor') then
+      error('setRNGState: a ByteTensor state expected', 2)
+   end
+   if s:nElement() ~= STATE_BYTES then
+      error(string.format('setRNGState: RNG state is wrong size (%d bytes, expected %d)', s:nElement(), STATE_BYTES), 2)
+   end
+   local tmp = ffi.new('lt_generator')
+   ffi.copy(tmp, s:contiguous():data(), STATE_BYTES)
+   if C.lt_gen_is_valid(tmp) == 0 then error('setRNGState: Invalid RNG state', 2) end
+   ffi.copy(g, tmp, STATE_BYTES)
+   return s
+end
+
+-- ---------------------------------------------------------------- numbers
+
+local out = ffi.new('double[1]')
+
+local function num(v, default, fname, what)
+   if v == nil then
+      if default == nil then error(string.format('%s: %s (a number) expected', fname, what), 3) end
+      return default
+   end
+   if type(v) ~= 'number' then error(string.format('%s: %s must be a number', fname, what), 3) end
+   return v
+end
+
+-- Each distribution: its parameters' names and defaults, the scalar draw
+-- and the tensor fill. A tensor first argument makes torch.<name> the fill.
+local dists = {
+   uniform = {{'a', 0}, {'b', 1}, function(g, a, b) return C.lt_gen_uniform(g, a, b) end, C.lt_tensor_uniform},
+   normal = {{'mean', 0}, {'stdv', 1}, C.lt_gen_normal, C.lt_tensor_normal},
+   exponential = {{'lambda'}, nil, C.lt_gen_exponential, C.lt_tensor_exponential},
+   cauchy = {{'median', 0}, {'sigma', 1}, function(g, a, b) return C.lt_gen_cauchy(g, a, b) end, C.lt_tensor_cauchy},
+   logNormal = {{'mean', 1}, {'stdv', 2}, C.lt_gen_log_normal, C.lt_tensor_log_normal},
+   geometric = {{'p'}, nil, C.lt_gen_geometric, C.lt_tensor_geometric},
+   bernoulli = {{'p', 0.5}, nil, C.lt_gen_bernoulli, C.lt_tensor_bernoulli},
+}
+
+for name, d in pairs(dists) do
+   local p1, p2, draw, fill = d[1], d[2], d[3], d[4]
+   local direct = name == 'uniform' or name == 'cauchy'   -- draws that cannot fail return the number
+
+   local function method(self, ...)
+      local g, a, b = genArgs(...)
+      if name == 'bernoulli' and isTensor(a) then
+         check(C.lt_tensor_bernoulli_tensor(self._c, g, a._c), 2)
+         return self
+      end
+      a = num(a, p1[2], name, p1[1])
+      if p2 then
+         b = num(b, p2[2], name, p2[1])
+         check(fill(self._c, g, a, b), 2)
+      else
+         check(fill(self._c, g, a), 2)
+      end
+      return self
+   end
+   M[name] = method
+
+   torch[name] = function(...)
+      local first = ...
+      if isTensor(first) then return method(...) end
+      local g, a, b = genArgs(...)
+      a = num(a, p1[2], name, p1[1])
+      if p2 then b = num(b, p2[2], name, p2[1]) end
+      if direct then return draw(g, a, b) end
+      if p2 then check(draw(g, a, b, out), 2) else check(draw(g, a, out), 2) end
+      return out[0]
+   end
+end
+
+-- random(): TH's per-type range; random(b): [1, b]; random(a, b): [a, b].
+local function rangeArgs(a, b)
+   if a == nil then return nil end
+   if type(a) ~= 'number' or (b ~= nil and type(b) ~= 'number') then error('random: numbers expected', 3) end
+   if b == nil then
+      if a <= 0 then error('random: upper bound must be strictly positive', 3) end
+      return 1, a
+   end
+   if b < a then error('random: upper bound must be larger than lower bound', 3) end
+   return a, b
+end
+
+function M.random(self, ...)
+   local g, a, b = genArgs(...)
+   a, b = rangeArgs(a, b)
+   if a == nil then check(C.lt_tensor_random(self._c, g), 2)
+   else check(C.lt_tensor_random_range(self._c, g, a, b), 2) end
+   return self
+end
+
+function torch.random(...)
+   local first = ...
+   if isTensor(first) then return M.random(...) end
+   local g, a, b = genArgs(...)
+   a, b = rangeArgs(a, b)
+   if a == nil then return C.lt_gen_random(g) end
+   check(C.lt_gen_random_range(g, a, b, out), 2)
+   return out[0]
+end
+
+-- ---------------------------------------------------------------- constructors
+
+-- [res,] [gen,] rest...
+local function resGenArgs(a, ...)
+   if isTensor(a) then return a, genArgs(...) end
+   return nil, genArgs(a, ...)
+end
+
+local function sizedRandom(fname, fillfn)
+   torch[fname] = function(...)
+      local args = {...}
+      local i = 1
+      local r
+      if isTensor(args[1]) then r = args[1]; i = 2 end
+      local g = default._c
+      if isGenerator(args[i]) then g = args[i]._c; i = i + 1 end
+      r = r or torch.Tensor()
+      r:resize(unpack(args, i, select('#', ...)))
+      fillfn(r, g)
+      return r
+   end
+end
+
+sizedRandom('rand', function(r, g) check(C.lt_tensor_uniform(r._c, g, 0, 1), 3) end)
+sizedRandom('randn', function(r, g) check(C.lt_tensor_normal(r._c, g, 0, 1), 3) end)
+
+function torch.randperm(...)
+   local r, g, n = resGenArgs(...)
+   if type(n) ~= 'number' then error('randperm: n (a number) expected', 2) end
+   r = r or torch.Tensor()
+   check(C.lt_tensor_randperm(r._c, g, n), 2)
+   return r
+end
+
+function torch.multinomial(...)
+   local r, g, prob, n, replacement = resGenArgs(...)
+   if r and not isTensor(prob) then r, prob, n, replacement = nil, r, prob, n end
+   if not isTensor(prob) or type(n) ~= 'number' then
+      error('multinomial: invalid arguments (expected [res,] [gen,] prob, n, [replacement])', 2)
+   end
+   if replacement ~= nil and type(replacement) ~= 'boolean' then
+      error('multinomial: replacement must be a boolean', 2)
+   end
+   r = r or torch.LongTensor()
+   check(C.lt_tensor_multinomial(r._c, g, prob._c, n, replacement and 1 or 0), 2)
+   return r
+end
+M.multinomial = function(self, ...) return torch.multinomial(self, ...) end
+
+torch._installTensorMethods()

@@ -1,0 +1,35 @@
+/* Includes NN_GENERIC_FILE once for float and once for double, with
+ * real / accreal / NN_(name) / NN_GEMM defined (see nn_internal.h).
+ * No include guard: every kernel file includes it. */
+#define NN_GENERIC_PASS
+
+#define real float
+#define accreal double
+#define NN_(name) NN_CAT(name, float)
+#define NN_GEMM lt_sgemm
+#define NN_EXP expf
+#define NN_LOG logf
+#include NN_GENERIC_FILE
+#undef real
+#undef accreal
+#undef NN_
+#undef NN_GEMM
+#undef NN_EXP
+#undef NN_LOG
+
+#define real double
+#define accreal double
+#define NN_(name) NN_CAT(name, double)
+#define NN_GEMM lt_dgemm
+#define NN_EXP exp
+#define NN_LOG log
+#include NN_GENERIC_FILE
+#undef real
+#undef accreal
+#undef NN_
+#undef NN_GEMM
+#undef NN_EXP
+#undef NN_LOG
+
+#undef NN_GENERIC_PASS
+#undef NN_GENERIC_FILE

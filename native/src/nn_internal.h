@@ -1,0 +1,95 @@
+/* Helpers shared by the nn_*.c kernels (not part of the FFI surface).
+ *
+ * The kernel files are written once for a generic `real` and compiled for
+ * float and double by including themselves twice (THNN's generic/ scheme):
+ *
+ *   #ifndef NN_GENERIC_PASS
+ *   #include "nn_internal.h"
+ *   #define NN_GENERIC_FILE "nn_x.c"
+ *   #include "nn_generic.h"          // includes nn_x.c once per type
+ *   ... type-independent entry points calling NN_FN(name, float|double) ...
+ *   #else
+ *   ... code using real, accreal, NN_(name), NN_GEMM ...
+ *   #endif
+ */
+#ifndef NN_INTERNAL_H
+#define NN_INTERNAL_H
+
+#include "lt_internal.h"
+
+#define NN_CAT_(a, b) a##_##b
+#define NN_CAT(a, b) NN_CAT_(a, b)
+#define NN_FN(name, type) NN_CAT(name, type)
+/* Call the float or double instance of a generic function (TYPE is LT_FLOAT or LT_DOUBLE). */
+#define NN_CALL(TYPE, name, ...) \
+  ((TYPE) == LT_FLOAT ? NN_FN(name, float)(__VA_ARGS__) : NN_FN(name, double)(__VA_ARGS__))
+
+/* Contiguous copies of non-contiguous inputs, owned by the call that made
+ * them and released together:
+ *   nn_copies cp = {0};
+ *   const real *x = nn_contig(&cp, input);   // input's own data when contiguous
+ *   ...
+ *   return nn_copies_free(&cp, rc);                                        */
+typedef struct nn_copies {
+  int n;
+  lt_tensor t[3];
+} nn_copies;
+
+static inline void *nn_contig(nn_copies *c, const lt_tensor *src) {
+  if (lt_tensor_is_contiguous(src)) return lt_tensor_data(src);
+  if (c->n == 3) {
+    lt_fail("nn_contig: more than 3 copies in one call");
+    return NULL;
+  }
+  lt_tensor *tmp = &c->t[c->n++];
+  lt_tensor_init(tmp, src->type);
+  if (lt_tensor_resize(tmp, src->ndim, src->size) || lt_tensor_copy(tmp, src)) return NULL;
+  return lt_tensor_data(tmp);
+}
+
+static inline int nn_copies_free(nn_copies *c, int rc) {
+  for (int i = 0; i < c->n; i++) lt_tensor_clear(&c->t[i]);
+  c->n = 0;
+  return rc;
+}
+
+/* Resize t to the shape of ref (contiguous). */
+static inline int nn_resize_as(lt_tensor *t, const lt_tensor *ref) { return lt_tensor_resize(t, ref->ndim, ref->size); }
+
+static inline int nn_resize1(lt_tensor *t, int64_t n) { return lt_tensor_resize(t, 1, &n); }
+
+static inline int nn_check_float(const lt_tensor *t, int type, const char *fn, const char *what) {
+  if (!t) return 0;
+  if (t->type != type)
+    return lt_fail("%s: %s is a %sTensor, expected a %sTensor like input", fn, what, lt_type_name(t->type),
+                   lt_type_name(type));
+  return 0;
+}
+
+/* A 1-D parameter vector (weight, bias, running stats) of n elements, any stride. */
+static inline int nn_check_vec(const lt_tensor *t, int64_t n, int type, const char *fn, const char *what) {
+  if (!t) return 0;
+  if (nn_check_float(t, type, fn, what)) return -1;
+  if (lt_tensor_nelement(t) != n)
+    return lt_fail("%s: %s should have %lld elements, got %lld", fn, what, (long long)n,
+                   (long long)lt_tensor_nelement(t));
+  return 0;
+}
+
+/* Element stride of a vector that nn_check_vec accepted (its one non-1 dim). */
+static inline int64_t nn_vec_stride(const lt_tensor *t) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->size[d] != 1) return t->stride[d];
+  return 1;
+}
+
+static inline const char *nn_shape_str(const lt_tensor *t, char *buf, size_t len) {
+  size_t k = 0;
+  buf[0] = 0;
+  k += snprintf(buf + k, len - k, "[");
+  for (int d = 0; d < t->ndim && k < len; d++) k += snprintf(buf + k, len - k, d ? " x %lld" : "%lld", (long long)t->size[d]);
+  if (k < len) snprintf(buf + k, len - k, "]");
+  return buf;
+}
+
+#endif
