@@ -705,3 +705,20 @@ def test_strided_ranges_split_among_threads(rt, rng, layout):
         assert_same(np_of(rt, got[2]), (na < np.float32(0.5)).astype(np.uint8))
         assert_same(np_of(rt, got[3]), nb + na * na, 2e-6, 1e-5)
         base[...] = 0
+
+
+def test_reshape_zero_fill_atan2(shared_rt, rng):
+    rt = shared_rt
+    a, b = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    ta, tb = rt.from_numpy(a), rt.from_numpy(b)
+    got = run(rt, "local r = torch.DoubleTensor(); local s = torch.reshape(r, a:t(), 3, 8); assert(s == r); "
+                  "return a:t():reshape(2, 12), r, torch.atan2(a, b), torch.zero(a:clone()):sum(), "
+                  "torch.fill(torch.FloatTensor(3), 2):sum()", ta, tb)
+    assert_same(np_of(rt, got[0]), a.T.reshape(2, 12))
+    assert_same(np_of(rt, got[1]), a.T.reshape(3, 8))
+    assert_same(np_of(rt, got[2]), np.arctan2(a, b), 1e-14, 1e-15)
+    assert got[3:] == (0, 6)
+    with pytest.raises(LuaError, match="reshape: size mismatch"):
+        run(rt, "return a:reshape(5, 5)", ta)
+    with pytest.raises(LuaError, match="atan2: only defined for FloatTensor and DoubleTensor"):
+        run(rt, "return torch.atan2(torch.IntTensor(2):zero(), torch.IntTensor(2):zero())")

@@ -117,6 +117,7 @@ pointwise('cdiv', {tt = binary(C.LT_OP_DIV)}, 'tensor1 tensor2')
 pointwise('cpow', {tt = binary(C.LT_OP_POW)}, 'tensor1 tensor2')
 pointwise('cfmod', {tt = binary(C.LT_OP_FMOD)}, 'tensor1 tensor2')
 pointwise('cremainder', {tt = binary(C.LT_OP_REMAINDER)}, 'tensor1 tensor2')
+pointwise('atan2', {tt = binary(C.LT_OP_ATAN2)}, 'tensor1 tensor2', math.atan2)
 pointwise('cmax', {tt = binary(C.LT_OP_MAX), tn = scalar(C.LT_OP_MAX)}, 'tensor1 tensor2 | tensor value')
 pointwise('cmin', {tt = binary(C.LT_OP_MIN), tn = scalar(C.LT_OP_MIN)}, 'tensor1 tensor2 | tensor value')
 pointwise('pow', {
@@ -406,6 +407,27 @@ for name, value in pairs {zeros = 0, ones = 1} do
    end
    defaultTypeFunction(name)
 end
+
+-- torch.zero(x), torch.fill(x, v): the function forms of the methods.
+function torch.zero(t) return M.zero(t) end
+function torch.fill(t, v) return M.fill(t, v) end
+
+-- x:reshape(sizes) and torch.reshape(x, sizes): a new contiguous copy with
+-- the given sizes; r:reshape(x, sizes) / torch.reshape(r, x, sizes) fill r.
+function M.reshape(self, a, ...)
+   local r, src = newTensor(self._c.type), self
+   if isTensor(a) then
+      r, src = self, a
+      M.resize(r, ...)
+   else
+      M.resize(r, a, ...)
+   end
+   if M.nElement(r) ~= M.nElement(src) then
+      error(string.format('reshape: size mismatch (%d elements reshaped to %d)', M.nElement(src), M.nElement(r)), 2)
+   end
+   return M.copy(r, src)
+end
+torch.reshape = M.reshape
 
 -- Sequences: r:linspace(a, b [, n = 100]); torch.linspace([r,] a, b [, n]).
 local function sequence(name, cfn, default)

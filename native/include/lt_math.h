@@ -21,7 +21,8 @@ typedef enum lt_binop {
   LT_OP_POW = 6,        /* x ^ v */
   LT_OP_TPOW = 7,       /* v ^ x */
   LT_OP_FMOD = 8,       /* C fmod: the sign of x */
-  LT_OP_REMAINDER = 9   /* x - v * floor(x / v): the sign of v */
+  LT_OP_REMAINDER = 9,  /* x - v * floor(x / v): the sign of v */
+  LT_OP_ATAN2 = 10      /* atan2(x, y), FloatTensor and DoubleTensor only */
 } lt_binop;
 
 typedef enum lt_unop {

@@ -65,8 +65,10 @@ int lt_math_scalar(lt_tensor *r, const lt_tensor *t, int op, double value) {
 
 int lt_math_binary(lt_tensor *r, const lt_tensor *a, int op, const lt_tensor *b) {
   static const char *cnames[] = {"cadd", "csub", "cmul", "cdiv", "cmax", "cmin", "cpow", "ctpow", "cfmod",
-                                 "cremainder"};
-  const char *fname = op >= 0 && op <= LT_OP_REMAINDER ? cnames[op] : "?";
+                                 "cremainder", "atan2"};
+  const char *fname = op >= 0 && op <= LT_OP_ATAN2 ? cnames[op] : "?";
+  if (op == LT_OP_ATAN2 && a->type != LT_FLOAT && a->type != LT_DOUBLE)
+    return lt_fail("atan2: only defined for FloatTensor and DoubleTensor, got %sTensor", lt_type_name(a->type));
   if (check_types(fname, r, a, b) != 0 || lt_math_check_numel(fname, a, "tensor", b, "src") != 0 ||
       lt_math_resize_as(r, a) != 0)
     return -1;
@@ -90,6 +92,7 @@ int lt_math_binary(lt_tensor *r, const lt_tensor *a, int op, const lt_tensor *b)
         if (LT_IS_FLOAT(scalar_t)) LT_MAP3(r, a, b, FLOAT_REMAINDER(x, y));
         else LT_MAP3(r, a, b, INT_REMAINDER(x, y));
         break;
+      case LT_OP_ATAN2: LT_MAP3(r, a, b, LT_FN2(atan2, x, y)); break;
       default: return lt_fail("unknown element-wise operation %d", op);
     }
   });
