@@ -27,26 +27,32 @@ except ImportError as exc:  # pragma: no cover
 
 # ----------------------------------------------------------------- Torch7 table modules in PyTorch
 
-class ConcatTable(tnn.Module):
-    """nn.ConcatTable: every child on the same input; a list of outputs."""
+class _Branches(tnn.Module):
+    """Children registered as '0', '1', ... (as torch.nn.Sequential), so parameter names
+    follow the Lua module tree."""
 
     def __init__(self, children):
         super().__init__()
-        self.branches = tnn.ModuleList(children)
+        for i, m in enumerate(children):
+            self.add_module(str(i), m)
 
-    def forward(self, x):
-        return [m(x) for m in self.branches]
+    @property
+    def branches(self):
+        return list(self._modules.values())
 
     def __getitem__(self, i):
         return self.branches[i]
 
 
-class ParallelTable(tnn.Module):
-    """nn.ParallelTable: child i on input i."""
+class ConcatTable(_Branches):
+    """nn.ConcatTable: every child on the same input; a list of outputs."""
 
-    def __init__(self, children):
-        super().__init__()
-        self.branches = tnn.ModuleList(children)
+    def forward(self, x):
+        return [m(x) for m in self.branches]
+
+
+class ParallelTable(_Branches):
+    """nn.ParallelTable: child i on input i."""
 
     def forward(self, xs):
         return [m(x) for m, x in zip(self.branches, xs)]
@@ -60,14 +66,13 @@ class CAddTable(tnn.Module):
         return out
 
 
-class Concat(tnn.Module):
+class Concat(_Branches):
     """nn.Concat(dim): children on the same input, outputs concatenated along dim (1-based)."""
 
     def __init__(self, dim, children, depth=False):
-        super().__init__()
+        super().__init__(children)
         self.dim = dim
         self.depth = depth
-        self.branches = tnn.ModuleList(children)
 
     def forward(self, x):
         outs = [m(x) for m in self.branches]
@@ -211,6 +216,16 @@ def to_torch(rt, module, dtype=None):
     if dtype is None:
         dtype = np.float32 if info.get("_type") == "torch.FloatTensor" else np.float64
     tdtype = torch.float32 if dtype == np.float32 else torch.float64
+    # build the PyTorch modules in the target dtype, so weights are copied without rounding
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(tdtype)
+    try:
+        return _to_torch(rt, module, info, dtype, tdtype)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _to_torch(rt, module, info, dtype, tdtype):
     name = info["__typename"]
     kind = name.split(".", 1)[1] if "." in name else name
     kids = lambda: [to_torch(rt, c, dtype) for c in _children(rt, module)]  # noqa: E731
