@@ -367,7 +367,10 @@ class _Reader:
     def read_function(self, at, tag, legacy):
         if not self.functions:
             self.fail(at, "the file holds a function, and reading functions is disabled (functions=False)")
+        bat = self.pos
         dumped = self.raw_string("function bytecode")
+        if len(dumped) < 5 or dumped[:3] != b"\x1bLJ" or dumped[3] not in (1, 2):
+            self.fail(bat, "cannot load function bytecode: not LuaJIT 2.0/2.1 bytecode (header %r)" % dumped[:4])
         fn = LuaFunction(dumped, None, tag)
         if not legacy:
             self.register(fn, tag)

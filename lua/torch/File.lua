@@ -490,12 +490,22 @@ function File:writeObject(object, debugname, hook)
    if not typeidx then
       error(string.format('Unwritable object <%s>%s', type(object), debugName(e)), 2)
    end
-   self._depth = self._depth + 1
-   e.names[#e.names + 1] = debugname and tostring(debugname) or '?'
-   local ok, err = pcall(self._writeObjectBody, self, object, typeidx, e, hook)
-   e.names[#e.names] = nil
-   self._depth = self._depth - 1
-   if not ok then error(err, 0) end
+   local depth = self._depth
+   local names = e.names
+   names[depth + 1] = debugname and tostring(debugname) or '?'
+   self._depth = depth + 1
+   if depth > 0 then
+      self:_writeObjectBody(object, typeidx, e, hook)
+   else
+      local ok, err = pcall(self._writeObjectBody, self, object, typeidx, e, hook)
+      if not ok then
+         self._depth = 0
+         for i = #names, 1, -1 do names[i] = nil end
+         error(err, 0)
+      end
+   end
+   names[depth + 1] = nil
+   self._depth = depth
 end
 
 function File:_writeObjectBody(object, typeidx, e, hook)
@@ -588,6 +598,8 @@ end
 local tagNames = {[0] = 'nil', 'number', 'string', 'table', 'torch object', 'boolean', 'function',
                   'function', 'function'}
 
+local MAXDEPTH = 100000
+
 local function t7error(at, fmt, ...)
    error(string.format('t7: at byte %d: ' .. fmt, at, ...), 0)
 end
@@ -617,9 +629,19 @@ function File:readObject(options)
       if options.functions ~= nil then self._functions = options.functions ~= false end
    end
    if not self._readable then error('readObject: attempt to read in a write-only file', 2) end
-   self._depth = self._depth + 1
+   local depth = self._depth
+   if depth > 0 then
+      -- nested: no pcall per level (the outermost call handles errors), so
+      -- deep graphs do not exhaust the Lua stack
+      if depth >= MAXDEPTH then t7error(self._pos, 'objects nested too deeply (more than %d levels)', MAXDEPTH) end
+      self._depth = depth + 1
+      local res = self:_readObjectBody()
+      self._depth = depth
+      return res
+   end
+   self._depth = 1
    local ok, res = pcall(self._readObjectBody, self)
-   self._depth = self._depth - 1
+   self._depth = 0
    if not ok then
       if type(res) == 'string' and not res:find('t7: at byte', 1, true) then
          res = string.format('t7: at byte %d: %s', self._pos, res)
@@ -786,15 +808,22 @@ function File:_readFunction(at, typeidx, legacy)
    if self._functions == false then
       t7error(at, 'the file holds a function, and reading functions is disabled (functions = false)')
    end
+   local bAt = self._pos
    local dump = self:_readT7String('function bytecode')
    local problem = bytecodeProblem(dump)
    local func, err
+   local foreign = false
    if not problem then
       func, err = loadstring(dump)
-      if not func then problem = tostring(err) end
+      if not func then t7error(bAt, 'cannot load function bytecode: %s', tostring(err)) end
+   elseif dump:sub(1, 4) == '\27LJ\1' then
+      -- Torch7's own functions (LuaJIT 2.0): kept as a stub that re-saves
+      -- the same bytes and raises when called
+      foreign = true
+      func = foreignStub(dump, nil, problem)
+   else
+      t7error(bAt, 'cannot load function bytecode: %s', problem)
    end
-   local foreign = problem ~= nil
-   if foreign then func = foreignStub(dump, nil, problem) end
    if not legacy then self:_register(func, typeidx) end
    local uAt = self._pos
    local upvalues = self:readObject()
