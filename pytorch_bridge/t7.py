@@ -286,11 +286,14 @@ class _Reader:
         idx = self.register(None, TYPE_TORCH) if register else None
         at = self.pos
         n = self.long("a storage size")
-        if n < 0 or n * dtype.itemsize > self.n - self.pos:
+        fdtype = dtype.newbyteorder("<")
+        if tname == "Long" and self.long_size == 4:  # a LongStorage holds C longs
+            fdtype = np.dtype("<i4")
+        if n < 0 or n * fdtype.itemsize > self.n - self.pos:
             self.fail(at, "storage of %d %s elements (%d bytes), but only %d bytes are left"
-                      % (n, tname.lower(), max(n, 0) * dtype.itemsize, self.n - self.pos))
-        arr = np.frombuffer(self.buf, dtype=dtype.newbyteorder("<"), count=n, offset=self.pos).astype(dtype)
-        self.pos += n * dtype.itemsize
+                      % (n, tname.lower(), max(n, 0) * fdtype.itemsize, self.n - self.pos))
+        arr = np.frombuffer(self.buf, dtype=fdtype, count=n, offset=self.pos).astype(dtype)
+        self.pos += n * fdtype.itemsize
         if idx is not None:
             self.objects[idx] = arr
         self.storage_ids.add(id(arr))
@@ -527,7 +530,7 @@ class _Writer:
                 self.long(1)
                 self.int(TYPE_NIL)
                 return
-        base, offset, strides = _storage_of(a)
+        owner, base, offset, strides = _storage_of(a)
         self.int(a.ndim)
         for s in a.shape:
             self.long(s)
@@ -536,47 +539,50 @@ class _Writer:
         self.long(offset + 1)
         # the storage: shared by every array viewing the same base buffer
         self.int(TYPE_TORCH)
-        key = id(base)
+        key = id(owner)
         i = self.storages.get(key)
         if i is not None:
             self.int(i)
             return
         self.n += 1
         self.storages[key] = self.n
-        self.keep.append(base)
+        self.keep.append(owner)
         self.int(self.n)
         self.raw_string(b"V 1")
         self.raw_string(("torch.%sStorage" % tname).encode())
         self.long(base.shape[0])
-        self.out.write(np.ascontiguousarray(base, dtype=a.dtype.newbyteorder("<")).tobytes())
+        fdtype = a.dtype.newbyteorder("<")
+        if tname == "Long" and self.lfmt == "<i":  # a LongStorage holds C longs
+            if base.size and (base.min() < -2 ** 31 or base.max() >= 2 ** 31):
+                raise ValueError("t7.save: LongTensor values do not fit 4-byte longs (long_size=4)")
+            fdtype = np.dtype("<i4")
+        self.out.write(np.ascontiguousarray(base, dtype=fdtype).tobytes())
 
 
 def _storage_of(a):
-    """(1-D base array, element offset, element strides) for an array; views of one
-    contiguous base with non-negative strides keep sharing it, others are copied."""
+    """(owner, 1-D storage array, element offset, element strides) of an array.
+    Views of one C-contiguous owner with non-negative strides share it (the
+    owner's identity keys the shared storage); other arrays are copied."""
     item = a.itemsize
-    base = a
+    owner = a
     while True:  # the owner of the memory (as_strided views hold it through a helper object)
-        nxt = base.base
+        nxt = owner.base
         if nxt is not None and not isinstance(nxt, np.ndarray):
             nxt = getattr(nxt, "base", None)
         if not isinstance(nxt, np.ndarray):
             break
-        base = nxt
-    if (base is not a and base.flags.c_contiguous and base.dtype == a.dtype
-            and all(s >= 0 and s % item == 0 for s in a.strides)):
-        flat = base.reshape(-1)
-        start = (a.__array_interface__["data"][0] - flat.__array_interface__["data"][0])
+        owner = nxt
+    if (owner.flags.c_contiguous and owner.dtype == a.dtype
+            and all(st >= 0 and st % item == 0 for st in a.strides)):
+        flat = owner.reshape(-1)
+        start = a.__array_interface__["data"][0] - flat.__array_interface__["data"][0]
         if start >= 0 and start % item == 0:
             off = start // item
-            extent = off + sum((n - 1) * (s // item) for n, s in zip(a.shape, a.strides))
+            extent = off + sum((n - 1) * (st // item) for n, st in zip(a.shape, a.strides))
             if extent < flat.shape[0]:
-                return flat, off, [s // item for s in a.strides]
-    if a.flags.c_contiguous and all(s >= 0 for s in a.strides) and (a.base is None or base is a):
-        flat = a.reshape(-1)
-        return flat, 0, [s // item for s in a.strides] if a.ndim else []
+                return owner, flat, off, [st // item for st in a.strides]
     c = np.ascontiguousarray(a)
-    return c.reshape(-1), 0, [s // item for s in c.strides]
+    return c, c.reshape(-1), 0, [st // item for st in c.strides]
 
 
 def dumps(obj, long_size=8):
