@@ -28,7 +28,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["load", "save", "loads", "dumps", "T7Error", "TorchObject", "LuaFunction", "LuaTable", "LuaList"]
+__all__ = ["load", "save", "loads", "dumps", "T7Error", "TorchObject", "LuaFunction", "LuaTable", "LuaList",
+           "IdentityKey"]
 
 TYPE_NIL, TYPE_NUMBER, TYPE_STRING, TYPE_TABLE, TYPE_TORCH, TYPE_BOOLEAN = 0, 1, 2, 3, 4, 5
 TYPE_FUNCTION, LEGACY_TYPE_RECUR_FUNCTION, TYPE_RECUR_FUNCTION = 6, 7, 8
@@ -59,6 +60,18 @@ class LuaList(list):
     """A Lua table with keys exactly 1..n, as a list; hashable by identity."""
 
     __hash__ = object.__hash__
+
+
+class IdentityKey:
+    """A table key Python cannot hash (a tensor read as an array), kept by identity."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return "IdentityKey(%r)" % (self.value,)
 
 
 class TorchObject:
@@ -237,7 +250,10 @@ class _Reader:
                 self.fail(kat, "expected a table key, got nil")
             if isinstance(k, float) and k != k:
                 self.fail(kat, "expected a table key, got NaN")
-            obj[k] = v
+            try:
+                obj[k] = v
+            except TypeError:  # an unhashable key (a tensor): keyed by identity
+                obj[IdentityKey(k)] = v
         if self.list_heuristic and index not in self.backrefs and _is_list(obj):
             lst = LuaList(obj[i] for i in range(1, len(obj) + 1))
             self.objects[index] = lst
@@ -362,7 +378,10 @@ class _Reader:
                 v = self.read_object()
                 if k is None or (isinstance(k, float) and k != k):
                     self.fail(kat, "expected a tds.Hash key, got nil or NaN")
-                obj[k] = v
+                try:
+                    obj[k] = v
+                except TypeError:
+                    obj[IdentityKey(k)] = v
             else:
                 obj.append(self.read_object())
         return obj
@@ -500,7 +519,7 @@ class _Writer:
                 return
             self.int(len(obj))
             for k, v in obj.items():
-                self.write(k)
+                self.write(k.value if isinstance(k, IdentityKey) else k)
                 self.write(v)
         elif isinstance(obj, (list, tuple)):
             if self.ref(TYPE_TABLE, obj):

@@ -13,9 +13,7 @@ local kinds = torch.getmetatable('torch.File')._kinds
 local t7error = torch.getmetatable('torch.File')._t7error
 
 local MAXDIM = 16
-local dimbuf = ffi.new('int64_t[16]')
-local sizebuf = ffi.new('int64_t[16]')
-local stridebuf = ffi.new('int64_t[16]')
+local geomType = ffi.typeof('int64_t[16]')
 
 for _, ty in ipairs(torch._types) do
    local kind = kinds[ty.name]
@@ -54,6 +52,8 @@ for _, ty in ipairs(torch._types) do
          t7error(at, 'expected a tensor dimension count (0..%d), got %d', MAXDIM, nd)
       end
       local geomAt = file:position()
+      -- per call: reading the storage object below may read other tensors
+      local sizebuf, stridebuf = geomType(), geomType()
       file:_checkCount(2 * nd + 1, kinds.Long, geomAt, 'longs for tensor sizes, strides and offset')
       file:_readRaw(kinds.Long, sizebuf, nd)
       file:_readRaw(kinds.Long, stridebuf, nd)
@@ -61,13 +61,20 @@ for _, ty in ipairs(torch._types) do
       local offset = file:readLong() - 1
       -- geometry checks use doubles: any value beyond 2^53 is far beyond
       -- what a storage from this file can hold anyway
-      local nel, extent = 1, 0
       for d = 0, nd - 1 do
          local sz, st = tonumber(sizebuf[d]), tonumber(stridebuf[d])
          if sz < 0 then t7error(geomAt, 'expected tensor sizes >= 0, got %.0f in dimension %d', sz, d + 1) end
          if st < 0 then t7error(geomAt, 'expected tensor strides >= 0, got %.0f in dimension %d', st, d + 1) end
+      end
+      -- Torch7: a size of 0 ends the dimension list (the C side does the same)
+      for d = 0, nd - 1 do
+         if sizebuf[d] == 0 then nd = d; break end
+      end
+      local nel, extent = 1, 0
+      for d = 0, nd - 1 do
+         local sz, st = tonumber(sizebuf[d]), tonumber(stridebuf[d])
          nel = nel * sz
-         if sz > 0 then extent = extent + (sz - 1) * st end
+         extent = extent + (sz - 1) * st
       end
       if nd == 0 then nel = 0 end
       if offset < 0 then t7error(offAt, 'expected a storage offset >= 1, got %.0f', offset + 1) end
