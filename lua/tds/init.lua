@@ -3,59 +3,48 @@
 -- serialization (version 0; Vec: long n, then n objects; Hash: long n,
 -- then n key/value object pairs).
 --
--- As in the real tds the objects are FFI cdata, so `#v` works (LuaJIT does
--- not honour __len on tables). Contents live in Lua tables keyed by the
--- handle's id. Iterate with v:ipairs() / h:pairs() (or pairs()/ipairs()
--- where LuaJIT has 5.2 compatibility, through __pairs/__ipairs).
+-- The objects are full userdata (as the real tds's are cdata), so that `#v`
+-- works: LuaJIT does not honour __len on tables. Contents live in Lua
+-- tables in a weak side table keyed by the object. Iterate with
+-- v:ipairs() / h:pairs() (or pairs()/ipairs() where LuaJIT has 5.2
+-- compatibility, through __pairs/__ipairs).
 local torch = require 'torch'
-local ffi = require 'ffi'
 
 local tds = {}
 
-local contents = {}   -- id -> {n = count, items = {...}}
-local nextId = 0
-
-local function newId()
-   -- reuse is never needed: ids are freed with their handle
-   nextId = nextId + 1
-   return nextId
-end
+local contents = setmetatable({}, {__mode = 'k'})   -- object -> {n = count, items = {...}}
 
 local function box(self)
-   local b = contents[self.id]
-   if not b then error('tds: use of a freed or uninitialized object', 3) end
+   local b = contents[self]
+   if not b then error('tds: not a tds object', 3) end
    return b
 end
 
-local function makeClass(name, cname, methods, index, newindex, length)
-   ffi.cdef(string.format('typedef struct %s { int32_t id; } %s;', cname, cname))
+local function makeClass(name, methods, index, newindex, length)
    local mt = {}
    for k, v in pairs(methods) do mt[k] = v end
-   local Handle
    local function new()
-      local id = newId()
-      contents[id] = {n = 0, items = {}}
-      return Handle(id)
+      local u = newproxy(false)
+      debug.setmetatable(u, mt)
+      contents[u] = {n = 0, items = {}}
+      return u
    end
-   Handle = ffi.metatype(cname, {
-      __index = function(self, k)
-         local m = mt[k]
-         if m ~= nil then return m end
-         return index(self, k)
-      end,
-      __newindex = newindex,
-      __len = length,
-      __gc = function(self) contents[self.id] = nil end,
-      __tostring = function(self) return self:__tostring__() end,
-      __pairs = function(self) return self:pairs() end,
-      __ipairs = function(self) return self:ipairs() end,
-   })
-   torch._registerCType(Handle, name)
    torch._newclass(name, mt, function(...)
       local self = new()
       self:__init(...)
       return self
    end, nil, tds)
+   -- the class table is the userdata metatable: methods first, then contents
+   mt.__index = function(self, k)
+      local m = mt[k]
+      if m ~= nil then return m end
+      return index(self, k)
+   end
+   mt.__newindex = newindex
+   mt.__len = length
+   mt.__tostring = function(self) return self:__tostring__() end
+   mt.__pairs = function(self) return self:pairs() end
+   mt.__ipairs = function(self) return self:ipairs() end
    mt.__factory = function() return new() end
    mt.__version = 0
    return mt
@@ -187,7 +176,7 @@ function Vec:__read(f)
    b.n = n
 end
 
-makeClass('tds.Vec', 'tds_Vec_handle', Vec, vecIndex, vecNewindex, function(self) return box(self).n end)
+makeClass('tds.Vec', Vec, vecIndex, vecNewindex, function(self) return box(self).n end)
 
 -- ---------------------------------------------------------------- tds.Hash
 
@@ -257,13 +246,10 @@ function Hash:__read(f)
    end
 end
 
-makeClass('tds.Hash', 'tds_Hash_handle', Hash, hashIndex, hashNewindex, function(self) return box(self).n end)
+makeClass('tds.Hash', Hash, hashIndex, hashNewindex, function(self) return box(self).n end)
 
--- Not hot (each element is a readObject), and lupa's LuaJIT 2.1 crashed in
--- traces through these read loops on mutated files (found by
--- tests/test_t7_fuzz.py): keep them interpreted.
+-- interpreted, as the object reader in torch/File.lua (a LuaJIT trace crash)
 jit.off(Vec.__read)
 jit.off(Hash.__read)
-jit.off(readCount)
 
 return tds

@@ -857,3 +857,12 @@ function File:_readFunction(at, typeidx, legacy)
    end
    return func
 end
+
+-- The object reader runs interpreted: lupa's LuaJIT 2.1 crashed (SIGSEGV)
+-- in traces through these functions on some mutated files (found by
+-- tests/test_t7_fuzz.py; never with the JIT off). They are not hot: bulk
+-- data moves in single copies, and the per-object work is small.
+for _, fn in ipairs {File.readObject, File._readObjectBody, File._readTorch, File._readFunction,
+                     File._register, File._readT7String} do
+   jit.off(fn)
+end
