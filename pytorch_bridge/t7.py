@@ -357,8 +357,13 @@ class _Reader:
                 if extent >= storage.shape[0]:
                     self.fail(sat, "tensor sizes and strides reach element %d, but its storage has %d"
                               % (extent + 1, storage.shape[0]))
-                arr = np.lib.stride_tricks.as_strided(
-                    storage[offset:], shape=tuple(sizes), strides=tuple(s * dtype.itemsize for s in strides))
+                if nel * dtype.itemsize >= 2 ** 62:  # a view numpy cannot describe (stride-0 giants)
+                    self.fail(sat, "tensor of %d elements is too large to view" % nel)
+                try:
+                    arr = np.lib.stride_tricks.as_strided(
+                        storage[offset:], shape=tuple(sizes), strides=tuple(s * dtype.itemsize for s in strides))
+                except (ValueError, OverflowError) as e:
+                    self.fail(sat, "cannot view the storage with sizes %s and strides %s (%s)" % (sizes, strides, e))
         self.objects[idx] = arr
         return arr
 

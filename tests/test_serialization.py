@@ -81,12 +81,13 @@ def test_real_files_values(rt):
        spec.eq(linear.weight:size(1), 2); spec.eq(linear.weight:size(2), 1)
        spec.eq(linear.bias:size(1), 2)
        assert(g.innode and g.outnode, 'graph nodes')
-       -- Torch7's functions are LuaJIT 2.0 bytecode: they load (and re-save),
-       -- but this LuaJIT 2.1 cannot run them
+       -- Torch7's functions are LuaJIT 2.0 bytecode, which LuaJIT 2.1 cannot
+       -- load: they are compiled again from the source their dump names
        local fn = L('function.t7')
-       spec.eq(type(fn), 'function')
-       spec.raises(fn, 'LuaJIT bytecode version 1')
-       spec.eq(type(L('function_upvals.t7')), 'function')
+       spec.eq(fn(3, 4), 6)   -- function(a,b) return a+b-1 end
+       local up = L('function_upvals.t7')
+       spec.eq(up(), 124)     -- local asdf = 123; function f() return asdf+1 end
+       spec.eq(debug.getupvalue(up, 1), 'asdf')
     end""")
     rt.call(check, cases.T7_DIR or t7path("hello=123.t7"))
 
@@ -198,3 +199,23 @@ def test_nesting_bomb_lua(rt):
 def test_functions_refused_on_request(rt):
     with pytest.raises(LuaError, match="at byte 0: the file holds a function"):
         rt.call(rt.eval("torch.load"), t7path("function.t7"), "binary", True, rt.table(functions=False))
+
+
+def test_luajit20_function_without_source_is_a_stub(rt):
+    # the chunk name of a LuaJIT 2.0 dump replaced by "=?" (no source): the
+    # function loads as a stub that raises when called, and re-saves the same bytes
+    data = bytearray(cases.real("function.t7"))
+    dump_len = int.from_bytes(data[8:12], "little")
+    dump = bytes(data[12:12 + dump_len])
+    name_len = 0xAE - 0x80 + (0x01 << 7)   # uleb128 ae 01 = 174
+    assert dump[5:7] == b"\xae\x01"
+    new_dump = dump[:5] + bytes([2]) + b"=?" + dump[7 + name_len:]
+    blob = data[:8] + len(new_dump).to_bytes(4, "little") + new_dump + data[12 + dump_len:]
+    fn = rt.eval("""function(s)
+        local spec = require 'spec'
+        local f = torch.deserialize(s)
+        spec.raises(f, 'LuaJIT bytecode version 1')
+        return torch.ByteTensor(torch.ByteStorage(torch.serialize(f)))
+    end""")
+    out = rt.to_numpy(rt.call(fn, bytes(blob))).tobytes()
+    assert out == bytes(blob)

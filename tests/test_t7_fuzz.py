@@ -180,3 +180,26 @@ def test_fuzz_smoke(rt, rng):
             t7.loads(data)
         except t7.T7Error as e:
             assert "at byte" in str(e)
+
+
+@pytest.mark.slow
+def test_fuzz_luajit20_functions(rt, rng):
+    """Mutated Torch7 function files with functions allowed: their LuaJIT 2.0
+    bytecode is never loaded (this VM reads only version 2), only its chunk
+    name and prototype headers are parsed to recompile the source; keep the
+    version byte at 1 so that no mutant reaches LuaJIT's loader."""
+    corpus = [c for c in real_corpus() if c[:4] == b"\x08\x00\x00\x00"]
+    if not corpus:
+        pytest.skip("no function files")
+    fuzz = rt.execute(FUZZ_LUA.replace("{functions = false}", "{functions = true}"))
+    inputs = []
+    for _ in range(3000):
+        m = bytearray(mutate(corpus[int(rng.integers(0, len(corpus)))], rng))
+        if len(m) > 15 and m[12:15] == b"\x1bLJ":
+            m[15] = 1
+        elif len(m) > 15:
+            m[12:16] = b"\x1bLJ\x01"
+        inputs.append(bytes(m))
+    loaded, failed, worst, bad = rt.call(fuzz, rt.table(*inputs), rt.table(*["binary"] * len(inputs)))
+    assert not bad, bad
+    assert loaded + failed == 3000 and worst < 2.0

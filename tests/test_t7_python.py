@@ -195,3 +195,14 @@ def test_nesting_bomb_python():
     t7.loads(cases.nesting_bomb(2000))
     with pytest.raises(t7.T7Error, match="nested too deeply"):
         t7.loads(cases.nesting_bomb(100000))
+
+
+def test_giant_stride0_view_python():
+    # sizes whose product numpy cannot represent (stride 0 over one element)
+    data = (cases.tensor(1, "torch.DoubleTensor", 2, [1 << 40, 1 << 40], [0, 0], 1)
+            + cases.storage(2, "torch.DoubleStorage", 1, cases.f64(7)))
+    with pytest.raises(t7.T7Error, match="too large to view"):
+        t7.loads(data)
+    small = (cases.tensor(1, "torch.DoubleTensor", 2, [3, 4], [0, 0], 1)
+             + cases.storage(2, "torch.DoubleStorage", 1, cases.f64(7)))
+    assert t7.loads(small).tolist() == [[7.0] * 4] * 3

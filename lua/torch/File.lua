@@ -786,7 +786,7 @@ local function foreignStub(dump, upvalues, why)
    stub = function()
       error('this function was saved as bytecode this LuaJIT cannot load (' .. why .. ')', 2)
    end
-   foreignFunctions[stub] = {dump = dump, upvalues = upvalues}
+   foreignFunctions[stub] = {dump = dump, upvalues = upvalues, stub = true}
    return stub
 end
 
@@ -804,6 +804,137 @@ local function bytecodeProblem(dump)
    return nil
 end
 
+-- LuaJIT 2.0 functions (what Torch7 saved) cannot be loaded by LuaJIT 2.1,
+-- but a dump that was not stripped names its chunk: the source itself (for
+-- loadstring) or "@file". When that source is at hand it is compiled again
+-- (not run) and the prototype with the same line range, parameter and upvalue
+-- counts is cut out of the new dump as a function of its own.
+local function uleb(s, pos)
+   local v, shift = 0, 0
+   while true do
+      local b = s:byte(pos)
+      if not b then return nil end
+      pos = pos + 1
+      v = v + bit.band(b, 0x7f) * 2 ^ shift
+      if b < 0x80 then return v, pos end
+      shift = shift + 7
+      if shift > 49 then return nil end
+   end
+end
+
+local function ulebBytes(v)
+   local out = {}
+   repeat
+      local b = v % 128
+      v = math.floor(v / 128)
+      out[#out + 1] = string.char(v > 0 and b + 128 or b)
+   until v == 0
+   return table.concat(out)
+end
+
+-- Split a dump: header info and its prototypes {start, stop (inclusive, with the
+-- length prefix), numparams, numuv, firstline, numline, children}.
+local function parseDump(s)
+   if s:sub(1, 3) ~= '\27LJ' then return nil end
+   local flags, pos = uleb(s, 5)
+   if not flags then return nil end
+   local chunk
+   if bit.band(flags, 2) == 0 then
+      local n
+      n, pos = uleb(s, pos)
+      if not n then return nil end
+      chunk = s:sub(pos, pos + n - 1)
+      pos = pos + n
+   end
+   local headerEnd = pos - 1
+   local protos = {}
+   while true do
+      local len, p = uleb(s, pos)
+      if not len or len == 0 then break end
+      local start = pos
+      local pt = {start = start, stop = p + len - 1}
+      local q = p + 4
+      pt.numparams, pt.numuv = s:byte(p + 1), s:byte(p + 3)
+      local sizekgc, sizekn, sizebc, sizedbg
+      sizekgc, q = uleb(s, q); if not q then return nil end
+      sizekn, q = uleb(s, q); if not q then return nil end
+      sizebc, q = uleb(s, q); if not q then return nil end
+      if chunk then
+         sizedbg, q = uleb(s, q); if not q then return nil end
+         if sizedbg > 0 then
+            pt.firstline, q = uleb(s, q); if not q then return nil end
+            pt.numline, q = uleb(s, q); if not q then return nil end
+         end
+      end
+      -- count child prototypes among the GC constants
+      q = q + sizebc * 4 + pt.numuv * 2
+      local children = 0
+      for _ = 1, sizekgc do
+         local tp
+         tp, q = uleb(s, q); if not q then return nil end
+         if tp >= 5 then q = q + tp - 5
+         elseif tp == 0 then children = children + 1
+         elseif tp == 1 then
+            local na, nh
+            na, q = uleb(s, q); if not q then return nil end
+            nh, q = uleb(s, q); if not q then return nil end
+            for _ = 1, na + 2 * nh do
+               local kt
+               kt, q = uleb(s, q); if not q then return nil end
+               if kt >= 5 then q = q + kt - 5
+               elseif kt == 3 then _, q = uleb(s, q)
+               elseif kt == 4 then _, q = uleb(s, q); if q then _, q = uleb(s, q) end end
+               if not q then return nil end
+            end
+         else
+            for _ = 1, (tp == 4) and 4 or 2 do _, q = uleb(s, q); if not q then return nil end end
+         end
+      end
+      pt.children = children
+      protos[#protos + 1] = pt
+      pos = pt.stop + 1
+      if pos > #s then return nil end
+   end
+   return {flags = flags, chunk = chunk, headerEnd = headerEnd, protos = protos}
+end
+
+local function recompile(dump)
+   local old = parseDump(dump)
+   local target = old and old.protos[#old.protos]
+   if not target or not old.chunk or not target.firstline then return nil end
+   local source = old.chunk
+   if source:sub(1, 1) == '=' then return nil end
+   if source:sub(1, 1) == '@' then
+      local fh = io.open(source:sub(2), 'rb')
+      if not fh then return nil end
+      source = fh:read('*a')
+      fh:close()
+   end
+   local chunkfn = loadstring(source, old.chunk)
+   if not chunkfn then return nil end
+   local new = parseDump(string.dump(chunkfn))
+   if not new then return nil end
+   local s = string.dump(chunkfn)
+   -- subtree extents (post-order: a prototype follows its children)
+   local stack, found = {}, nil
+   for i, pt in ipairs(new.protos) do
+      local first = i
+      for _ = 1, pt.children do first = table.remove(stack) end
+      stack[#stack + 1] = first
+      if pt.numparams == target.numparams and pt.numuv == target.numuv and pt.firstline == target.firstline
+         and pt.numline == target.numline and i < #new.protos then
+         if found then return nil end   -- ambiguous
+         found = {first, i}
+      end
+   end
+   if not found then return nil end
+   local body = s:sub(new.protos[found[1]].start, new.protos[found[2]].stop)
+   local header = s:sub(1, new.headerEnd)
+   local fn = loadstring(header .. body .. '\0', old.chunk)
+   return fn
+end
+torch._t7Recompile = recompile
+
 function File:_readFunction(at, typeidx, legacy)
    if self._functions == false then
       t7error(at, 'the file holds a function, and reading functions is disabled (functions = false)')
@@ -817,10 +948,17 @@ function File:_readFunction(at, typeidx, legacy)
       func, err = loadstring(dump)
       if not func then t7error(bAt, 'cannot load function bytecode: %s', tostring(err)) end
    elseif dump:sub(1, 4) == '\27LJ\1' then
-      -- Torch7's own functions (LuaJIT 2.0): kept as a stub that re-saves
-      -- the same bytes and raises when called
+      -- Torch7's own functions (LuaJIT 2.0): compiled again from their source
+      -- when it is at hand, else a stub that raises when called; either way
+      -- re-saving writes the original bytes
       foreign = true
-      func = foreignStub(dump, nil, problem)
+      local ok, fn = pcall(recompile, dump)
+      func = ok and fn or nil
+      if func then
+         foreignFunctions[func] = {dump = dump}
+      else
+         func = foreignStub(dump, nil, problem)
+      end
    else
       t7error(bAt, 'cannot load function bytecode: %s', problem)
    end
@@ -832,6 +970,12 @@ function File:_readFunction(at, typeidx, legacy)
    end
    if foreign then
       foreignFunctions[func].upvalues = upvalues
+      if not foreignFunctions[func].stub then
+         -- a recompiled function: its upvalues as saved ({name, value})
+         for i, uv in ipairs(upvalues) do
+            if type(uv) == 'table' and debug.getupvalue(func, i) then debug.setupvalue(func, i, uv.value) end
+         end
+      end
       return func
    end
    local e = env(self)
