@@ -338,10 +338,12 @@ class _Reader:
                 break
         if offset < 0:
             self.fail(oat, "expected a storage offset >= 1, got %d" % (offset + 1))
-        sat = self.pos
-        storage = self.read_object()
         dtype = _DTYPES[tname]
         nel = int(np.prod(sizes, dtype=object)) if nd else 0
+        if nel * dtype.itemsize >= 2 ** 62:  # only stride-0 views can claim this much
+            self.fail(gat, "tensor of %d elements is too large to view" % nel)
+        sat = self.pos
+        storage = self.read_object()
         if storage is None:
             if nel > 0:
                 self.fail(sat, "expected a torch.%sStorage for a tensor of %d elements, got nil" % (tname, nel))
@@ -357,8 +359,6 @@ class _Reader:
                 if extent >= storage.shape[0]:
                     self.fail(sat, "tensor sizes and strides reach element %d, but its storage has %d"
                               % (extent + 1, storage.shape[0]))
-                if nel * dtype.itemsize >= 2 ** 62:  # a view numpy cannot describe (stride-0 giants)
-                    self.fail(sat, "tensor of %d elements is too large to view" % nel)
                 try:
                     arr = np.lib.stride_tricks.as_strided(
                         storage[offset:], shape=tuple(sizes), strides=tuple(s * dtype.itemsize for s in strides))

@@ -109,6 +109,8 @@ def hostile_cases():
          tlen, "reach element 7, but its storage has 6"),
         ("storage too small for the offset", tensor(1, "torch.DoubleTensor", 2, [2, 3], [3, 1], 2) + dstore,
          tlen, "reach element 7, but its storage has 6"),
+        ("giant stride-0 view", tensor(1, "torch.DoubleTensor", 2, [1 << 40, 1 << 40], [0, 0], 1)
+         + storage(2, "torch.DoubleStorage", 1, f64(7)), nd_at + 4, "too large to view"),
         ("nil storage for a non-empty tensor", good_tensor + i32(0), tlen, "got nil"),
         ("storage of the wrong type",
          good_tensor + storage(2, "torch.FloatStorage", 6, struct.pack("<6f", *range(6))), tlen,

@@ -77,6 +77,10 @@ for _, ty in ipairs(torch._types) do
          extent = extent + (sz - 1) * st
       end
       if nd == 0 then nel = 0 end
+      if nel * ty.elemsize >= 2 ^ 62 then
+         -- only stride-0 views can claim this much; int64 element counts would overflow
+         t7error(geomAt, 'tensor of %.0f elements is too large to view', nel)
+      end
       if offset < 0 then t7error(offAt, 'expected a storage offset >= 1, got %.0f', offset + 1) end
       local sAt = file:position()
       local storage = file:readObject()
