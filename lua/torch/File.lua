@@ -972,8 +972,12 @@ function File:_readFunction(at, typeidx, legacy)
       foreignFunctions[func].upvalues = upvalues
       if not foreignFunctions[func].stub then
          -- a recompiled function: its upvalues as saved ({name, value})
+         local plain = legacy or typeidx == LEGACY_TYPE_RECUR_FUNCTION   -- upvalues saved as bare values
          for i, uv in ipairs(upvalues) do
-            if type(uv) == 'table' and debug.getupvalue(func, i) then debug.setupvalue(func, i, uv.value) end
+            if debug.getupvalue(func, i) then
+               if plain then debug.setupvalue(func, i, uv)
+               elseif type(uv) == 'table' then debug.setupvalue(func, i, uv.value) end
+            end
          end
       end
       return func
