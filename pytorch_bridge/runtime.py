@@ -75,10 +75,13 @@ local function handler(e)
    return {msg, debug.traceback('', 2)}
 end
 
--- Run f(...) protected; returns true, results... or false, message, traceback.
+local function pack(...) return {n = select('#', ...), ...} end
+
+-- Run f(...) protected; returns true, results... (trailing nils kept) or
+-- false, message, traceback.
 function B.pcall(f, ...)
-   local res = {xpcall(f, handler, ...)}
-   if res[1] then return unpack(res, 1, table.maxn(res)) end
+   local res = pack(xpcall(f, handler, ...))
+   if res[1] then return unpack(res, 1, res.n) end
    return false, res[2][1], res[2][2]
 end
 
@@ -188,6 +191,10 @@ class Runtime:
 
     def table(self, *args, **kwargs):
         return self.lua.table(*args, **kwargs)
+
+    def table_from(self, obj):
+        """A Lua table from a Python dict or list (recursively)."""
+        return self.lua.table_from(obj, recursive=True)
 
     # ------------------------------------------------------------ zero copy
 

@@ -1,0 +1,62 @@
+"""The paper's models: construction as fb.resnet.torch / imagenet-multiGPU.torch, parameter
+counts equal to the references, and whole-model forward+backward equal to PyTorch."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_nn_modules import check_module  # noqa: E402
+
+RESNET_COUNTS = {18: 11689512, 34: 21797672, 50: 25557032, 101: 44549160, 152: 60192808}
+
+
+def test_resnet_parameter_counts(rt):
+    rt.require("nn")
+    count = rt.eval("""function(opt)
+        local m = require('models.resnet')(opt)
+        local p = m:getParameters()
+        return p:nElement()
+    end""")
+    for depth, expected in RESNET_COUNTS.items():
+        assert rt.call(count, rt.table_from({"depth": depth, "dataset": "imagenet"})) == expected, depth
+    # CIFAR: 6n+2 layers, type-A shortcuts add no parameters
+    assert rt.call(count, rt.table_from({"depth": 20, "dataset": "cifar10"})) == 269722
+    assert rt.call(count, rt.table_from({"depth": 56, "dataset": "cifar10"})) == 853018
+
+
+def test_resnet50_structure(rt):
+    rt.require("nn")
+    r = rt.execute("""
+        local m = require('models.resnet')({depth = 50, dataset = 'imagenet', shortcutType = 'B'})
+        local convs = m:findModules('cudnn.SpatialConvolution')
+        local first = m:get(1)
+        return #convs, first.gradInput == nil, convs[1].bias == nil, torch.typename(m:get(4)),
+               m:get(4).ceil_mode, tostring(m:get(11))
+    """)
+    assert r == (53, True, True, "nn.SpatialMaxPooling", False, "nn.Linear(2048 -> 1000)")
+
+
+def test_cifar_resnet_equals_pytorch_double(rt, rng):
+    check_module(rt, rng, "require('models.resnet')({depth = 20, dataset = 'cifar10'})", (2, 3, 32, 32),
+                 np.float64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build,shape", [
+    ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", (2, 3, 224, 224)),
+    ("require('models.googlenet_bn')({nClasses = 1000})", (2, 3, 224, 224)),
+], ids=["resnet50", "googlenet_bn"])
+def test_whole_model_float32_equals_pytorch(rt, rng, build, shape):
+    """Forward + backward of the whole network in float32 within 1e-4 of PyTorch's.
+
+    BatchNorm runs in evaluate mode: with batch statistics of a 2-image batch, float32
+    rounding is amplified through 50 layers for either implementation (compared with a
+    float64 run, PyTorch's own float32 gradients are then off by percents)."""
+    import test_nn_modules as tm
+
+    saved = tm.TOL[np.float32]
+    tm.TOL[np.float32] = 1e-4
+    try:
+        check_module(rt, rng, build, shape, np.float32, train=False)
+    finally:
+        tm.TOL[np.float32] = saved
