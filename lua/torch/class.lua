@@ -28,7 +28,7 @@ local function metaOf(obj)
    if ty == 'cdata' then
       local name = ctypeNames[tonumber(ffi.typeof(obj))]
       return name and registry[name]
-   elseif ty == 'table' then
+   elseif ty == 'table' or ty == 'userdata' then
       return getmetatable(obj)
    end
    return nil
@@ -57,7 +57,8 @@ end
 -- Register a metatable under `name` with its constructor table; used both by
 -- torch.class and for the built-in Tensor and Storage types.
 function torch._newclass(name, mt, ctor, parentmt, module)
-   if registry[name] then
+   -- a placeholder made for an unknown class in a loaded file gives way to the real class
+   if registry[name] and not rawget(registry[name], '__unknown') then
       error(string.format('class %s has been already assigned', name), 3)
    end
    mt.__typename = name

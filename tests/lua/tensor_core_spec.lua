@@ -121,4 +121,13 @@ function T.class_metamethods_forward_to_methods()
    spec.raises(function() return specns.Plain()() end, 'attempt to call')
 end
 
+function T.unknown_class_placeholder_gives_way()
+   local ph = torch._unknownclass('specns.Later')
+   local obj = ph.__factory()
+   spec.eq(torch.typename(obj), 'specns.Later')
+   local Later = torch.class('specns.Later')
+   spec.eq(torch.typename(specns.Later()), 'specns.Later')
+   spec.raises(function() torch.class('specns.Later') end, 'already assigned')
+end
+
 return T
