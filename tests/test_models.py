@@ -41,22 +41,34 @@ def test_cifar_resnet_equals_pytorch_double(rt, rng):
                  np.float64)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("build,shape", [
+MODELS = [
     ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", (2, 3, 224, 224)),
     ("require('models.googlenet_bn')({nClasses = 1000})", (2, 3, 224, 224)),
-], ids=["resnet50", "googlenet_bn"])
-def test_whole_model_float32_equals_pytorch(rt, rng, build, shape):
-    """Forward + backward of the whole network in float32 within 1e-4 of PyTorch's.
+]
 
-    BatchNorm runs in evaluate mode: with batch statistics of a 2-image batch, float32
-    rounding is amplified through 50 layers for either implementation (compared with a
-    float64 run, PyTorch's own float32 gradients are then off by percents)."""
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build,shape", MODELS, ids=["resnet50", "googlenet_bn"])
+def test_whole_model_float64_equals_pytorch(rt, rng, build, shape):
+    """The exact check: forward + backward of the whole network in float64, BatchNorm in
+    training mode; output, gradInput and every parameter gradient within 1e-10."""
+    check_module(rt, rng, build, shape, np.float64, train=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build,shape", MODELS, ids=["resnet50", "googlenet_bn"])
+def test_whole_model_float32_equals_pytorch(rt, rng, build, shape):
+    """float32: output within 1e-4 of PyTorch's float32 run.
+
+    gradInput and parameter gradients are compared at 2e-2: summed over 2x112x112 positions, the first
+    convolution's float32 gradient differs from the float64 value by ~0.3-0.4% in PyTorch
+    itself (measured: ours 0.34%, PyTorch 0.40% against the float64 result), so two float32
+    implementations cannot agree to 1e-4 there. The float64 test above is the exact check."""
     import test_nn_modules as tm
 
     saved = tm.TOL[np.float32]
     tm.TOL[np.float32] = 1e-4
     try:
-        check_module(rt, rng, build, shape, np.float32, train=False)
+        check_module(rt, rng, build, shape, np.float32, train=False, grad_tol=2e-2)
     finally:
         tm.TOL[np.float32] = saved

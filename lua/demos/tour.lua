@@ -4,7 +4,7 @@
 -- least-squares line by gradient descent, and round-trips a .t7 file.
 local sys_clock = os.clock
 
-print('luatorch ' .. torch._VERSION .. ' on ' .. jit.version .. ', ' .. torch.getnumthreads() .. ' threads')
+print(torch._VERSION .. ' on ' .. jit.version .. ', ' .. torch.getnumthreads() .. ' threads')
 print('default tensor type: ' .. torch.getdefaulttensortype())
 
 torch.manualSeed(1234)
