@@ -37,16 +37,32 @@ int ltc_abi_version(void) { return LTC_ABI; }
 MPI_Datatype ltc_mpi_type(int dtype) { return dtype == LTC_FLOAT ? MPI_FLOAT : MPI_DOUBLE; }
 size_t ltc_esize(int dtype) { return dtype == LTC_FLOAT ? sizeof(float) : sizeof(double); }
 
+/* An MPI error inside a collective means a peer died or the transport
+ * broke: nothing can be recovered, and a Python exception would only leave
+ * this rank hanging in MPI_Finalize. So say what happened and abort the job,
+ * the same end as the watchdog's. Without a context (setup) it is an error. */
 int ltc_mpi_check(ltc_ctx *ctx, int rc, const char *what)
 {
-  (void)ctx;
   if (rc == MPI_SUCCESS)
     return 0;
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  ltc_fail("%s: MPI error: %s", what, msg);
-  return -1;
+  if (!ctx)
+    return ltc_fail("%s: MPI error: %s", what, msg);
+  char peers[160] = "";
+  int off = 0;
+  for (int i = 0; i < ctx->nwaiting; i++)
+    off += snprintf(peers + off, sizeof peers - off, "%s%d", i ? ", " : " (talking to ranks ", ctx->waiting_peers[i]);
+  if (ctx->nwaiting)
+    snprintf(peers + off, sizeof peers - off, ")");
+  fprintf(stderr,
+          "luatorch mpi: rank %d of %d: %s failed in %s: MPI error: %s%s; a peer has probably died. "
+          "Aborting all ranks (MPI_Abort).\n",
+          ctx->rank, ctx->size, ctx->op_desc, what, msg, peers);
+  fflush(stderr);
+  MPI_Abort(ctx->comm, 4);
+  _exit(4);
 }
 
 static const char *names[LTC_NALGORITHMS] = {"auto", "mpi", "ring", "rhd", "tree", "multicolor", "multicolor_ring"};
@@ -87,10 +103,13 @@ void ltc_op_begin(ltc_ctx *ctx, const char *desc)
   pthread_mutex_lock(&ctx->wlock);
   snprintf(ctx->op_desc, sizeof ctx->op_desc, "%s", desc);
   ctx->nwaiting = 0;
+  ctx->op_phase = "in the MPI library";
   ctx->op_start = now();
   ctx->op_active = 1;
   pthread_mutex_unlock(&ctx->wlock);
 }
+
+void ltc_op_phase(ltc_ctx *ctx, const char *phase) { ctx->op_phase = phase; }
 
 void ltc_op_end(ltc_ctx *ctx)
 {
@@ -128,11 +147,11 @@ static void *watchdog_main(void *arg)
     for (int i = 0; i < ctx->nwaiting; i++)
       off += snprintf(peers + off, sizeof peers - off, "%s%d", i ? ", " : "", ctx->waiting_peers[i]);
     fprintf(stderr,
-            "luatorch mpi: rank %d of %d: %s did not finish within %.3g s (waiting for rank%s %s); "
+            "luatorch mpi: rank %d of %d: %s did not finish within %.3g s (waiting for %s%s); "
             "a peer has died or hangs. Aborting all ranks (MPI_Abort). "
             "Set LUATORCH_MPI_TIMEOUT or timeout= to change the limit.\n",
-            ctx->rank, ctx->size, ctx->op_desc, ctx->timeout, ctx->nwaiting == 1 ? "" : "s",
-            ctx->nwaiting ? peers : "unknown (inside the MPI library)");
+            ctx->rank, ctx->size, ctx->op_desc, ctx->timeout, ctx->nwaiting ? (ctx->nwaiting == 1 ? "rank " : "ranks ") : "",
+            ctx->nwaiting ? peers : ctx->op_phase);
     fflush(stderr);
     MPI_Abort(ctx->comm, 3);
     _exit(3);
@@ -187,7 +206,9 @@ static int run_allreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64
     static const char *const what[] = {"the element count", "the element type (0 float32, 1 float64)",
                                        "the algorithm", "the number of colors", "the chunk size"};
     int64_t v[5] = {count, dtype, alg, colors, chunk};
+    ltc_op_phase(ctx, "all ranks in the agreement check (some rank has not called this allreduce)");
     rc = agree(ctx, "allreduce", v, what, 5);
+    ltc_op_phase(ctx, "in the MPI library");
   }
   if (rc == 0 && alg == LTC_MPI) {
     rc = ltc_allreduce_mpi(ctx, sendbuf, recvbuf, count, dtype);
@@ -350,7 +371,9 @@ int ltc_broadcast(ltc_ctx *ctx, void *buf, int64_t nbytes, int root)
   if (ctx->check) {
     static const char *const what[] = {"the byte count", "the root"};
     int64_t v[2] = {nbytes, root};
+    ltc_op_phase(ctx, "all ranks in the agreement check (some rank has not called this broadcast)");
     rc = agree(ctx, "broadcast", v, what, 2);
+    ltc_op_phase(ctx, "in the MPI library");
   }
   const int64_t piece = 1 << 30;
   for (int64_t lo = 0; rc == 0 && lo < nbytes; lo += piece) {
@@ -389,7 +412,7 @@ int ltc_create(const void *comm_handle_addr, double timeout_s, ltc_ctx **out)
   if (!ctx)
     return ltc_fail("ltc_create: out of memory");
   MPI_Comm user = *(const MPI_Comm *)comm_handle_addr;
-  if (ltc_mpi_check(ctx, MPI_Comm_dup(user, &ctx->comm), "MPI_Comm_dup")) {
+  if (ltc_mpi_check(NULL, MPI_Comm_dup(user, &ctx->comm), "MPI_Comm_dup")) {
     free(ctx);
     return -1;
   }
@@ -413,6 +436,8 @@ int ltc_create(const void *comm_handle_addr, double timeout_s, ltc_ctx **out)
   ctx->timeout = timeout_s > 0 ? timeout_s : env && atof(env) > 0 ? atof(env) : 60.0;
   env = getenv("LUATORCH_MPI_CHECK");
   ctx->check = !(env && strcmp(env, "0") == 0);
+  env = getenv("LUATORCH_MPI_FAULT_AFTER");
+  ctx->fault_after = env ? atol(env) : 0;
   ltc_set_model(ctx, 3e-6, 0.2e-9, 0.25e-9);
   pthread_mutex_init(&ctx->mpi_lock, NULL);
   pthread_mutex_init(&ctx->qlock, NULL);

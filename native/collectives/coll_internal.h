@@ -78,6 +78,9 @@ struct ltc_ctx {
   volatile double op_start;     /* 0 when idle */
   volatile int op_active;
   char op_desc[160];
+  const char *volatile op_phase;  /* what the operation is doing, for the message */
+  long fault_after;               /* test hook: _exit after this many tasks (LUATORCH_MPI_FAULT_AFTER) */
+  long tasks_run;
   volatile int waiting_peers[8];
   volatile int nwaiting;
 
@@ -132,6 +135,7 @@ int ltc_default_colors(ltc_ctx *ctx, int64_t nbytes);
 /* watchdog bookkeeping */
 void ltc_op_begin(ltc_ctx *ctx, const char *desc);
 void ltc_op_end(ltc_ctx *ctx);
+void ltc_op_phase(ltc_ctx *ctx, const char *phase);
 void ltc_op_waiting(ltc_ctx *ctx, const int *peers, int n);
 int ltc_mpi_check(ltc_ctx *ctx, int rc, const char *what);
 

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void ltc_sched_init(ltc_sched *S, ltc_ctx *ctx, int dtype)
 {
@@ -151,6 +152,8 @@ int ltc_sched_run(ltc_sched *S, const char *opname)
     while (rh < rt) {
       int i = ready[rh++];
       ltc_task *t = &S->t[i];
+      if (S->ctx->fault_after && ++S->ctx->tasks_run >= S->ctx->fault_after)
+        _exit(7);   /* test hook: this rank dies in the middle of a collective */
       if (t->kind == T_REDUCE) {
         ltc_reduce(t->buf, t->src, t->count, S->dtype);
       } else {
@@ -179,6 +182,8 @@ int ltc_sched_run(ltc_sched *S, const char *opname)
     }
     int outc = 0;
     int e = MPI_Testsome(nactive, reqs, &outc, idx, MPI_STATUSES_IGNORE);
+    if (e != MPI_SUCCESS)
+      note_waiting(S, req_task, nactive);
     if (ltc_mpi_check(S->ctx, e, opname)) {
       rc = -1;
       goto done;
