@@ -234,8 +234,11 @@ class Handle:
         return self._result
 
     def __del__(self):
-        if getattr(self, "_req", None) is not None and lib is not None:
-            lib().ltc_wait(self._req)  # the buffers must outlive the operation
+        if getattr(self, "_req", None) is not None:
+            try:
+                lib().ltc_wait(self._req)  # the buffers must outlive the operation
+            except Exception:  # interpreter shutdown
+                pass
 
 
 class Communicator:

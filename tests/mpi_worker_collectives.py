@@ -242,6 +242,32 @@ def api(args):
         print("OK api: " + " | ".join(msgs), flush=True)
 
 
+def trees(args):
+    """multicolor's trees: binary, one root, and for two colors (the two-tree)
+    no rank interior in both, for every p up to 64."""
+    L = mpi.lib()
+    for p in range(1, 65):
+        for colors in (1, 2, 3, 4):
+            interior = []
+            for c in range(colors):
+                parents = [L.ltc_multicolor_parent(p, colors, c, r) for r in range(p)]
+                if parents.count(-1) != 1:
+                    fail("p=%d color %d/%d: %d roots" % (p, c, colors, parents.count(-1)))
+                kids = {q: parents.count(q) for q in set(parents) if q >= 0}
+                if any(k > 2 for k in kids.values()):
+                    fail("p=%d color %d/%d: a node with more than 2 children" % (p, c, colors))
+                for r in range(p):  # every rank reaches the root
+                    q, steps = r, 0
+                    while parents[q] >= 0 and steps <= p:
+                        q, steps = parents[q], steps + 1
+                    if steps > p:
+                        fail("p=%d color %d/%d: cycle" % (p, c, colors))
+                interior.append(set(kids))
+            if colors == 2 and interior[0] & interior[1]:
+                fail("p=%d: ranks %s interior in both trees" % (p, sorted(interior[0] & interior[1])))
+    print("OK trees", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario")

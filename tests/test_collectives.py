@@ -87,6 +87,10 @@ def test_mismatched_count_or_type_raises_on_every_rank(mpi, algorithm):
     assert "ranks disagree on the element count (from 10 to 11" in r.stdout
 
 
+def test_multicolor_trees_are_two_trees():
+    assert_ok(launch("mpich", 1, "trees"), "trees")
+
+
 def test_argument_errors():
     assert_ok(launch("mpich", 1, "api"), "api")
 

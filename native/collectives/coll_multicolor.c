@@ -52,6 +52,16 @@ static int color_rank(int pos, int c, int C, int p)
   return (q + shift) % p;
 }
 
+int ltc_multicolor_parent(int p, int colors, int color, int rank)
+{
+  for (int pos = 0; pos < p; pos++)
+    if (color_rank(pos, color, colors, p) == rank) {
+      int up = inorder_parent(pos + 1, p);
+      return up ? color_rank(up - 1, color, colors, p) : -1;
+    }
+  return -1;
+}
+
 int ltc_allreduce_multicolor(ltc_ctx *ctx, void *vbuf, int64_t count, int dtype, int colors, int64_t chunk,
                              int rings)
 {

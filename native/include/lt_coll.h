@@ -83,3 +83,7 @@ const char *ltc_errmsg(void);
 /* "mpich" or "openmpi": the mpi.h this library was compiled against (their
  * MPI_Comm handles differ: an int for MPICH, a pointer for Open MPI). */
 const char *ltc_mpi_family(void);
+
+/* Shape of multicolor's tree for `color` of `colors` over p ranks: the parent
+ * rank of `rank`, or -1 for the root (for tests and documentation). */
+int ltc_multicolor_parent(int p, int colors, int color, int rank);
