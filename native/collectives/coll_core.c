@@ -436,6 +436,8 @@ int ltc_create(const void *comm_handle_addr, double timeout_s, ltc_ctx **out)
   ctx->timeout = timeout_s > 0 ? timeout_s : env && atof(env) > 0 ? atof(env) : 60.0;
   env = getenv("LUATORCH_MPI_CHECK");
   ctx->check = !(env && strcmp(env, "0") == 0);
+  env = getenv("LUATORCH_MPI_SPIN");
+  ctx->spin = env ? atol(env) : 32;
   env = getenv("LUATORCH_MPI_FAULT_AFTER");
   ctx->fault_after = env ? atol(env) : 0;
   ltc_set_model(ctx, 3e-6, 0.2e-9, 0.25e-9);

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void ltc_sched_init(ltc_sched *S, ltc_ctx *ctx, int dtype)
@@ -90,6 +91,19 @@ void ltc_reduce(void *dst, const void *src, int64_t count, int dtype)
     add_f32(dst, src, count);
   else
     add_f64(dst, src, count);
+}
+
+/* Waiting with nothing arrived: first give the core away (ranks may
+ * outnumber cores), and after a long wait sleep a little, so that a rank
+ * sharing our core gets whole time slices instead of yields bouncing back. */
+static void ltc_idle(long n)
+{
+  if (n < 256) {
+    sched_yield();
+  } else {
+    struct timespec ts = {0, n < 4096 ? 2000 : 20000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 /* Peers of the requests still in flight, for the watchdog's message. */
@@ -191,8 +205,8 @@ int ltc_sched_run(ltc_sched *S, const char *opname)
     if (outc == 0 || outc == MPI_UNDEFINED) {
       /* Nothing arrived: spin briefly, then give the core away (ranks may
        * outnumber cores), and tell the watchdog whom we wait for. */
-      if (++idle > 32)
-        sched_yield();
+      if (++idle > S->ctx->spin)
+        ltc_idle(idle - S->ctx->spin);
       if ((idle & 4095) == 64)
         note_waiting(S, req_task, nactive);
       continue;
