@@ -198,8 +198,8 @@ static int run_allreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64
   if (sendbuf == recvbuf)
     sendbuf = NULL;
   char desc[160];
-  snprintf(desc, sizeof desc, "allreduce(%s%s%s, %lld x %s)", ltc_algorithm_name(alg), asked == LTC_AUTO ? " by auto" : "",
-           "", (long long)count, dtype_name(dtype));
+  snprintf(desc, sizeof desc, "allreduce(%s%s, %lld x %s)", ltc_algorithm_name(alg),
+           asked == LTC_AUTO ? " by auto" : "", (long long)count, dtype_name(dtype));
   ltc_op_begin(ctx, desc);
   int rc = 0;
   if (ctx->check) {
@@ -436,8 +436,18 @@ int ltc_create(const void *comm_handle_addr, double timeout_s, ltc_ctx **out)
   ctx->timeout = timeout_s > 0 ? timeout_s : env && atof(env) > 0 ? atof(env) : 60.0;
   env = getenv("LUATORCH_MPI_CHECK");
   ctx->check = !(env && strcmp(env, "0") == 0);
+  /* Idle policy: with a core per rank, spin (a peer's progress, e.g. Open
+   * MPI's receiver-side CMA copy, must not wait for our nanosleep); with more
+   * ranks on this node than cores, give the core away soon. */
+  MPI_Comm node;
+  int local = 1;
+  if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   env = getenv("LUATORCH_MPI_SPIN");
-  ctx->spin = env ? atol(env) : 32;
+  ctx->spin = env ? atol(env) : (cpus > 0 && local > cpus) ? 32 : -1;
   env = getenv("LUATORCH_MPI_FAULT_AFTER");
   ctx->fault_after = env ? atol(env) : 0;
   ltc_set_model(ctx, 3e-6, 0.2e-9, 0.25e-9);

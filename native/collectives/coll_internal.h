@@ -81,7 +81,7 @@ struct ltc_ctx {
   const char *volatile op_phase;  /* what the operation is doing, for the message */
   long fault_after;               /* test hook: _exit after this many tasks (LUATORCH_MPI_FAULT_AFTER) */
   long tasks_run;
-  long spin;                      /* empty polls before yielding (LUATORCH_MPI_SPIN) */
+  long spin;                      /* empty polls before yielding, -1 never (LUATORCH_MPI_SPIN) */
   volatile int waiting_peers[8];
   volatile int nwaiting;
 

@@ -205,7 +205,7 @@ int ltc_sched_run(ltc_sched *S, const char *opname)
     if (outc == 0 || outc == MPI_UNDEFINED) {
       /* Nothing arrived: spin briefly, then give the core away (ranks may
        * outnumber cores), and tell the watchdog whom we wait for. */
-      if (++idle > S->ctx->spin)
+      if (++idle > S->ctx->spin && S->ctx->spin >= 0)
         ltc_idle(idle - S->ctx->spin);
       if ((idle & 4095) == 64)
         note_waiting(S, req_task, nactive);
