@@ -3,6 +3,7 @@
     luatorch th [script.lua args... | -e CODE | (REPL)]   Torch7's `th`
     luatorch demo                                          a short tour of the torch package
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
+    luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
 """
 import argparse
 import sys
@@ -17,6 +18,7 @@ def _bench(argv):
 
 
 BENCHMARKS = {
+    "allreduce": "run.bench_allreduce",
     "gemm": "run.bench_gemm",
     "tensor": "run.bench_tensor",
     "conv": "run.bench_conv",

@@ -1,0 +1,106 @@
+-- mpi: collectives on Torch tensors across the ranks of an MPI job, in the
+-- style of TorchMPI.
+--
+--   local mpi = require 'mpi'
+--   mpi.rank(), mpi.size(), mpi.barrier()
+--   mpi.allreduce(t [, {algorithm='auto'|'mpi'|'ring'|'rhd'|'tree'|'multicolor'|'multicolor_ring',
+--                       colors=, chunk=}])             -- in place, sum; returns t
+--   local h = mpi.iallreduce(t [, opts]); ...; mpi.wait(h)
+--   mpi.broadcast(t, root)                             -- root is 0-based, like mpi.rank()
+--
+-- The C library is the one pytorch_bridge.mpi builds for the MPI that mpi4py
+-- loaded; Python hands over its path, the declarations (the text of
+-- native/include/lt_coll.h, the same that cffi reads) and its context on
+-- MPI_COMM_WORLD, so Lua and Python calls share one communicator, one
+-- communication thread and one order of operations.
+local ffi = require 'ffi'
+local torch = require 'torch'
+
+local cfg = package.loaded['mpi.config']
+if not cfg then
+   if type(python) ~= 'table' or not python.eval then
+      error("mpi: start Lua through pytorch_bridge (luatorch th, Runtime) under mpiexec, " ..
+            "or set package.loaded['mpi.config'] = {path=, cdef=, ctx=}", 2)
+   end
+   local path, cdef, ctx = python.eval('__import__("pytorch_bridge.mpi", fromlist=["mpi"]).lua_config()')
+   cfg = {path = path, cdef = cdef, ctx = ctx}
+end
+
+ffi.cdef(cfg.cdef)
+local C = ffi.load(cfg.path)
+local ctx = ffi.cast('ltc_ctx *', ffi.cast('uintptr_t', cfg.ctx))
+
+local mpi = {C = C}
+
+local function check(rc, level)
+   if rc ~= 0 then error(ffi.string(C.ltc_errmsg()), (level or 1) + 1) end
+end
+
+function mpi.rank() return C.ltc_rank(ctx) end
+function mpi.size() return C.ltc_size(ctx) end
+function mpi.barrier() check(C.ltc_barrier(ctx), 2) end
+function mpi.library() return ffi.string(C.ltc_library(ctx)) end
+function mpi.setTimeout(seconds) C.ltc_set_timeout(ctx, seconds) end
+
+local dtypes = {[torch._types.Float.id] = C.LTC_FLOAT, [torch._types.Double.id] = C.LTC_DOUBLE}
+
+-- The contiguous tensor the C side works on (t itself, or a copy to be
+-- written back), its element type and the options as C values.
+local function prepare(fname, t, opts)
+   if not torch.isTensor(t) then error(fname .. ': a Tensor expected, got ' .. torch.type(t), 3) end
+   local dt = dtypes[t._c.type]
+   if not dt then
+      error(fname .. ': a FloatTensor or DoubleTensor expected, got ' .. torch.typename(t), 3)
+   end
+   opts = opts or {}
+   local alg = C.ltc_algorithm_id(opts.algorithm or 'auto')
+   if alg < 0 then error(fname .. ": unknown algorithm '" .. tostring(opts.algorithm) .. "'", 3) end
+   local work = t:isContiguous() and t or t:contiguous()
+   local data = work:nElement() > 0 and torch.C.lt_tensor_data(work._c) or nil
+   return work, data, work:nElement(), dt, alg, opts.colors or 0, opts.chunk or 0
+end
+
+function mpi.allreduce(t, opts)
+   local work, data, n, dt, alg, colors, chunk = prepare('allreduce', t, opts)
+   check(C.ltc_allreduce(ctx, nil, data, n, dt, alg, colors, chunk), 2)
+   if work ~= t then t:copy(work) end
+   return t
+end
+
+function mpi.iallreduce(t, opts)
+   local work, data, n, dt, alg, colors, chunk = prepare('iallreduce', t, opts)
+   local req = ffi.new('ltc_req *[1]')
+   check(C.ltc_iallreduce(ctx, nil, data, n, dt, alg, colors, chunk, req), 2)
+   -- the handle keeps the tensors alive until wait
+   return {req = req[0], tensor = t, work = work}
+end
+
+function mpi.test(h)
+   if h.req == nil then return true end
+   local done = ffi.new('int[1]')
+   check(C.ltc_test(h.req, done), 2)
+   return done[0] ~= 0
+end
+
+function mpi.wait(h)
+   if h.req ~= nil then
+      local req = h.req
+      h.req = nil
+      check(C.ltc_wait(req), 2)
+      if h.work ~= h.tensor then h.tensor:copy(h.work) end
+   end
+   return h.tensor
+end
+
+function mpi.broadcast(t, root)
+   if not torch.isTensor(t) then error('broadcast: a Tensor expected, got ' .. torch.type(t), 2) end
+   root = root or 0
+   local work = t:isContiguous() and t or t:contiguous()
+   local nbytes = work:nElement() * torch._typesById[work._c.type].elemsize
+   local data = nbytes > 0 and torch.C.lt_tensor_data(work._c) or nil
+   check(C.ltc_broadcast(ctx, data, nbytes, root), 2)
+   if work ~= t then t:copy(work) end
+   return t
+end
+
+return mpi

@@ -1,0 +1,129 @@
+"""The MPI collectives (native/collectives, pytorch_bridge.mpi, lua/mpi), run under a real launcher.
+
+Each test starts `mpiexec -n N python tests/mpi_worker_collectives.py SCENARIO`
+in a subprocess with a time limit and checks its output and exit status.
+Launchers: the PyPI MPICH in the venv (mpiexec beside sys.executable) and
+Debian's Open MPI (mpirun.openmpi, with mpi4py switched to it through
+MPI4PY_MPIABI=openmpi); each is skipped when absent. CI keeps to <= 4 ranks.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("mpi4py")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKER = os.path.join(ROOT, "tests", "mpi_worker_collectives.py")
+
+
+def _launchers():
+    out = {}
+    mpich = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if os.path.exists(mpich) and os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpichversion")):
+        out["mpich"] = ([mpich], {})
+    ompi = shutil.which("mpirun.openmpi")
+    if ompi and os.path.exists("/usr/lib/x86_64-linux-gnu/libmpi.so.40"):
+        out["openmpi"] = ([ompi], {
+            "MPI4PY_MPIABI": "openmpi",
+            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "OMPI_MCA_mpi_yield_when_idle": "1",   # ranks may outnumber the cores
+        })
+    return out
+
+
+LAUNCHERS = _launchers()
+
+
+def launch(mpi, n, *args, timeout=120, extra=()):
+    if mpi not in LAUNCHERS:
+        pytest.skip("%s is not installed" % mpi)
+    cmd, env = LAUNCHERS[mpi]
+    env = {**os.environ, **env, "PYTHONPATH": ROOT, "LUATORCH_MPI_TIMEOUT": "60"}
+    t0 = time.monotonic()
+    r = subprocess.run([*cmd, *extra, "-n", str(n), sys.executable, WORKER, *args], capture_output=True, text=True,
+                       timeout=timeout, env=env, cwd=ROOT)
+    r.elapsed = time.monotonic() - t0
+    return r
+
+
+def assert_ok(r, word):
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert "OK " + word in r.stdout, out[-4000:]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_every_algorithm_matches_mpi_allreduce_mpich(n):
+    assert_ok(launch("mpich", n, "props"), "props")
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_algorithm_matches_mpi_allreduce_openmpi(n):
+    assert_ok(launch("openmpi", n, "props"), "props")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+@pytest.mark.parametrize("n", [5, 6, 7, 8])
+def test_every_algorithm_more_ranks(mpi, n):
+    assert_ok(launch(mpi, n, "props", "--big", "3", "--max-count", "2000000", timeout=600), "props")
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_nonblocking_overlaps_and_keeps_order(mpi):
+    assert_ok(launch(mpi, 3, "nonblocking", "--max-count", "2000000", "--algorithms", "multicolor"), "nonblocking")
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+@pytest.mark.parametrize("algorithm", ["auto", "ring"])
+def test_mismatched_count_or_type_raises_on_every_rank(mpi, algorithm):
+    r = launch(mpi, 3, "mismatch", "--algorithms", algorithm)
+    assert_ok(r, "mismatch")
+    assert "ranks disagree on the element count (from 10 to 11" in r.stdout
+
+
+def test_multicolor_trees_are_two_trees():
+    assert_ok(launch("mpich", 1, "trees"), "trees")
+
+
+def test_argument_errors():
+    assert_ok(launch("mpich", 1, "api"), "api")
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_lua_package(mpi):
+    assert_ok(launch(mpi, 2, "lua"), "lua")
+
+
+def test_hung_rank_times_out_with_a_message():
+    """A rank that stops calling: the others print who they waited for and abort the job."""
+    r = launch("mpich", 3, "hang", "--timeout", "2", timeout=60)
+    assert r.returncode != 0
+    assert "did not finish within 2 s" in r.stderr and "agreement check" in r.stderr, r.stderr[-3000:]
+    assert "FAIL" not in r.stdout
+    assert r.elapsed < 40
+
+
+@pytest.mark.parametrize("mpi,algorithm", [("mpich", "ring"), ("mpich", "multicolor"), ("openmpi", "ring")])
+def test_dead_rank_ends_the_job(mpi, algorithm):
+    """A rank dies inside a collective (test hook in the C engine): the others end non-zero, fast."""
+    extra = ["-disable-auto-cleanup"] if mpi == "mpich" else []   # let the survivors notice by themselves
+    r = launch(mpi, 3, "die", "--timeout", "5", "--algorithms", algorithm, timeout=60, extra=extra)
+    assert r.returncode != 0
+    assert "FAIL" not in r.stdout, r.stdout
+    if mpi == "mpich":
+        assert "luatorch mpi: rank" in r.stderr and ("a peer has probably died" in r.stderr
+                                                      or "did not finish within" in r.stderr), r.stderr[-3000:]
+    assert r.elapsed < 40
+
+
+@pytest.mark.slow
+def test_hung_rank_times_out_openmpi():
+    r = launch("openmpi", 3, "hang", "--timeout", "2", timeout=90)
+    assert r.returncode != 0
+    assert "did not finish within 2 s" in r.stderr, r.stderr[-3000:]
