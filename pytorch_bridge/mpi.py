@@ -27,9 +27,22 @@ import threading
 import numpy as np
 from cffi import FFI
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADER = os.path.join(ROOT, "native", "include", "lt_coll.h")
-SOURCES = os.path.join(ROOT, "native", "collectives")
+def _native_dir():
+    """native/ of the source checkout, or its installed copy (package luatorch_native)."""
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")
+    if os.path.isdir(os.path.join(here, "collectives")):
+        return here
+    import importlib.util
+
+    spec = importlib.util.find_spec("luatorch_native")
+    if spec and spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    raise ImportError("luatorch: the collectives' C sources (native/collectives) are not installed")
+
+
+NATIVE = _native_dir()
+HEADER = os.path.join(NATIVE, "include", "lt_coll.h")
+SOURCES = os.path.join(NATIVE, "collectives")
 ALGORITHMS = ("auto", "mpi", "ring", "rhd", "tree", "multicolor", "multicolor_ring")
 CFLAGS = ["-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-Wall"]
 ABI = 1
