@@ -117,8 +117,9 @@ def run_conv(K, rng, c, dtype, tname, bias=True, weight2d=False, noncontig=False
     if not c["N"]:
         y_ref, gi_ref = y_ref[0], gi_ref[0]
     return dict(out=(K.np(out), y_ref), gradInput=(K.np(gi), gi_ref),
-                gradWeight=(gw - gw0, scale * Wt.grad.numpy().reshape(w_arg.shape)),
-                gradBias=((gb - gb0, scale * B.grad.numpy()) if bias else (gb - gb0, np.zeros_like(gb))))
+                # the accumulated buffers themselves (gw - gw0 in float32 would cancel digits)
+                gradWeight=(gw, gw0.astype(np.float64) + scale * Wt.grad.numpy().reshape(w_arg.shape)),
+                gradBias=((gb, gb0.astype(np.float64) + scale * B.grad.numpy()) if bias else (gb, gb0)))
 
 
 @pytest.mark.parametrize("dtype,tname,tol", TYPES, ids=TYPE_IDS)
@@ -238,8 +239,9 @@ def test_batchnorm_matches_pytorch(K, rng, dtype, tname, tol):
             close(K.np(sm), x.astype(np.float64).mean(axis=axes), tol, "save_mean " + what)
             close(K.np(ss), 1 / np.sqrt(x.astype(np.float64).var(axis=axes) + eps), tol, "save_std " + what)
         if affine:
-            close(gw - gw0, scale * Wt.grad.numpy(), tol, "gradWeight " + what)
-            close(gb - gb0, scale * B.grad.numpy(), tol, "gradBias " + what)
+            # compare the accumulated buffers themselves: gw - gw0 in float32 would cancel
+            close(gw, gw0.astype(np.float64) + scale * Wt.grad.numpy().astype(np.float64), tol, "gradWeight " + what)
+            close(gb, gb0.astype(np.float64) + scale * B.grad.numpy().astype(np.float64), tol, "gradBias " + what)
 
 
 def test_batchnorm_errors(K, rng):
