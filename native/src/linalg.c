@@ -9,16 +9,6 @@
  * accumulate in 64 bits (wrapping like the C casts TH did). */
 #include "lt_internal.h"
 
-/* "[2 x 3]" description of a tensor's sizes, as TH's error messages. */
-static const char *size_desc(const lt_tensor *t, char *buf, size_t n) {
-  size_t len = 0;
-  len += snprintf(buf + len, n - len, "[");
-  for (int d = 0; d < t->ndim && len < n; d++)
-    len += snprintf(buf + len, n - len, d ? " x %lld" : "%lld", (long long)t->size[d]);
-  if (len < n) snprintf(buf + len, n - len, "]");
-  return buf;
-}
-
 static int same_type(const char *fname, const lt_tensor *r, const lt_tensor *t, const lt_tensor *a,
                      const lt_tensor *b) {
   const lt_tensor *all[4] = {r, t, a, b};
@@ -272,8 +262,8 @@ static int check_t(const char *what, const lt_tensor *t, int nd, const int64_t *
   for (int d = 0; ok && d < nd; d++) ok = t->size[d] == size[d];
   if (ok) return 0;
   char bt[128], ba[128], bb[128];
-  return lt_fail("size mismatch, %s: %s, %s: %s, %s: %s", what, size_desc(t, bt, sizeof bt), an,
-                 size_desc(a, ba, sizeof ba), bn, size_desc(b, bb, sizeof bb));
+  return lt_fail("size mismatch, %s: %s, %s: %s, %s: %s", what, lt_shape_str(t, bt, sizeof bt), an,
+                 lt_shape_str(a, ba, sizeof ba), bn, lt_shape_str(b, bb, sizeof bb));
 }
 
 int lt_addmm(lt_tensor *r, double beta, const lt_tensor *t, double alpha, const lt_tensor *m1, const lt_tensor *m2) {
@@ -282,7 +272,7 @@ int lt_addmm(lt_tensor *r, double beta, const lt_tensor *t, double alpha, const 
     return lt_fail("matrices expected, got %dD, %dD tensors", m1->ndim, m2->ndim);
   char b1[128], b2[128];
   if (m1->size[1] != m2->size[0])
-    return lt_fail("size mismatch, m1: %s, m2: %s", size_desc(m1, b1, sizeof b1), size_desc(m2, b2, sizeof b2));
+    return lt_fail("size mismatch, m1: %s, m2: %s", lt_shape_str(m1, b1, sizeof b1), lt_shape_str(m2, b2, sizeof b2));
   int64_t size[2] = {m1->size[0], m2->size[1]};
   if (t && t->ndim != 2) return lt_fail("matrix expected, got %dD tensor for t", t->ndim);
   if (check_t("t", t, 2, size, m1, m2, "m1", "m2")) return -1;
@@ -295,7 +285,7 @@ int lt_addmv(lt_tensor *r, double beta, const lt_tensor *t, double alpha, const 
     return lt_fail("matrix and vector expected, got %dD, %dD", mat->ndim, vec->ndim);
   char b1[128], b2[128];
   if (mat->size[1] != vec->size[0])
-    return lt_fail("size mismatch, mat: %s, vec: %s", size_desc(mat, b1, sizeof b1), size_desc(vec, b2, sizeof b2));
+    return lt_fail("size mismatch, mat: %s, vec: %s", lt_shape_str(mat, b1, sizeof b1), lt_shape_str(vec, b2, sizeof b2));
   int64_t size[1] = {mat->size[0]};
   if (t && t->ndim != 1) return lt_fail("vector expected, got t: %dD", t->ndim);
   if (check_t("t", t, 1, size, mat, vec, "mat", "vec")) return -1;
@@ -321,8 +311,8 @@ static int check_batches(const char *fname, const lt_tensor *b1, const lt_tensor
                    (long long)b2->size[0]);
   char s1[128], s2[128];
   if (b1->size[2] != b2->size[1])
-    return lt_fail("size mismatch, batch1: %s, batch2: %s", size_desc(b1, s1, sizeof s1),
-                   size_desc(b2, s2, sizeof s2));
+    return lt_fail("size mismatch, batch1: %s, batch2: %s", lt_shape_str(b1, s1, sizeof s1),
+                   lt_shape_str(b2, s2, sizeof s2));
   return 0;
 }
 

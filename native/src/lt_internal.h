@@ -20,6 +20,9 @@
  * OpenMP fork/join costs more than the work. */
 #define LT_OMP_THRESHOLD 32768
 
+/* "[2 x 3]": a tensor's sizes as TH's error messages print them. */
+const char *lt_shape_str(const lt_tensor *t, char *buf, size_t len);
+
 /* Set the per-thread error message (printf style) and return -1. */
 int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

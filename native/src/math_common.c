@@ -1,15 +1,6 @@
 /* Argument checks and result preparation shared by the math kernels. */
 #include "math_common.h"
 
-const char *lt_math_shape(const lt_tensor *t, char *buf, size_t len) {
-  size_t pos = 0;
-  pos += snprintf(buf + pos, len - pos, "[");
-  for (int d = 0; d < t->ndim && pos < len; d++)
-    pos += snprintf(buf + pos, len - pos, d ? " x %lld" : "%lld", (long long)t->size[d]);
-  if (pos < len) snprintf(buf + pos, len - pos, "]");
-  return buf;
-}
-
 int lt_math_check_type(const lt_tensor *t, int type, const char *fname, const char *what) {
   if (t->type == type) return 0;
   return lt_fail("%s: %s must be a %sTensor, got %sTensor", fname, what, lt_type_name(type),
@@ -23,7 +14,7 @@ int lt_math_check_numel(const char *fname, const lt_tensor *a, const char *an, c
   char sa[200], sb[200];
   return lt_fail("%s: inconsistent tensor size, expected %s %s and %s %s to have the same number of elements, "
                  "but got %lld and %lld elements respectively",
-                 fname, an, lt_math_shape(a, sa, sizeof sa), bn, lt_math_shape(b, sb, sizeof sb), (long long)na,
+                 fname, an, lt_shape_str(a, sa, sizeof sa), bn, lt_shape_str(b, sb, sizeof sb), (long long)na,
                  (long long)nb);
 }
 

@@ -6,7 +6,6 @@
 #include "lt_internal.h"
 
 /* "[2 x 3]" into buf (for error messages). */
-const char *lt_math_shape(const lt_tensor *t, char *buf, size_t len);
 
 /* Fails unless t has type `type` (what: the argument's name). */
 int lt_math_check_type(const lt_tensor *t, int type, const char *fname, const char *what);

@@ -15,8 +15,8 @@ static int thr_check(const char *fn, const lt_tensor *input, const lt_tensor *ot
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(other, input->type, fn, what)) return -1;
   if (other && lt_tensor_nelement(other) != lt_tensor_nelement(input))
-    return lt_fail("%s: inconsistent tensor size: %s %s vs input %s", fn, what, nn_shape_str(other, b1, sizeof b1),
-                   nn_shape_str(input, b2, sizeof b2));
+    return lt_fail("%s: inconsistent tensor size: %s %s vs input %s", fn, what, lt_shape_str(other, b1, sizeof b1),
+                   lt_shape_str(input, b2, sizeof b2));
   return 0;
 }
 

@@ -22,7 +22,7 @@ static int bn_geom_init(bn_geom *g, const char *fn, const lt_tensor *input) {
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim < 2)
     return lt_fail("%s: 2D or 4D input tensor expected (batch x features) but got: %s", fn,
-                   nn_shape_str(input, buf, sizeof buf));
+                   lt_shape_str(input, buf, sizeof buf));
   g->N = input->size[0];
   g->C = input->size[1];
   g->S = 1;
@@ -90,8 +90,8 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
   int ty = input->type;
   if (nn_check_float(gradOutput, ty, fn, "gradOutput")) return -1;
   if (!lt_tensor_is_same_size(input, gradOutput))
-    return lt_fail("%s: gradOutput %s should have the size of input %s", fn, nn_shape_str(gradOutput, b1, sizeof b1),
-                   nn_shape_str(input, b2, sizeof b2));
+    return lt_fail("%s: gradOutput %s should have the size of input %s", fn, lt_shape_str(gradOutput, b1, sizeof b1),
+                   lt_shape_str(input, b2, sizeof b2));
   if (nn_check_float(gradInput, ty, fn, "gradInput") || nn_check_vec(gradWeight, g.C, ty, fn, "gradWeight") ||
       nn_check_vec(gradBias, g.C, ty, fn, "gradBias") || nn_check_vec(weight, g.C, ty, fn, "weight"))
     return -1;

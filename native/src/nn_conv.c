@@ -57,24 +57,24 @@ static int conv_geom_init(conv_geom *g, const char *fn, const lt_tensor *input, 
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight")) return -1;
   if (input->ndim != 3 && input->ndim != 4)
-    return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, nn_shape_str(input, buf, sizeof buf));
+    return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, lt_shape_str(input, buf, sizeof buf));
   if (weight->ndim == 4) {
     if (weight->size[2] != kH || weight->size[3] != kW)
       return lt_fail("%s: weight of shape %s does not match the kernel size kH: %d kW: %d", fn,
-                     nn_shape_str(weight, buf, sizeof buf), kH, kW);
+                     lt_shape_str(weight, buf, sizeof buf), kH, kW);
     g->nIn = weight->size[1];
   } else if (weight->ndim == 2 && weight->size[1] % ((int64_t)kH * kW) == 0) {
     g->nIn = weight->size[1] / ((int64_t)kH * kW);
   } else {
     return lt_fail("%s: 2D or 4D weight tensor expected (nOutputPlane x nInputPlane*kH*kW or nOutputPlane x "
-                   "nInputPlane x kH x kW) but got: %s", fn, nn_shape_str(weight, buf, sizeof buf));
+                   "nInputPlane x kH x kW) but got: %s", fn, lt_shape_str(weight, buf, sizeof buf));
   }
   g->batch = input->ndim == 4;
   int f = g->batch;
   g->N = g->batch ? input->size[0] : 1;
   if (input->size[f] != g->nIn)
     return lt_fail("%s: Need input of dimension %d and input.size[%d] == %lld but got input to be of shape: %s", fn,
-                   input->ndim, f + 1, (long long)g->nIn, nn_shape_str(input, buf, sizeof buf));
+                   input->ndim, f + 1, (long long)g->nIn, lt_shape_str(input, buf, sizeof buf));
   g->nOut = weight->size[0];
   g->iH = input->size[f + 1];
   g->iW = input->size[f + 2];
@@ -105,7 +105,7 @@ static int conv_check_gradOutput(const conv_geom *g, const char *fn, const lt_te
   if (!ok)
     return lt_fail("%s: gradOutput should be of shape %s%lld x %lld x %lld] but got %s", fn,
                    g->batch ? "[" : "", (long long)g->nOut, (long long)g->oH, (long long)g->oW,
-                   nn_shape_str(gradOutput, buf, sizeof buf));
+                   lt_shape_str(gradOutput, buf, sizeof buf));
   return 0;
 }
 

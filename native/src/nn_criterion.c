@@ -19,12 +19,12 @@ static int nll_begin(nll_geom *g, nn_copies *cp, const char *fn, const lt_tensor
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (target->type != LT_LONG) return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
   if (input->ndim != 1 && input->ndim != 2)
-    return lt_fail("%s: input tensor should be 1D or 2D but got: %s", fn, nn_shape_str(input, b1, sizeof b1));
+    return lt_fail("%s: input tensor should be 1D or 2D but got: %s", fn, lt_shape_str(input, b1, sizeof b1));
   g->batch = input->ndim == 2 ? input->size[0] : 1;
   g->classes = input->size[input->ndim - 1];
   if (lt_tensor_nelement(target) != g->batch || (input->ndim == 2 && target->ndim != 1))
-    return lt_fail("%s: size mismatch (got input: %s, target: %s)", fn, nn_shape_str(input, b1, sizeof b1),
-                   nn_shape_str(target, b2, sizeof b2));
+    return lt_fail("%s: size mismatch (got input: %s, target: %s)", fn, lt_shape_str(input, b1, sizeof b1),
+                   lt_shape_str(target, b2, sizeof b2));
   if (nn_check_vec(weights, g->classes, input->type, fn, "weights") ||
       nn_check_float(total_weight, input->type, fn, "total_weight"))
     return -1;

@@ -83,13 +83,4 @@ static inline int64_t nn_vec_stride(const lt_tensor *t) {
   return 1;
 }
 
-static inline const char *nn_shape_str(const lt_tensor *t, char *buf, size_t len) {
-  size_t k = 0;
-  buf[0] = 0;
-  k += snprintf(buf + k, len - k, "[");
-  for (int d = 0; d < t->ndim && k < len; d++) k += snprintf(buf + k, len - k, d ? " x %lld" : "%lld", (long long)t->size[d]);
-  if (k < len) snprintf(buf + k, len - k, "]");
-  return buf;
-}
-
 #endif

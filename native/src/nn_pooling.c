@@ -33,7 +33,7 @@ static int pool_geom_init(pool_geom *g, const char *fn, const lt_tensor *input, 
     return lt_fail("%s: pad should be smaller than half of kernel size, but got padW = %d, padH = %d, kW = %d, kH = %d",
                    fn, padW, padH, kW, kH);
   if (input->ndim != 3 && input->ndim != 4)
-    return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, nn_shape_str(input, buf, sizeof buf));
+    return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, lt_shape_str(input, buf, sizeof buf));
   g->batch = input->ndim == 4;
   int f = g->batch;
   int64_t C = input->size[f];
@@ -71,7 +71,7 @@ static int pool_check_gradOutput(const pool_geom *g, const char *fn, const lt_te
   if (ok) ok = gradOutput->size[nd - 2] == g->oH && gradOutput->size[nd - 1] == g->oW;
   if (!ok)
     return lt_fail("%s: gradOutput %s does not match the output size (%lld x %lld per plane)", fn,
-                   nn_shape_str(gradOutput, b1, sizeof b1), (long long)g->oH, (long long)g->oW);
+                   lt_shape_str(gradOutput, b1, sizeof b1), (long long)g->oH, (long long)g->oW);
   return 0;
 }
 

@@ -21,7 +21,7 @@ static int sm_geom_init(sm_geom *g, const char *fn, const lt_tensor *input) {
     case 2: *g = (sm_geom){s[0], s[1], 1}; break;
     case 3: *g = (sm_geom){1, s[0], s[1] * s[2]}; break;
     case 4: *g = (sm_geom){s[0], s[1], s[2] * s[3]}; break;
-    default: return lt_fail("%s: 1D, 2D, 3D or 4D tensor expected but got: %s", fn, nn_shape_str(input, buf, sizeof buf));
+    default: return lt_fail("%s: 1D, 2D, 3D or 4D tensor expected but got: %s", fn, lt_shape_str(input, buf, sizeof buf));
   }
   return 0;
 }
@@ -51,8 +51,8 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
     return -1;
   (void)input;
   if (!lt_tensor_is_same_size(output, gradOutput))
-    return lt_fail("%s: gradOutput %s should have the size of output %s", fn, nn_shape_str(gradOutput, b1, sizeof b1),
-                   nn_shape_str(output, b2, sizeof b2));
+    return lt_fail("%s: gradOutput %s should have the size of output %s", fn, lt_shape_str(gradOutput, b1, sizeof b1),
+                   lt_shape_str(output, b2, sizeof b2));
   nn_copies cp = {0};
   const void *out = nn_contig(&cp, output), *go = out ? nn_contig(&cp, gradOutput) : NULL;
   int rc = -1;

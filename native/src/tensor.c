@@ -78,6 +78,15 @@ int lt_tensor_set(lt_tensor *t, const lt_tensor *src) {
 void lt_tensor_free_ref(void *ref) { lt_tensor_clear((lt_tensor *)ref); }
 void lt_storage_release_ref(void *ref) { lt_storage_release(*(lt_storage **)ref); }
 
+const char *lt_shape_str(const lt_tensor *t, char *buf, size_t len) {
+  size_t pos = 0;
+  pos += snprintf(buf + pos, len - pos, "[");
+  for (int d = 0; d < t->ndim && pos < len; d++)
+    pos += snprintf(buf + pos, len - pos, d ? " x %lld" : "%lld", (long long)t->size[d]);
+  if (pos < len) snprintf(buf + pos, len - pos, "]");
+  return buf;
+}
+
 int64_t lt_tensor_nelement(const lt_tensor *t) {
   if (t->ndim == 0) return 0;
   int64_t n = 1;
