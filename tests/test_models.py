@@ -72,3 +72,46 @@ def test_whole_model_float32_equals_pytorch(rt, rng, build, shape):
         check_module(rt, rng, build, shape, np.float32, train=False, grad_tol=2e-2)
     finally:
         tm.TOL[np.float32] = saved
+
+
+def test_clone_save_load_and_train(rt, tmp_path):
+    """clone() (serialization based, as Torch7), torch.save/load of a cudnn-class ResNet, and a
+    few optim.sgd steps on the loaded copy."""
+    rt.require("nn")
+    rt.require("optim")
+    r = rt.execute("""
+        local path = ...
+        torch.manualSeed(3)
+        local m = require('models.resnet')({depth = 20, dataset = 'cifar10'})
+        local x = torch.randn(4, 3, 32, 32)
+        m:evaluate()
+        local y = m:forward(x):clone()
+        local c = m:clone()
+        local dClone = (c:forward(x) - y):abs():max()
+        torch.save(path, m)
+        local m2 = torch.load(path)
+        m2:evaluate()
+        local dLoad = (m2:forward(x) - y):abs():max()
+        m2:training()
+        local crit = nn.CrossEntropyCriterion()
+        local p, g = m2:getParameters()
+        local t = torch.LongTensor{1, 7, 3, 3}
+        local first, last
+        for i = 1, 8 do
+           local function feval()
+              g:zero()
+              local out = m2:forward(x)
+              local loss = crit:forward(out, t)
+              m2:backward(x, crit:backward(out, t))
+              return loss, g
+           end
+           local _, fx = optim.sgd(feval, p, {learningRate = 0.05, momentum = 0.9})
+           first = first or fx[1]
+           last = fx[1]
+        end
+        return dClone, dLoad, torch.typename(m2:get(1)), first, last
+    """.replace("...", repr(str(tmp_path / "resnet20.t7"))))
+    d_clone, d_load, first_type, first, last = r
+    assert d_clone == 0 and d_load == 0
+    assert first_type == "cudnn.SpatialConvolution"
+    assert last < first

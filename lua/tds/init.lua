@@ -158,7 +158,7 @@ end
 -- Counts come from the file: each element takes at least a type tag, so a
 -- count beyond the bytes left is refused before the loop.
 local function readCount(f, per, what)
-   local at = f:position()
+   local at = f:_offset()
    local n = f:readLong()
    local left = f._len - f._pos
    local minBytes = f:isBinary() and 4 * per or 2 * per
@@ -238,7 +238,7 @@ end
 function Hash:__read(f)
    local n = readCount(f, 2, 'tds.Hash')
    for _ = 1, n do
-      local at = f:position()
+      local at = f:_offset()
       local k = f:readObject()
       local v = f:readObject()
       if k == nil or k ~= k then error(string.format('t7: at byte %d: expected a tds.Hash key, got nil or NaN', at), 0) end

@@ -91,22 +91,30 @@ function File:bigEndianEncoding() self._swap = littleHost; return self end
 function File:isLittleEndianCPU() return littleHost end
 function File:isBigEndianCPU() return not littleHost end
 
+-- Torch7's Lua API counts file positions from 1 (File.c adds/subtracts 1
+-- around THFile's 0-based offsets); nn's clone() relies on f:seek(1).
 function File:position()
    self:_checkOpen('position')
+   return self._pos + 1
+end
+
+-- The 0-based byte offset, for error messages about file contents.
+function File:_offset()
    return self._pos
 end
 
 function File:seek(pos)
    self:_checkOpen('seek')
-   if type(pos) ~= 'number' or pos < 0 or pos ~= math.floor(pos) then
-      error('seek: non-negative position expected', 2)
+   if type(pos) ~= 'number' or pos < 1 or pos ~= math.floor(pos) then
+      error('seek: position expected (positions start at 1)', 2)
    end
-   if pos > self._len then
+   local off = pos - 1
+   if off > self._len then
       if self._quiet then self._hasError = true; return self end
       error(string.format('unable to seek to position %d (file size %d)', pos, self._len), 2)
    end
-   self:_seek(pos)
-   self._pos = pos
+   self:_seek(off)
+   self._pos = off
    return self
 end
 

@@ -27,7 +27,7 @@ for _, ty in ipairs(torch._types) do
    end
 
    function smt.read(self, file)
-      local at = file:position()
+      local at = file:_offset()
       local n = file:readLong()
       if n < 0 or n ~= math.floor(n) then t7error(at, 'expected a storage size, got %.0f', n) end
       file:_checkCount(n, kind, at, ty.name:lower() .. ' elements for a ' .. ty.storagename)
@@ -46,18 +46,18 @@ for _, ty in ipairs(torch._types) do
    end
 
    function tmt.read(self, file)
-      local at = file:position()
+      local at = file:_offset()
       local nd = file:readInt()
       if nd < 0 or nd > MAXDIM then
          t7error(at, 'expected a tensor dimension count (0..%d), got %d', MAXDIM, nd)
       end
-      local geomAt = file:position()
+      local geomAt = file:_offset()
       -- per call: reading the storage object below may read other tensors
       local sizebuf, stridebuf = geomType(), geomType()
       file:_checkCount(2 * nd + 1, kinds.Long, geomAt, 'longs for tensor sizes, strides and offset')
       file:_readRaw(kinds.Long, sizebuf, nd)
       file:_readRaw(kinds.Long, stridebuf, nd)
-      local offAt = file:position()
+      local offAt = file:_offset()
       local offset = file:readLong() - 1
       -- geometry checks use doubles: any value beyond 2^53 is far beyond
       -- what a storage from this file can hold anyway
@@ -82,7 +82,7 @@ for _, ty in ipairs(torch._types) do
          t7error(geomAt, 'tensor of %.0f elements is too large to view', nel)
       end
       if offset < 0 then t7error(offAt, 'expected a storage offset >= 1, got %.0f', offset + 1) end
-      local sAt = file:position()
+      local sAt = file:_offset()
       local storage = file:readObject()
       if storage == nil then
          if nel > 0 then

@@ -130,4 +130,14 @@ function T.unknown_class_placeholder_gives_way()
    spec.raises(function() torch.class('specns.Later') end, 'already assigned')
 end
 
+function T.file_positions_start_at_one()
+   local f = torch.MemoryFile('rw'):binary()
+   spec.eq(f:position(), 1)
+   f:writeInt(7)
+   spec.eq(f:position(), 5)
+   f:seek(1)
+   spec.eq(f:readInt(), 7)
+   spec.raises(function() f:seek(0) end, 'positions start at 1')
+end
+
 return T
