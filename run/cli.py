@@ -22,6 +22,7 @@ BENCHMARKS = {
     "gemm": "run.bench_gemm",
     "tensor": "run.bench_tensor",
     "conv": "run.bench_conv",
+    "model": "run.bench_model",
 }
 
 
