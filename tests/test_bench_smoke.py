@@ -1,0 +1,37 @@
+"""The benchmark programs run end to end on tiny sizes and write the JSON keys they promise.
+(Timings are never asserted: benchmarks are programs, not tests.)"""
+import json
+
+import pytest
+
+
+def test_bench_gemm(tmp_path):
+    from run import bench_gemm
+
+    out = tmp_path / "g.json"
+    assert bench_gemm.main(["--n", "96", "--threads", "1", "--repeat", "2", "--json", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert {"ours_gflops", "numpy_gflops", "ratio"} <= set(rec)
+    assert rec["max_rel_error"] < 1e-5
+
+
+def test_bench_tensor(tmp_path):
+    from run import bench_tensor
+
+    out = tmp_path / "t.json"
+    assert bench_tensor.main(["--size", "100000", "--repeat", "2", "--threads", "1", "--json", str(out)]) == 0
+    recs = json.loads(out.read_text())
+    assert {r["op"] for r in recs} == {"add", "mul", "sum"}
+    assert all({"ours_ms", "numpy_ms", "ratio"} <= set(r) for r in recs)
+
+
+def test_bench_model(tmp_path):
+    pytest.importorskip("torch")
+    from run import bench_model
+
+    out = tmp_path / "m.json"
+    assert bench_model.main(["--model", "resnet20", "--batch", "2", "--iters", "1", "--warmup", "0",
+                             "--threads", "1", "--json", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert {"model", "batch", "threads", "ours_images_per_s", "pytorch_images_per_s", "ratio"} <= set(rec)
+    assert rec["layers"] and rec["layers"][0]["seconds"] >= rec["layers"][-1]["seconds"]
