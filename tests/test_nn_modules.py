@@ -163,6 +163,9 @@ def test_containers(rt, rng, dtype):
         :add(nn.Linear(6 * 5 * 6, 3))
         :add(nn.LogSoftMax())"""
     check_module(rt, rng, block, (2, 3, 5, 6), dtype)
+    # DepthConcat centres the smaller (3x3-convolved) output in zero padding
+    check_module(rt, rng, "nn.DepthConcat(2):add(nn.SpatialConvolution(2, 3, 3, 3))"
+                 ":add(nn.SpatialConvolution(2, 4, 1, 1)):add(nn.SpatialMaxPooling(2, 2, 1, 1))", (2, 2, 5, 6), dtype)
 
 
 def test_errors_name_the_module(rt):

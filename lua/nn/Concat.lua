@@ -7,6 +7,16 @@ function Concat:__init(dimension)
    self.dimension = dimension
 end
 
+-- Where a child's output goes in the concatenated tensor (DepthConcat overrides).
+function Concat:_window(output, childOutput, offset)
+   return output:narrow(self.dimension, offset, childOutput:size(self.dimension))
+end
+
+-- Account for one more child's output in self.outputSize (DepthConcat overrides).
+function Concat:_growSize(childOutput)
+   self.outputSize[self.dimension] = self.outputSize[self.dimension] + childOutput:size(self.dimension)
+end
+
 function Concat:updateOutput(input)
    local outs = {}
    for i = 1, #self.modules do
@@ -15,15 +25,15 @@ function Concat:updateOutput(input)
       if i == 1 then
          self.outputSize:resize(out:dim()):copy(out:size())
       else
-         self.outputSize[self.dimension] = self.outputSize[self.dimension] + out:size(self.dimension)
+         self:_growSize(out)
       end
    end
    self.output:resize(self.outputSize)
+   if self._padded then self.output:zero() end
    local offset = 1
    for i = 1, #outs do
-      local n = outs[i]:size(self.dimension)
-      self.output:narrow(self.dimension, offset, n):copy(outs[i])
-      offset = offset + n
+      self:_window(self.output, outs[i], offset):copy(outs[i])
+      offset = offset + outs[i]:size(self.dimension)
    end
    return self.output
 end
@@ -34,13 +44,12 @@ function Concat:_eachSlice(method, input, gradOutput, scale, collect)
    if collect then self.gradInput:resizeAs(input) end
    local offset = 1
    for i, module in ipairs(self.modules) do
-      local n = module.output:size(self.dimension)
-      local slice = gradOutput:narrow(self.dimension, offset, n)
+      local slice = self:_window(gradOutput, module.output, offset)
       local g = self:rethrowErrors(module, i, method, input, slice, scale)
       if collect and g then  -- a child without gradInput (e.g. a first layer) is skipped
          if i == 1 then self.gradInput:copy(g) else self.gradInput:add(g) end
       end
-      offset = offset + n
+      offset = offset + module.output:size(self.dimension)
    end
    return self.gradInput
 end

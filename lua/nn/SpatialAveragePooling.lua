@@ -67,10 +67,5 @@ function SpatialAveragePooling:updateGradInput(input, gradOutput)
    end
 end
 
-function SpatialAveragePooling:__tostring__()
-   local s = string.format('%s(%dx%d, %d,%d', torch.type(self), self.kW, self.kH, self.dW, self.dH)
-   if (self.padW or self.padH) and (self.padW ~= 0 or self.padH ~= 0) then
-      s = s .. ', ' .. self.padW .. ',' .. self.padH
-   end
-   return s .. ')'
-end
+-- the same description as max pooling: 'nn.SpatialAveragePooling(3x3, 1,1, 1,1)'
+SpatialAveragePooling.__tostring__ = nn.SpatialMaxPooling.__tostring__
