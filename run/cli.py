@@ -23,6 +23,7 @@ BENCHMARKS = {
     "tensor": "run.bench_tensor",
     "conv": "run.bench_conv",
     "model": "run.bench_model",
+    "overhead": "run.bench_overhead",
 }
 
 

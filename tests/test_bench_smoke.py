@@ -35,3 +35,14 @@ def test_bench_model(tmp_path):
     rec = json.loads(out.read_text())
     assert {"model", "batch", "threads", "ours_images_per_s", "pytorch_images_per_s", "ratio"} <= set(rec)
     assert rec["layers"] and rec["layers"][0]["seconds"] >= rec["layers"][-1]["seconds"]
+
+
+def test_bench_overhead(tmp_path):
+    pytest.importorskip("torch")
+    from run import bench_overhead
+
+    out = tmp_path / "o.json"
+    assert bench_overhead.main(["--calls", "20", "--repeat", "1", "--json", str(out)]) == 0
+    recs = json.loads(out.read_text())
+    assert {r["pass"] for r in recs} == {"forward", "forward+backward"}
+    assert all(r["ours_us"] > 0 and r["pytorch_us"] > 0 for r in recs)
