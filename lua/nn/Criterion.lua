@@ -20,14 +20,8 @@ end
 function Criterion:updateGradInput(input, target)
 end
 
-function Criterion:clone()
-   local f = torch.MemoryFile('rw'):binary()
-   f:writeObject(self)
-   f:seek(1)
-   local copy = f:readObject()
-   f:close()
-   return copy
-end
+-- a deep copy through serialization, as nn.Module:clone (without sharing)
+Criterion.clone = nn.Module.clone
 
 function Criterion:type(type, tensorCache)
    assert(type, 'Criterion: must provide a type to convert to')

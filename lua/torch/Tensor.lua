@@ -39,33 +39,26 @@ local function typeOfTensor(t) return torch._typesById[t._c.type] end
 -- Read sizes given as numbers (varargs) or one LongStorage/table into sizebuf; returns n.
 local function readSizes(fname, ...)
    local a = ...
-   local n = 0
+   -- src[base + 1 .. base + n] are the sizes
+   local src, base, n = nil, 0, 0
    if torch.isStorage(a) then
-      n = a:size()
-      if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
-      for i = 1, n do sizebuf[i - 1] = a[i] end
+      src, n = a, a:size()
    elseif torch.isTensor(a) then
-      n = a:nElement()
-      if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
       local c = a:contiguous()
-      for i = 1, n do sizebuf[i - 1] = c:storage()[c:storageOffset() + i - 1] end
+      src, base, n = c:storage(), c:storageOffset() - 1, c:nElement()
    elseif type(a) == 'table' then
-      n = #a
-      if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
-      for i = 1, n do sizebuf[i - 1] = a[i] end
+      src, n = a, #a
    else
-      local args = {...}
-      if #args > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
-      for i = 1, select('#', ...) do
-         local v = args[i]
-         if type(v) ~= 'number' then
-            error(string.format('%s: sizes must be numbers or a LongStorage (argument %d is %s)', fname, i, type(v)), 3)
-         end
-         sizebuf[i - 1] = v
-         n = i
-      end
+      src, n = {...}, select('#', ...)
    end
    if n > 16 then error(fname .. ': at most 16 dimensions are supported', 3) end
+   for i = 1, n do
+      local v = src[base + i]
+      if type(v) ~= 'number' then
+         error(string.format('%s: sizes must be numbers or a LongStorage (argument %d is %s)', fname, i, type(v)), 3)
+      end
+      sizebuf[i - 1] = v
+   end
    return n
 end
 torch._readSizes = readSizes
@@ -135,8 +128,27 @@ local function makeConstructor(ty)
          check(C.lt_tensor_set(t._c, a._c), 2)
          return t
       end
-      if torch.isStorage(a) then
+      -- a storage of the tensor's own type is the storage form (Torch7 tries it
+      -- first); any other LongStorage gives the sizes [and strides]
+      if torch.isStorage(a) and a._c.type == ty.id then
          M.set(t, ...)
+         return t
+      end
+      if torch.typename(a) == 'torch.LongStorage' then
+         local n = readSizes(ty.tensorname, a)
+         if b ~= nil then
+            if torch.typename(b) ~= 'torch.LongStorage' or b:size() ~= n then
+               error(ty.tensorname .. ': strides must be a LongStorage as long as the sizes', 2)
+            end
+            local st = ffi.new('int64_t[16]')
+            for i = 1, n do st[i - 1] = b[i] end
+            local total = 1
+            for i = 0, n - 1 do total = total + (sizebuf[i] - 1) * st[i] end
+            local s = torch.getmetatable(ty.storagename).__constructor(n > 0 and tonumber(total) or 0)
+            check(C.lt_tensor_set_storage(t._c, s._c, 0, n, sizebuf, st), 2)
+         else
+            check(C.lt_tensor_resize(t._c, n, sizebuf), 2)
+         end
          return t
       end
       if type(a) == 'table' then

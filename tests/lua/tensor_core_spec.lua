@@ -10,6 +10,20 @@ function T.default_type_is_double()
    spec.eq(torch.typename(torch.Storage(2)), 'torch.FloatStorage')
 end
 
+function T.longstorage_sizes_constructor()
+   local t = torch.DoubleTensor(torch.LongStorage{2, 3})
+   spec.eq(t:dim(), 2)
+   spec.eq(t:size(2), 3)
+   local u = torch.FloatTensor(torch.LongStorage{2, 3}, torch.LongStorage{1, 2})
+   spec.eq(u:stride(1), 1)
+   spec.eq(u:stride(2), 2)
+   spec.eq(u:storage():size(), 6)
+   -- for a LongTensor a LongStorage is the storage form, as Torch7
+   local l = torch.LongTensor(torch.LongStorage{4, 5, 6})
+   spec.eq(l:dim(), 1)
+   spec.eq(l[3], 6)
+end
+
 function T.zero_size_ends_dimensions()
    spec.eq(torch.Tensor(0):dim(), 0)
    spec.eq(torch.Tensor(3, 0):dim(), 1)
