@@ -63,21 +63,68 @@ def test_whole_model_float64_equals_pytorch(rt, rng, build, shape):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("build,shape", MODELS, ids=["resnet50", "googlenet_bn"])
-def test_whole_model_float32_equals_pytorch(rt, rng, build, shape):
-    """float32: output within 1e-4 of PyTorch's float32 run.
+def test_whole_model_float32_close_to_float64(rt, rng, build, shape):
+    """float32 forward + backward of the whole network against PyTorch's float64 run on the same
+    (float32-valued) weights and input.
 
-    gradInput and parameter gradients are compared at 2e-2: summed over 2x112x112 positions, the first
-    convolution's float32 gradient differs from the float64 value by ~0.3-0.4% in PyTorch
-    itself (measured: ours 0.34%, PyTorch 0.40% against the float64 result), so two float32
-    implementations cannot agree to 1e-4 there. The float64 test above is the exact check."""
-    import test_nn_modules as tm
+    Elementwise agreement is not attainable for the gradients: roughly once per draw a
+    pre-ReLU value lies within float32 rounding (~1e-8) of zero, lands on the other side of it,
+    and routes one gradient element differently; every gradient upstream then differs by up
+    to ~2e-2 in its largest element, for PyTorch's own float32 run as much as for ours
+    (measured over 15 draws). So the output is compared elementwise (1e-4) and gradients by
+    relative Frobenius norm (2e-2; a wrong kernel errs by O(1)). The float64 test above is
+    the exact check."""
+    from test_nn_modules import lua_grads, rel_err
+    from pytorch_bridge.interop import to_torch
 
-    saved = tm.TOL[np.float32]
-    tm.TOL[np.float32] = 1e-4
-    try:
-        check_module(rt, rng, build, shape, np.float32, train=False, grad_tol=2e-2)
-    finally:
-        tm.TOL[np.float32] = saved
+    rt.require("nn")
+    rt.execute("torch.setdefaulttensortype('torch.FloatTensor')")
+    rt.execute("torch.manualSeed(%d)" % int(rng.integers(1 << 30)))
+    m = rt.eval(build)
+    rt.call(rt.eval("function(m) m:evaluate() end"), m)
+    x = rng.standard_normal(shape).astype(np.float32)
+
+    def torch_run(dtype):
+        net = to_torch(rt, m, dtype)
+        net.train(False)
+        xt = torch.from_numpy(x.astype(dtype)).requires_grad_(True)
+        y = net(xt)
+        y.backward(torch.from_numpy(g.astype(dtype)))
+        grads = [p.grad.numpy().astype(np.float64) for _, p in net.named_parameters()]
+        return y.detach().numpy().astype(np.float64), xt.grad.numpy().astype(np.float64), grads
+
+    with torch.no_grad():
+        n_out = to_torch(rt, m, np.float32).eval()(torch.from_numpy(x[:1])).shape[1]
+    g = rng.standard_normal((shape[0], n_out)).astype(np.float32)
+    ref = torch_run(np.float64)
+    theirs = torch_run(np.float32)
+    y, gi = rt.call(rt.eval("""function(m, x, g)
+        m:zeroGradParameters()
+        local y = m:forward(x):clone()
+        local gi = m:backward(x, g)
+        return y, gi and gi:clone() or nil
+    end"""), m, rt.from_numpy(x), rt.from_numpy(g))
+    ours = (rt.to_numpy(y), gi is not None and rt.to_numpy(gi),
+            [gr.reshape(r.shape) for (_, gr), r in zip(lua_grads(rt, m), ref[2])])
+
+    def check(what, a, b, r, elementwise=False):
+        def err(u):
+            return rel_err(u, r) if elementwise else float(np.linalg.norm(u - r) / np.linalg.norm(r))
+
+        assert err(a) <= (1e-4 if elementwise else 2e-2), "%s: ours %.3g from float64 (PyTorch float32: %.3g)" % (
+            what, err(a), err(b))
+
+    check("output", ours[0], theirs[0], ref[0], elementwise=True)
+    if gi is not None:  # fb.resnet's first convolution skips its gradInput
+        check("gradInput", ours[1], theirs[1], ref[1])
+    assert len(ours[2]) == len(ref[2])
+    # gradients analytically zero (a bias feeding BatchNorm) hold only rounding noise
+    scale = max(float(np.max(np.abs(r))) for r in ref[2])
+    for i, (a, b, r) in enumerate(zip(ours[2], theirs[2], ref[2])):
+        if np.max(np.abs(r)) < 1e-6 * scale:
+            assert np.max(np.abs(a - r)) <= 1e-5 * scale, "zero gradient %d" % i
+        else:
+            check("gradient %d" % i, a, b, r)
 
 
 def test_clone_save_load_and_train(rt, tmp_path):
