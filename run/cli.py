@@ -4,6 +4,9 @@
     luatorch demo                                          a short tour of the torch package
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
+    luatorch bench data --data PACKED --files FOLDER       in-memory vs per-file loader (images/s, data wait)
+    luatorch pack SRC OUT | pack --verify OUT              pack a data set into checksummed shards
+    luatorch synth-data OUT --images N --classes K         an ImageNet-like folder of JPEGs
 """
 import argparse
 import sys
@@ -24,6 +27,7 @@ BENCHMARKS = {
     "conv": "run.bench_conv",
     "model": "run.bench_model",
     "overhead": "run.bench_overhead",
+    "data": "run.bench_data",
 }
 
 
@@ -33,6 +37,8 @@ def main(argv=None):
         "th": lambda rest: __import__("run.th", fromlist=["main"]).main(rest),
         "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
         "bench": _bench,
+        "pack": lambda rest: __import__("run.pack", fromlist=["main"]).main(rest),
+        "synth-data": lambda rest: __import__("run.pack", fromlist=["main"]).synth_main(rest),
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__.strip())
