@@ -101,17 +101,18 @@ class Loader:
             try:
                 data = self._fetch(gi)
             except OSError as e:
-                data, err = None, e
+                data, err = None, "%s: %s" % (type(e).__name__, e)
             t1 = time.perf_counter()
             img = None
             if data is not None:
                 try:
                     img = self.decode(data)
                 except Exception as e:  # corrupt or truncated: replaced below, label kept
-                    err = e
+                    err = "%s: %s" % (type(e).__name__, e)
             if img is None:
                 img = self._gray(gi)
-                bad.append((gi, "%s: %s" % (type(err).__name__, err)))
+                bad.append((gi, err))
+            data = None
             t2 = time.perf_counter()
             self.x[slot, j] = self.transform(img, sample_rng(self.seed, epoch, gi))
             self.y[slot, j] = self.labels[gi - self.base]

@@ -164,9 +164,12 @@ class Store:
         if self.fd is None or os.getpid() != self._pid:   # forked workers leave it to their parent
             return
         atexit.unregister(self.close)
-        self.buf.release()
-        if self.mm is not None:
-            self.mm.close()
+        try:
+            self.buf.release()
+            if self.mm is not None:
+                self.mm.close()
+        except BufferError:   # a record view is still alive somewhere: the mapping goes with it
+            pass
         if not self.keep:
             lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
