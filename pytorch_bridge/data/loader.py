@@ -32,7 +32,7 @@ MODES = ("threads", "processes")
 class Loader:
     def __init__(self, ds, split, batch_size, rank=0, world=1, seed=0, workers=2, policy="partition",
                  source="memory", shuffle=True, drop_last=False, mode="threads", slots=None, train=None,
-                 keep=False, verify=True, log=None):
+                 keep=False, verify=True, log=None, root=None):
         if mode not in MODES:
             raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
         if source not in ("memory", "files"):
@@ -63,7 +63,7 @@ class Loader:
                                  % (ds.path, ds.kind))
             idx = ds.index(split)
             self.names, self.labels, self.base = idx["name"], idx["label"].astype(np.int64), 0
-            self.root = ds.manifest["source_root"]
+            self.root = root or ds.manifest["source_root"]   # `root`: the original folder, if moved
         self.load_s = time.time() - t0
         self.sizes = {k: ds.index(split)[k] for k in ("width", "height")} if ds.encoding == "file" else None
         c, h, w = ds.image_shape
@@ -148,6 +148,10 @@ class Loader:
         except Exception:
             pass
         self._work(jobs, results)
+
+    def start(self):
+        """Start the workers now (else on the first iteration), e.g. to keep fork time out of a measurement."""
+        self._start()
 
     def _start(self):
         if self._procs:

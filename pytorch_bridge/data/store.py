@@ -55,6 +55,19 @@ def local_rank():
     return 0, 1
 
 
+def _lock(path):
+    """An exclusive flock on `path`, retried when the file was unlinked (by a last closer) meanwhile."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
 class NotEnoughMemory(MemoryError):
     pass
 
@@ -80,15 +93,18 @@ class Store:
         key = hashlib.sha1(("%s|%s|%s|%d|%d" % (self.packed, json_key(m), split, start, end)).encode()).hexdigest()
         self.path = os.path.join(shm_dir, "luatorch-data-%s" % key[:20])
         self.created = False
-        lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        lock = _lock(self.path + ".lock")
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
             if not os.path.exists(self.path):
                 self._check_room(nbytes, shm_dir)
                 self._fill(mine, nbytes, verify)
                 self.created = True
             self.fd = os.open(self.path, os.O_RDONLY)
             fcntl.flock(self.fd, fcntl.LOCK_SH)
+        except BaseException:
+            if not os.path.exists(self.path):   # nothing made: leave no lock file behind
+                os.unlink(self.path + ".lock")
+            raise
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
             os.close(lock)
@@ -171,12 +187,12 @@ class Store:
         except BufferError:   # a record view is still alive somewhere: the mapping goes with it
             pass
         if not self.keep:
-            lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            lock = _lock(self.path + ".lock")
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX)
                 try:
                     fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     os.unlink(self.path)   # nobody else holds it
+                    os.unlink(self.path + ".lock")
                 except OSError:
                     pass
             finally:

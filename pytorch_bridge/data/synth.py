@@ -1,7 +1,7 @@
 """`luatorch synth-data OUT --images N --classes K [--val M]`: an ImageNet-like folder of real JPEGs.
 
 Sizes follow ImageNet's typical ones (width ~ N(400, 80), height ~ N(350, 70), clipped); the content is
-a smooth random colour field plus mid-frequency texture and pixel noise, so that JPEG (quality 95)
+a smooth random colour field plus mid-frequency texture and pixel noise, so that JPEG (quality 97)
 files come out near ImageNet's ~110 KB average and decode as slowly as real photos. Image i of a split
 depends only on (seed, split, i): the folder is the same for the same arguments, whatever the workers.
 """
@@ -13,8 +13,8 @@ import numpy as np
 
 from .pack import Progress
 
-QUALITY = 95
-NOISE = 13.0
+QUALITY = 97
+NOISE = 14.0
 
 
 def make_image(seed, split, i, width=None, height=None):
