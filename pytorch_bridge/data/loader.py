@@ -236,6 +236,8 @@ class Loader:
         s = dict(self._stats)
         s["workers"], s["mode"], s["source"], s["policy"] = self.workers, self.mode, self.source, self.policy
         s["slots"], s["store_bytes"] = self.nslots, (self.store.nbytes if self.store is not None else 0)
+        s["store_created_here"] = bool(self.store is not None and self.store.created)
+        s["ring_bytes"] = int(self.x.nbytes + self.y.nbytes)
         return s
 
     def close(self):
