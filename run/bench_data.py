@@ -48,17 +48,23 @@ def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, file
     try:
         ld.start()
         t0 = time.perf_counter()
-        n = 0
-        for k, (x, y) in enumerate(ld):
+        n, waits = 0, []
+        it = iter(ld)
+        for k in range(min(batches, len(ld))):
+            t = time.perf_counter()
+            x, y = next(it)
+            waits.append(time.perf_counter() - t)
             n += len(y)
             if iter_ms:
                 time.sleep(iter_ms / 1000)
-            if k + 1 >= batches:
-                break
         wall = time.perf_counter() - t0
+        it.close()
         s = ld.stats()
+        # steady state: without the first batch, which nothing could have prefetched
+        steady = sum(waits[1:]) / max(wall - waits[0], 1e-9)
         return dict(images=n, wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
-                    data_wait_fraction=s["data_wait_s"] / wall, load_s=s["load_s"], store_bytes=s["store_bytes"],
+                    data_wait_fraction=s["data_wait_s"] / wall, data_wait_fraction_steady=steady,
+                    load_s=s["load_s"], store_bytes=s["store_bytes"],
                     ring_bytes=int(ld.x.nbytes + ld.y.nbytes), decode_s=s["decode_s"], transform_s=s["transform_s"],
                     fetch_s=s["fetch_s"])
     finally:
@@ -85,10 +91,12 @@ def main(argv=None):
     files = [os.path.join(a.files, str(n)) for n in idx["name"]]
     shards = [os.path.join(a.data, s["file"]) for s in ds.manifest["splits"]["train"]["shards"]]
     records = []
-    for loader in a.loaders.split(","):
-        for cache in a.caches.split(","):
-            for mode in a.modes.split(","):
-                for w in [int(v) for v in a.workers.split(",")]:
+    # the loader varies fastest, so the two loaders are measured next to each other in time (the
+    # machine's load drifts)
+    for cache in a.caches.split(","):
+        for mode in a.modes.split(","):
+            for w in [int(v) for v in a.workers.split(",")]:
+                for loader in a.loaders.split(","):
                     rec = dict(loader=loader, cache=cache, mode=mode, workers=w, batch_size=a.batch_size,
                                iter_ms=a.iter_ms, loadavg=os.getloadavg()[0])
                     for what, iter_ms in (("throughput", 0), ("wait", a.iter_ms)):
@@ -106,10 +114,13 @@ def main(argv=None):
                                        fetch_ms_per_image=1000 * r["fetch_s"] / r["images"])
                         else:
                             rec.update(data_wait_fraction=r["data_wait_fraction"],
+                                       data_wait_fraction_steady=r["data_wait_fraction_steady"],
                                        data_wait_ms_per_batch=1000 * r["data_wait_s"] / a.batches)
                     records.append(rec)
-                    print("%-6s %-4s %-9s w=%d  %.1f img/s  wait %.1f%%  load %.2fs  fetch %.2f ms/img  (load avg %.1f)"
+                    print("%-6s %-4s %-9s w=%d  %.1f img/s  wait %.1f%% (steady %.1f%%)  load %.2fs  fetch %.2f ms/img"
+                          "  (load avg %.1f)"
                           % (loader, cache, mode, w, rec["images_per_s"], 100 * rec["data_wait_fraction"],
+                             100 * rec["data_wait_fraction_steady"],
                              rec["load_s"], rec["fetch_ms_per_image"], rec["loadavg"]), flush=True)
     print()
     print_table(["loader", "cache", "mode", "workers", "images/s", "data wait", "fetch ms/img", "load s"],

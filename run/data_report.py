@@ -46,12 +46,14 @@ def svg(records, path, width=820, height=420):
 
 
 def table(records):
-    lines = ["| loader | cache | mode | workers | images/s | data wait | fetch ms/img | decode ms/img | "
+    lines = ["| loader | cache | mode | workers | images/s | data wait (steady) | fetch ms/img | decode ms/img | "
              "transform ms/img | load store s | load avg |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         cache = r["cache"] + (" (%s)" % r["cold_method"] if r.get("cold_method") else "")
-        lines.append("| %s | %s | %s | %d | %.1f | %.1f %% | %.2f | %.1f | %.1f | %.2f | %.1f |" % (
+        steady = r.get("data_wait_fraction_steady")
+        lines.append("| %s | %s | %s | %d | %.1f | %.1f %% (%s) | %.2f | %.1f | %.1f | %.2f | %.1f |" % (
             r["loader"], cache, r["mode"], r["workers"], r["images_per_s"], 100 * r["data_wait_fraction"],
+            "%.1f %%" % (100 * steady) if steady is not None else "-",
             r["fetch_ms_per_image"], r["decode_ms_per_image"], r["transform_ms_per_image"], r["load_s"],
             r["loadavg"]))
     return "\n".join(lines)
