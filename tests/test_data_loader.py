@@ -211,3 +211,40 @@ def test_open_dataset_packs_source_into_cache(tmp_path, rng, monkeypatch):
     assert open_dataset(ds.path, image_size=32).image_shape == (1, 32, 32)
     with pytest.raises(ValueError, match="files"):
         ds.loader("train", batch_size=2, source="files")
+
+
+def test_local_rank_from_env(monkeypatch):
+    for k in ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(k, raising=False)
+    import sys
+    monkeypatch.delitem(sys.modules, "mpi4py.MPI", raising=False)
+    assert store_mod.local_rank() == (0, 1)               # no MPI at all: one process
+    monkeypatch.setenv("MPI_LOCALRANKID", "2")
+    monkeypatch.setenv("MPI_LOCALNRANKS", "4")
+    assert store_mod.local_rank() == (2, 4)
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1")
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3")
+    assert store_mod.local_rank() == (1, 3)
+
+
+@pytest.mark.slow
+def test_full_size_imagenet_batches_memory_vs_files(tmp_path):
+    """The default 224 pipeline on ImageNet-sized JPEGs: both loaders, both modes, bit-identical."""
+    from pytorch_bridge.data.synth import synth
+    synth(str(tmp_path / "s"), 12, 3, val=4, seed=2, progress=False)
+    pack(str(tmp_path / "s"), str(tmp_path / "p"), progress=False)
+    ds = Dataset(str(tmp_path / "p"))
+    ref = None
+    for source in ("memory", "files"):
+        for mode in ("threads", "processes"):
+            with ds.loader("train", batch_size=5, workers=2, seed=9, source=source, mode=mode) as ld:
+                got = [(x.copy(), y.copy()) for x, y in ld]
+            assert [x.shape for x, _ in got] == [(5, 3, 224, 224), (5, 3, 224, 224), (2, 3, 224, 224)]
+            if ref is None:
+                ref = got
+            for (a, b), (c, d) in zip(ref, got):
+                np.testing.assert_array_equal(a, c)
+                np.testing.assert_array_equal(b, d)
+    with ds.loader("val", batch_size=4, workers=1, shuffle=False) as ld:
+        x, y = next(iter(ld))
+        assert x.shape == (4, 3, 224, 224) and np.isfinite(x).all()

@@ -42,7 +42,7 @@ def test_bench_data_smoke(tmp_path):
     assert main(["pack", str(tmp_path / "src"), str(tmp_path / "p")]) == 0
     out = tmp_path / "d.json"
     assert main(["bench", "data", "--data", str(tmp_path / "p"), "--files", str(tmp_path / "src"), "--workers", "1",
-                 "--modes", "threads", "--caches", "cold", "--batches", "1", "--batch-size", "4", "--iter-ms", "5",
+                 "--modes", "threads", "--caches", "warm", "--batches", "1", "--batch-size", "4", "--iter-ms", "5",
                  "--json", str(out)]) == 0
     recs = json.loads(out.read_text())
     assert {r["loader"] for r in recs} == {"memory", "files"}
