@@ -1,6 +1,5 @@
 """Small synthetic sources of every kind `luatorch pack` reads, built in a tmp folder for the tests."""
 import gzip
-import io
 import os
 import pickle
 import struct

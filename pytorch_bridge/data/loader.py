@@ -12,7 +12,6 @@ open/read the original file, the baseline), decode, transform with the per-sampl
 (default workers + 2: one held by the consumer, the others being filled); nothing is allocated per
 batch. The time the consumer waits for its next batch is measured (`stats()["data_wait_s"]`).
 """
-import io
 import mmap
 import multiprocessing as mp
 import os

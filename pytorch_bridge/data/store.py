@@ -90,7 +90,7 @@ class Store:
         mine = [s for s in shards if s["first"] < end and s["first"] + s["count"] > start]
         self.index = self._read_index(mine, start, end)
         nbytes = int(self.index["length"].sum())
-        key = hashlib.sha1(("%s|%s|%s|%d|%d" % (self.packed, json_key(m), split, start, end)).encode()).hexdigest()
+        key = hashlib.sha1(("%s|%s|%s|%d|%d" % (self.packed, _content_key(m), split, start, end)).encode()).hexdigest()
         self.path = os.path.join(shm_dir, "luatorch-data-%s" % key[:20])
         self.created = False
         lock = _lock(self.path + ".lock")
@@ -208,6 +208,6 @@ class Store:
             pass
 
 
-def json_key(m):
+def _content_key(m):
     """What identifies a packed set's content: its shard CRCs."""
     return ",".join(s["crc32"] for sp in m["splits"].values() for s in sp["shards"])
