@@ -11,6 +11,10 @@ open/read the original file, the baseline), decode, transform with the per-sampl
 `sample_rng(seed, epoch, index)`, and write into the slot. The ring has `slots` buffers
 (default workers + 2: one held by the consumer, the others being filled); nothing is allocated per
 batch. The time the consumer waits for its next batch is measured (`stats()["data_wait_s"]`).
+
+stats(): images, batches, epochs, data_wait_s (consumer blocked), fetch_s / decode_s / transform_s (summed
+over workers), corrupt (records replaced by gray images), load_s (store load), store_bytes, ring_bytes,
+store_created_here, workers, mode, source, policy, slots.
 """
 import mmap
 import multiprocessing as mp
