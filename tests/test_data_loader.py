@@ -248,3 +248,18 @@ def test_full_size_imagenet_batches_memory_vs_files(tmp_path):
     with ds.loader("val", batch_size=4, workers=1, shuffle=False) as ld:
         x, y = next(iter(ld))
         assert x.shape == (4, 3, 224, 224) and np.isfinite(x).all()
+
+
+def test_keep_and_remove_unused_segments(mnist):
+    ds, _ = mnist
+    kept = Store(ds.path, "train", 0, 5, keep=True)
+    path = kept.path
+    kept.close()
+    assert os.path.exists(path)                       # kept for the next run
+    again = Store(ds.path, "train", 0, 5)
+    assert not again.created and again.path == path  # attached, not rebuilt
+    assert path not in store_mod.remove_unused_segments()   # in use: left alone
+    again.keep = True
+    again.close()
+    assert path in store_mod.remove_unused_segments()
+    assert not os.path.exists(path) and not os.path.exists(path + ".lock")

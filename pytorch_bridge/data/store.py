@@ -211,3 +211,31 @@ class Store:
 def _content_key(m):
     """What identifies a packed set's content: its shard CRCs."""
     return ",".join(s["crc32"] for sp in m["splits"].values() for s in sp["shards"])
+
+
+def remove_unused_segments(shm_dir=SHM_DIR):
+    """Unlink the data segments no process holds (left by `keep=True` or by killed processes); returns
+    the paths removed. A segment in use keeps its holders' shared flock, so it is never touched."""
+    removed = []
+    for name in sorted(os.listdir(shm_dir)):
+        if not name.startswith("luatorch-data-") or name.endswith(".lock") or ".tmp" in name:
+            continue
+        path = os.path.join(shm_dir, name)
+        lock = _lock(path + ".lock")
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(path)
+                os.unlink(path + ".lock")
+                removed.append(path)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        except FileNotFoundError:
+            pass
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            os.close(lock)
+    return removed
