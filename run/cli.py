@@ -2,6 +2,7 @@
 
     luatorch th [script.lua args... | -e CODE | (REPL)]   Torch7's `th`
     luatorch demo                                          a short tour of the torch package
+    luatorch train [--np N] [--devices D] [--model ...]    fb.resnet.torch-style data-parallel training
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
 """
@@ -33,6 +34,7 @@ def main(argv=None):
         "th": lambda rest: __import__("run.th", fromlist=["main"]).main(rest),
         "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
         "bench": _bench,
+        "train": lambda rest: __import__("run.train", fromlist=["main"]).main(rest),
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__.strip())
