@@ -14,7 +14,6 @@ import os
 import sys
 import time
 
-from pytorch_bridge.data import open_dataset
 
 
 def _kind(ds):
@@ -107,7 +106,13 @@ class TrainHost:
         self.rt.globals.package.loaded["luatorch.host"] = self
         return self
 
+    def set_save(self, path):
+        self.save_dir = str(path)
+
+
     def dataset(self, spec):
+        from pytorch_bridge.data import open_dataset
+
         self._ds = open_dataset(str(spec))
         ds = self._ds
         c, h, w = ds.image_shape
@@ -170,3 +175,25 @@ def plot_log(log_path, out_dir):
     parts = {k: [r.get("time_" + k) or 0.0 for r in recs] for k in ("data", "compute", "allreduce", "update")}
     parts["validation"] = [r.get("val_seconds") or 0.0 for r in recs]
     stacked_bars([str(e) for e in ep], parts, os.path.join(out_dir, "time.svg"), "time per epoch", "seconds")
+
+
+def world_position():
+    """(rank, world size): from MPI when started by a launcher, else (0, 1) without touching MPI."""
+    from run.launch import under_launcher
+
+    if under_launcher():
+        from pytorch_bridge import mpi
+
+        comm = mpi.world()
+        return comm.rank(), comm.size()
+    return 0, 1
+
+
+def preload(rt):
+    """Make `require 'luatorch.host'` in rt create the host on first use (luatorch th scripts)."""
+    def load(*_):
+        rank, world = world_position()
+        return TrainHost(rt, rank, world).install()
+
+    # require only takes Lua functions as loaders: wrap the Python callable
+    rt.globals.package.preload["luatorch.host"] = rt.eval("function(f) return function(...) return f(...) end end")(load)

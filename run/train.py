@@ -83,23 +83,13 @@ def launch(argv, launch_opts):
 def run_rank(lua_argv, threads=None):
     """One rank: a LuaJIT state, the host, and train.main."""
     from pytorch_bridge import LuaError, Runtime
-    from pytorch_bridge.host import TrainHost
-    from run.launch import under_launcher
+    from pytorch_bridge.host import TrainHost, world_position
 
-    rank, world = 0, 1
-    if under_launcher():
-        from pytorch_bridge import mpi
-
-        comm = mpi.world()
-        rank, world = comm.rank(), comm.size()
+    rank, world = world_position()
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // max(1, _local_ranks(world)))
     rt = Runtime(threads=threads)
-    save = "checkpoints"
-    for i, a in enumerate(lua_argv[:-1]):
-        if a == "-save":
-            save = lua_argv[i + 1]
-    host = TrainHost(rt, rank, world, save).install()
+    host = TrainHost(rt, rank, world).install()
     rt.require("train")
     args = rt.table_from(list(lua_argv))
     try:

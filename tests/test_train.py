@@ -133,3 +133,15 @@ def test_retrain_legacy_model_with_new_classifier(tmp_path, lrt):
     n = lrt.execute("local m = torch.load(%r); return m:get(#m.modules).weight:size(1), torch.type(m:get(1))"
                     % os.path.join(save, "model_1.t7"))
     assert n == (10, "cudnn.SpatialConvolution")
+
+
+def test_th_script_form(tmp_path):
+    """`luatorch th train.lua ...`: the bundled fb.resnet.torch-style script, single-dash options."""
+    save = str(tmp_path / "th")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-m", "run.cli", "th", "train.lua", "-nEpochs", "1", "-maxIters", "2",
+                        "-batchSize", "8", "-depth", "8", "-nThreads", "1", "-save", save], cwd=str(tmp_path),
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rec = log(save)[0]
+    assert rec["epoch"] == 1 and rec["iterations"] == 2

@@ -16,10 +16,7 @@ local M = {}
 local DataLoader = torch.class('datasets.DataLoader', M)
 
 function DataLoader.create(opt, host)
-   host = host or package.loaded['luatorch.host']
-   if not host then
-      error('datasets: no data host; run through `luatorch train` or `luatorch th`', 2)
-   end
+   host = host or require('luatorch.host') -- installed by `luatorch train` / `luatorch th`
    local function make(split)
       return M.DataLoader(host.loader(split, opt.batchSize, opt.nThreads, opt.manualSeed,
                                     opt.dataSource, opt.dataPolicy), split)

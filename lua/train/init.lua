@@ -26,9 +26,9 @@ local function broadcastModel(comm, model, params)
 end
 
 function train.main(argv, host)
-   host = host or package.loaded['luatorch.host']
-   if not host then error('train: no host; start it with `luatorch train`', 2) end
+   host = host or require('luatorch.host')
    local opt = opts.parse(argv)
+   host.set_save(opt.save)
    local info = host.dataset(opt.data)
    if opt.dataset == '' then opt.dataset = info.kind end
    opts.finish(opt)

@@ -27,7 +27,8 @@ function M.cmd()
    cmd:text(' ------------- Training options --------------------')
    cmd:option('-nEpochs', 0, 'number of total epochs to run (0: the dataset default)')
    cmd:option('-epochNumber', 1, 'manual epoch number (useful on restarts)')
-   cmd:option('-batchSize', 32, 'global mini-batch size (all ranks and devices together)')
+   cmd:option('-batchSize', 0, 'global mini-batch size, all ranks and devices together (0: 32, fb.resnet.torch\'s ' ..
+              'default; 128 for mnist-type data)')
    cmd:option('-testOnly', 'false', 'run on validation set only')
    cmd:option('-tenCrop', 'false', 'ten-crop testing (not supported; accepted for compatibility)')
    cmd:option('-maxIters', 0, 'stop each training and validation pass after this many iterations (0: all)')
@@ -79,15 +80,16 @@ function M.finish(opt)
       error('opts: unknown precision: ' .. opt.precision, 0)
    end
    local defaults = {
-      imagenet = {nEpochs = 90, depth = 50, shortcutType = 'B'},
-      cifar10 = {nEpochs = 164, depth = 20, shortcutType = 'A'},
-      cifar100 = {nEpochs = 164, depth = 20, shortcutType = 'A'},
-      mnist = {nEpochs = 2, depth = 8, shortcutType = 'A'},
+      imagenet = {nEpochs = 90, depth = 50, shortcutType = 'B', batchSize = 32},
+      cifar10 = {nEpochs = 164, depth = 20, shortcutType = 'A', batchSize = 32},
+      cifar100 = {nEpochs = 164, depth = 20, shortcutType = 'A', batchSize = 32},
+      mnist = {nEpochs = 2, depth = 8, shortcutType = 'A', batchSize = 128},
    }
    local d = defaults[opt.dataset]
    if not d then error('opts: unknown dataset: ' .. tostring(opt.dataset), 0) end
    if opt.nEpochs < 1 then opt.nEpochs = d.nEpochs end
    if opt.depth < 1 then opt.depth = d.depth end
+   if opt.batchSize < 1 then opt.batchSize = d.batchSize end
    if opt.shortcutType == '' then opt.shortcutType = d.shortcutType end
    if opt.resetClassifier and opt.nClasses < 1 then
       error('opts: -resetClassifier needs -nClasses N', 0)
