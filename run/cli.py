@@ -25,6 +25,7 @@ BENCHMARKS = {
     "conv": "run.bench_conv",
     "model": "run.bench_model",
     "overhead": "run.bench_overhead",
+    "train": "run.bench_train",
 }
 
 

@@ -53,3 +53,14 @@ def test_bench_overhead(tmp_path):
     for r in its:
         # kernel time is measured, not assumed: positive and below the iteration time
         assert 0 < r["kernel_ms"] <= r["iteration_ms"] and 0 <= r["outside_share"] < 1
+
+
+def test_bench_train(tmp_path):
+    from run import bench_train
+
+    out = tmp_path / "t.json"
+    assert bench_train.main(["--configs", "scaling", "--ranks", "1", "--iters", "2", "--batch-per-rank", "4",
+                             "--json", str(out), "--svg", str(tmp_path / "t.svg")]) == 0
+    (rec,) = json.loads(out.read_text())
+    assert rec["ranks"] == 1 and rec["global_batch"] == 4 and rec["iter_ms"] > 0
+    assert rec["compute_ms"] <= rec["iter_ms"] and rec["weak_scaling_efficiency"] == 1.0

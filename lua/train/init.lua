@@ -71,7 +71,7 @@ function train.main(argv, host)
    for epoch = startEpoch, opt.nEpochs do
       host.epoch_start(epoch, opt.nEpochs, trainLoader:size())
       local tr = trainer:train(epoch, trainLoader, host.progress)
-      local v = trainer:test(epoch, valLoader)
+      local v = opt.validate and trainer:test(epoch, valLoader) or {seconds = 0, top1 = -1}
       local best = v.top1 > bestTop1
       if best then bestTop1 = v.top1 end
       if rank == 0 then

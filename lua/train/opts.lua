@@ -32,6 +32,7 @@ function M.cmd()
    cmd:option('-testOnly', 'false', 'run on validation set only')
    cmd:option('-tenCrop', 'false', 'ten-crop testing (not supported; accepted for compatibility)')
    cmd:option('-maxIters', 0, 'stop each training and validation pass after this many iterations (0: all)')
+   cmd:option('-validate', 'true', 'run the validation pass after every epoch')
    cmd:option('-freezeBN', 'false', 'keep BatchNorm in evaluate mode while training (frozen statistics)')
    cmd:text(' ------------- Checkpointing options ---------------')
    cmd:option('-save', 'checkpoints', 'directory in which to save checkpoints and log.jsonl')
@@ -68,7 +69,7 @@ local function bool(v) return v ~= 'false' and v ~= false end
 -- Defaults that fb.resnet.torch derives after parsing, per dataset.
 function M.finish(opt)
    for _, k in ipairs {'testOnly', 'tenCrop', 'shareGradInput', 'optnet', 'resetClassifier', 'nesterov',
-                       'freezeBN'} do
+                       'freezeBN', 'validate'} do
       opt[k] = bool(opt[k])
    end
    if opt.tenCrop then error('opts: -tenCrop is not supported', 0) end
