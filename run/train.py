@@ -65,15 +65,20 @@ def translate(argv):
 
 def launch(argv, launch_opts):
     """Start N ranks of this command under the MPI launcher and wait for them."""
-    from run.launch import launcher, project_root
+    from run.launch import launcher, mpi_family, project_root
 
-    cmd, env = launcher()
+    family = mpi_family()
+    cmd, env = launcher(family)
     if not cmd:
         raise SystemExit("luatorch train: --np needs mpiexec/mpirun (none found for the MPI mpi4py loads)")
     full = [cmd, "-n", str(launch_opts["np"])]
+    if family != "openmpi":
+        # hydra would kill the survivors of a dead rank at once, saying only its PID; let their
+        # collective timeout end the job instead, with a message naming the rank they waited for
+        # (Open MPI's mpirun names the rank itself)
+        full.append("-disable-auto-cleanup")
     if launch_opts["hostfile"]:
-        full += ["-f" if "mpich" in os.path.basename(cmd) or cmd.endswith("mpiexec") else "--hostfile",
-                 launch_opts["hostfile"]]
+        full += ["--hostfile" if family == "openmpi" else "-f", launch_opts["hostfile"]]
     full += [sys.executable, "-m", "run.train", *argv]
     root = project_root()
     e = {**os.environ, **env, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}

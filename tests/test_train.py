@@ -145,3 +145,46 @@ def test_th_script_form(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     rec = log(save)[0]
     assert rec["epoch"] == 1 and rec["iterations"] == 2
+
+
+def _rank_pids(rank):
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().split(b"\0")
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        except OSError:
+            continue
+        if b"run.train" in cmd and env.get(b"PMI_RANK", env.get(b"OMPI_COMM_WORLD_RANK")) == str(rank).encode():
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.slow
+def test_killed_rank_ends_the_job(tmp_path):
+    """A rank killed mid-run: the job ends non-zero within the collective timeout, naming the rank."""
+    import signal
+    import time
+
+    save = str(tmp_path / "dead")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "run.cli", "train", "--save", save, *SMALL, "--np", "2",
+                             "--epochs", "1", "--batch-size", "8", "--timeout", "20"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not _rank_pids(1):
+        time.sleep(1)
+    time.sleep(15)  # well into the training loop
+    victims = _rank_pids(1)
+    assert victims and proc.poll() is None, "rank 1 never started or the job ended early"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    t0 = time.time()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert time.time() - t0 < 60, "the job outlived the dead rank by more than the collective timeout"
+    assert "rank 1" in (out + err).lower() or "rank=1" in (out + err).lower(), (out + err)[-2000:]
