@@ -85,22 +85,35 @@ def test_resume_continues_exactly(tmp_path, lrt):
     assert log(part)[1]["train_loss"] == log(full)[1]["train_loss"]
 
 
+EXACT = ["--epochs", "1", "--max-iters", "3", "--batch-size", "12", "-precision", "double", "-freezeBN", "true"]
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory):
+    """1 rank x 1 device: the reference parameters after 3 steps, and the initial ones."""
+    from pytorch_bridge import Runtime
+
+    tmp = tmp_path_factory.mktemp("single")
+    rt = Runtime()
+    rt.require("nn")
+    rt.require("cudnn")
+    one, _ = train(tmp, "one", *EXACT)
+    init, _ = train(tmp, "init", *EXACT, "--max-iters", "1", "-LR", "0", "-weightDecay", "0")
+    return params(rt, os.path.join(one, "model_1.t7"))[0], params(rt, os.path.join(init, "model_1.t7"))[0]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("allreduce", ["multicolor", "mpi"])
-def test_ranks_equal_single_process(tmp_path, lrt, allreduce):
+@pytest.mark.parametrize("allreduce", ["multicolor", "ring", "rhd", "tree", "mpi", "auto"])
+def test_ranks_equal_single_process(tmp_path, lrt, single_process, allreduce):
     """Same global batch and seed: 2 ranks give the parameters of 1 rank after k steps
     (BatchNorm frozen for the exact check; float64, so only reassociation differs)."""
-    common = ["--epochs", "1", "--max-iters", "3", "--batch-size", "12", "-precision", "double", "-freezeBN",
-              "true", "--allreduce", allreduce]
-    one, _ = train(tmp_path, "one", *common)
-    two, _ = train(tmp_path, "two", *common, np_=2)
-    assert log(two)[0]["ranks"] == 2 and log(one)[0]["ranks"] == 1
-    a, _ = params(lrt, os.path.join(one, "model_1.t7"))
+    a, init = single_process
+    two, _ = train(tmp_path, "two", *EXACT, "--allreduce", allreduce, np_=2)
+    assert log(two)[0]["ranks"] == 2
     b, _ = params(lrt, os.path.join(two, "model_1.t7"))
     assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
     # and not trivially: the parameters moved
-    init, _ = train(tmp_path, "init", *common, "--max-iters", "1", "-LR", "0", "-weightDecay", "0")
-    assert np.max(np.abs(a - params(lrt, os.path.join(init, "model_1.t7"))[0])) > 1e-4
+    assert np.max(np.abs(a - init)) > 1e-4
 
 
 def test_nonfinite_loss_stops_and_names_layer(tmp_path):
