@@ -2,6 +2,7 @@
 
     luatorch th [script.lua args... | -e CODE | (REPL)]   Torch7's `th`
     luatorch demo                                          a short tour of the torch package
+    luatorch train [--np N] [--devices D] [--model ...]    fb.resnet.torch-style data-parallel training
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
     luatorch bench data --data PACKED --files FOLDER       in-memory vs per-file loader (images/s, data wait)
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "conv": "run.bench_conv",
     "model": "run.bench_model",
     "overhead": "run.bench_overhead",
+    "train": "run.bench_train",
     "data": "run.bench_data",
 }
 
@@ -37,6 +39,7 @@ def main(argv=None):
         "th": lambda rest: __import__("run.th", fromlist=["main"]).main(rest),
         "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
         "bench": _bench,
+        "train": lambda rest: __import__("run.train", fromlist=["main"]).main(rest),
         "pack": lambda rest: __import__("run.pack", fromlist=["main"]).main(rest),
         "synth-data": lambda rest: __import__("run.pack", fromlist=["main"]).synth_main(rest),
     }

@@ -1,0 +1,140 @@
+"""`luatorch train`: fb.resnet.torch-style training in Lua, data-parallel over MPI ranks.
+
+    luatorch train                                   # built-in Fashion-MNIST, small ResNet, a few minutes
+    luatorch train --np 4 --devices 2 --model resnet --depth 20 --dataset DIR --epochs 10
+    mpiexec -n 4 luatorch train --dataset DIR ...    # under your own launcher (mpirun, mpiexec, srun)
+
+Options (the fb.resnet.torch single-dash spellings are accepted as well):
+    --model NAME|FILE.t7   -netType      resnet | googlenet_bn | a Torch7 model file (bare or DPT-wrapped)
+    --dataset builtin|PATH -data         built-in Fashion-MNIST, a packed set, or an image folder
+    --np N                               launch N ranks with the MPI library's launcher (1: no MPI)
+    --devices D            -nGPU         DataParallelTable devices per rank (CPU workers)
+    --epochs E             -nEpochs
+    --batch-size B         -batchSize    global batch over all ranks and devices
+    --lr LR                -LR
+    --allreduce ALG        -allreduce    multicolor | ring | rhd | tree | mpi | auto
+    --dpt KIND             -dpt          baseline | optimized
+    --data memory|files    -dataSource
+    --save DIR             -save         checkpoints, log.jsonl and plots
+    --resume DIR           -resume
+    --depth N, --seed S, --workers W     -depth, -manualSeed, -nThreads
+Everything else fb.resnet.torch's opts.lua knows (-momentum, -weightDecay, -retrain, -resetClassifier,
+-nClasses, -testOnly, ...) plus -lrScaling linear, -warmupEpochs 5, -schedule goyal: `luatorch train -help`.
+"""
+import os
+import subprocess
+import sys
+
+LONG = {
+    "--model": "-netType", "--dataset": "-data", "--devices": "-nGPU", "--epochs": "-nEpochs",
+    "--batch-size": "-batchSize", "--lr": "-LR", "--allreduce": "-allreduce", "--dpt": "-dpt",
+    "--data": "-dataSource", "--save": "-save", "--resume": "-resume", "--depth": "-depth",
+    "--seed": "-manualSeed", "--workers": "-nThreads", "--max-iters": "-maxIters", "--timeout": "-timeout",
+}
+
+
+def translate(argv):
+    """(fb-style argv for Lua, launcher options) from our command line."""
+    out, launch = [], {"np": 1, "hostfile": None, "threads": None}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        key, eq, val = a.partition("=")
+        if key in ("--np", "--hostfile", "--threads"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise SystemExit("luatorch train: %s needs a value" % key)
+                val = argv[i + 1]
+                i += 1
+            launch[key[2:]] = int(val) if key in ("--np", "--threads") else val
+        elif key in LONG:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise SystemExit("luatorch train: %s needs a value" % key)
+                val = argv[i + 1]
+                i += 1
+            out += [LONG[key], val]
+        elif a in ("-h", "--help") and not out:
+            print(__doc__.strip())
+            raise SystemExit(0)
+        else:
+            out.append(a)
+        i += 1
+    return out, launch
+
+
+def launch(argv, launch_opts):
+    """Start N ranks of this command under the MPI launcher and wait for them."""
+    from run.launch import launcher, mpi_family, project_root
+
+    family = mpi_family()
+    cmd, env = launcher(family)
+    if not cmd:
+        raise SystemExit("luatorch train: --np needs mpiexec/mpirun (none found for the MPI mpi4py loads)")
+    full = [cmd, "-n", str(launch_opts["np"])]
+    if family != "openmpi":
+        # hydra would kill the survivors of a dead rank at once, saying only its PID; let their
+        # collective timeout end the job instead, with a message naming the rank they waited for
+        # (Open MPI's mpirun names the rank itself)
+        full.append("-disable-auto-cleanup")
+    if launch_opts["hostfile"]:
+        full += ["--hostfile" if family == "openmpi" else "-f", launch_opts["hostfile"]]
+    full += [sys.executable, "-m", "run.train", *argv]
+    root = project_root()
+    e = {**os.environ, **env, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(full, env=e).returncode
+
+
+def run_rank(lua_argv, threads=None):
+    """One rank: a LuaJIT state, the host, and train.main."""
+    from pytorch_bridge import LuaError, Runtime
+    from pytorch_bridge.host import TrainHost, world_position
+
+    rank, world = world_position()
+    if threads is None:
+        threads = max(1, (os.cpu_count() or 1) // max(1, _local_ranks(world)))
+    rt = Runtime(threads=threads)
+    host = TrainHost(rt, rank, world).install()
+    rt.require("train")
+    args = rt.table_from(list(lua_argv))
+    try:
+        rt.call(rt.eval("function(a, h) return require('train').main(a, h) end"), args, host)
+    except LuaError as err:
+        print("luatorch train (rank %d): %s" % (rank, err.lua_message), file=sys.stderr)
+        if os.environ.get("LUATORCH_TRACEBACK"):
+            print(err.lua_traceback, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _local_ranks(world):
+    for v in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"):
+        if v in os.environ:
+            return int(os.environ[v])
+    return world
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    lua_argv, launch_opts = translate(argv)
+    from run.launch import under_launcher
+
+    if launch_opts["np"] > 1 and not under_launcher():
+        child = [a for a in argv]
+        # the children must not launch again: drop --np
+        for i, a in enumerate(list(child)):
+            if a.startswith("--np"):
+                del child[i:i + (1 if "=" in a else 2)]
+                break
+        return launch(child, launch_opts)
+    code = run_rank(lua_argv, launch_opts["threads"])
+    if under_launcher() and code != 0:
+        # one rank failed: end the job instead of leaving the others in a collective
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
