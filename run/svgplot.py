@@ -90,3 +90,27 @@ def stacked_bars(labels, parts, path, title="", ylabel="", width=760, height=420
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def grouped_bars(labels, series, path, title="", ylabel="", width=760, height=420):
+    """labels: one per group; series: {name: [value per group]} drawn side by side in each group."""
+    vals = [v for s in series.values() for v in s if v is not None]
+    if not labels or not vals or max(vals) <= 0:
+        return
+    out, box = _frame(title, "", ylabel, width, height)
+    x0, x1, y0, y1 = box
+    Y = _yaxis(out, box, 0.0, max(vals) * 1.1)
+    slot = (x1 - x0) / len(labels)
+    bw = slot * 0.8 / len(series)
+    for i, label in enumerate(labels):
+        for k, (name, s) in enumerate(series.items()):
+            if s[i] is not None:
+                out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (
+                    x0 + slot * (i + 0.1) + k * bw, Y(s[i]), bw - 1, y0 - Y(s[i]), COLORS[k % len(COLORS)]))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x0 + slot * (i + 0.5), y0 + 16, label))
+    for k, name in enumerate(series):
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x1 + 10, y1 + 14 * k + 10,
+                                                                 COLORS[k % len(COLORS)], name))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
