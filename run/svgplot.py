@@ -84,12 +84,7 @@ def stacked_bars(labels, parts, path, title="", ylabel="", width=760, height=420
                 bx, Y(base + v), slot * 0.6, Y(base) - Y(base + v), COLORS[k % len(COLORS)]))
             base += v
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (bx + slot * 0.3, y0 + 16, label))
-    for k, name in enumerate(parts):
-        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x1 + 10, y1 + 14 * k + 10,
-                                                                 COLORS[k % len(COLORS)], name))
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    _legend_and_write(out, box, parts, path)
 
 
 def grouped_bars(labels, series, path, title="", ylabel="", width=760, height=420):
@@ -108,7 +103,12 @@ def grouped_bars(labels, series, path, title="", ylabel="", width=760, height=42
                 out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (
                     x0 + slot * (i + 0.1) + k * bw, Y(s[i]), bw - 1, y0 - Y(s[i]), COLORS[k % len(COLORS)]))
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x0 + slot * (i + 0.5), y0 + 16, label))
-    for k, name in enumerate(series):
+    _legend_and_write(out, box, series, path)
+
+
+def _legend_and_write(out, box, names, path):
+    x0, x1, y0, y1 = box
+    for k, name in enumerate(names):
         out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x1 + 10, y1 + 14 * k + 10,
                                                                  COLORS[k % len(COLORS)], name))
     out.append("</svg>")
