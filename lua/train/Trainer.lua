@@ -245,11 +245,14 @@ function Trainer:test(epoch, dataloader)
    model:evaluate()
    dataloader:epoch(epoch)
    local lossSum, top1Sum, top5Sum, N = 0, 0, 0, 0
-   for _, sample in dataloader:run(self.opt.maxIters) do
+   for _, sample in dataloader:run(self.opt.valIters) do
+      -- the last validation batches may leave a rank without samples (each image is seen once)
+      if sample.input:dim() == 0 or sample.input:size(1) == 0 then goto continue end
       local output = model:forward(self:copyInputs(sample.input))
       local loss = criterion:forward(output, sample.target)
       local top1, top5, b = self:computeScore(output, sample.target)
       lossSum, top1Sum, top5Sum, N = lossSum + loss * b, top1Sum + top1, top5Sum + top5, N + b
+      ::continue::
    end
    self:setTraining(true)
    local sums = self:sumAcrossRanks({lossSum, top1Sum, top5Sum, N})
