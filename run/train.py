@@ -29,7 +29,8 @@ LONG = {
     "--model": "-netType", "--dataset": "-data", "--devices": "-nGPU", "--epochs": "-nEpochs",
     "--batch-size": "-batchSize", "--lr": "-LR", "--allreduce": "-allreduce", "--dpt": "-dpt",
     "--data": "-dataSource", "--save": "-save", "--resume": "-resume", "--depth": "-depth",
-    "--seed": "-manualSeed", "--workers": "-nThreads", "--max-iters": "-maxIters", "--timeout": "-timeout",
+    "--seed": "-manualSeed", "--workers": "-nThreads", "--max-iters": "-maxIters", "--val-iters": "-valIters",
+    "--timeout": "-timeout",
 }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SMALL = ["--model", "resnet", "--depth", "8", "--workers", "1", "-momentum", "0.9"]
+SMALL = ["--model", "resnet", "--depth", "8", "--workers", "1", "-momentum", "0.9", "--val-iters", "2"]
 
 
 def train(tmp_path, name, *args, np_=1, check=True, timeout=600):
@@ -153,7 +153,7 @@ def test_th_script_form(tmp_path):
     save = str(tmp_path / "th")
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     r = subprocess.run([sys.executable, "-m", "run.cli", "th", "train.lua", "-nEpochs", "1", "-maxIters", "2",
-                        "-batchSize", "8", "-depth", "8", "-nThreads", "1", "-save", save], cwd=str(tmp_path),
+                        "-batchSize", "8", "-depth", "8", "-nThreads", "1", "-valIters", "2", "-save", save], cwd=str(tmp_path),
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rec = log(save)[0]
@@ -201,3 +201,11 @@ def test_killed_rank_ends_the_job(tmp_path):
     assert proc.returncode != 0
     assert time.time() - t0 < 60, "the job outlived the dead rank by more than the collective timeout"
     assert "rank 1" in (out + err).lower() or "rank=1" in (out + err).lower(), (out + err)[-2000:]
+
+
+@pytest.mark.slow
+def test_validation_counts_every_image_once_across_ranks(tmp_path):
+    save, _ = train(tmp_path, "val", "--epochs", "1", "--max-iters", "1", "--batch-size", "64", "--val-iters", "0",
+                    np_=2)
+    rec = log(save)[0]
+    assert rec["ranks"] == 2 and rec["val_images"] == 10000  # Fashion-MNIST's test set

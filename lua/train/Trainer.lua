@@ -28,6 +28,14 @@ function Trainer:__init(model, criterion, opt, optimState, comm)
       weightDecay = opt.weightDecay,
    }
    self.params, self.gradParams = model:getParameters()
+   -- the paper's DataParallelTable: one job per device per step (forwardBackward), and the
+   -- inter-rank allreduce started per gradient bucket while the backward pass still runs
+   self.dpt = torch.type(model) == 'nn.DataParallelTable' and model or nil
+   self.fused = self.dpt and opt.dpt == 'optimized' and self.dpt.forwardBackward ~= nil
+   if self.fused and comm and self.world > 1 then
+      self.dpt:allreduceGradients(comm, {mpi = {algorithm = opt.allreduce, colors = opt.colors}})
+      self.overlapped = true
+   end
    self.bn = model:findModules('nn.SpatialBatchNormalization')
    for _, m in ipairs(model:findModules('nn.BatchNormalization')) do self.bn[#self.bn + 1] = m end
 end
@@ -88,6 +96,13 @@ function Trainer:setTraining(on)
    self.model:training()
    if self.opt.freezeBN then
       for _, m in ipairs(self.bn) do m:evaluate() end
+      if self.dpt then -- every replica, in its own worker
+         self.dpt.impl:exec(function(m)
+            for _, name in ipairs {'nn.SpatialBatchNormalization', 'nn.BatchNormalization'} do
+               for _, b in ipairs(m:findModules(name)) do b:evaluate() end
+            end
+         end)
+      end
    end
 end
 
@@ -167,16 +182,26 @@ function Trainer:train(epoch, dataloader, progress)
       optimState.learningRate = self:learningRate(epoch, n, nIters)
 
       step:reset()
-      local output = model:forward(input)
-      local loss = criterion:forward(output, target)
-      model:zeroGradParameters()
-      criterion:backward(output, target)
-      model:backward(input, criterion.gradInput)
+      local output, loss
+      if self.fused then
+         model:zeroGradParameters()
+         loss, output = model:forwardBackward(input, target, criterion)
+      else
+         output = model:forward(input)
+         loss = criterion:forward(output, target)
+         model:zeroGradParameters()
+         criterion:backward(output, target)
+         model:backward(input, criterion.gradInput)
+      end
       t.compute = t.compute + step:time().real
 
       step:reset()
       if self.comm and self.world > 1 then
-         self.comm.allreduce(gradParams, {algorithm = opt.allreduce, colors = opt.colors})
+         if self.overlapped then
+            self.dpt:waitGradients() -- what is left of the bucket allreduces started during backward
+         else
+            self.comm.allreduce(gradParams, {algorithm = opt.allreduce, colors = opt.colors})
+         end
          gradParams:div(self.world)
       end
       t.allreduce = t.allreduce + step:time().real
@@ -220,11 +245,14 @@ function Trainer:test(epoch, dataloader)
    model:evaluate()
    dataloader:epoch(epoch)
    local lossSum, top1Sum, top5Sum, N = 0, 0, 0, 0
-   for _, sample in dataloader:run(self.opt.maxIters) do
+   for _, sample in dataloader:run(self.opt.valIters) do
+      -- the last validation batches may leave a rank without samples (each image is seen once)
+      if sample.input:dim() == 0 or sample.input:size(1) == 0 then goto continue end
       local output = model:forward(self:copyInputs(sample.input))
       local loss = criterion:forward(output, sample.target)
       local top1, top5, b = self:computeScore(output, sample.target)
       lossSum, top1Sum, top5Sum, N = lossSum + loss * b, top1Sum + top1, top5Sum + top5, N + b
+      ::continue::
    end
    self:setTraining(true)
    local sums = self:sumAcrossRanks({lossSum, top1Sum, top5Sum, N})

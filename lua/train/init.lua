@@ -60,7 +60,8 @@ function train.main(argv, host)
 
    if opt.testOnly then
       local v = trainer:test(0, valLoader)
-      host.log({epoch = 0, val_loss = v.loss, val_top1 = v.top1, val_top5 = v.top5, seconds = v.seconds})
+      host.log({epoch = 0, val_loss = v.loss, val_top1 = v.top1, val_top5 = v.top5, val_images = v.images,
+                seconds = v.seconds})
       return v.top1, v.top5
    end
 
@@ -81,7 +82,7 @@ function train.main(argv, host)
       local seconds = tr.seconds + v.seconds
       last = {
          epoch = epoch, train_loss = tr.loss, train_top1 = tr.top1, val_loss = v.loss,
-         val_top1 = v.top1, val_top5 = v.top5, images_per_s = tr.images / tr.seconds, seconds = seconds,
+         val_top1 = v.top1, val_top5 = v.top5, val_images = v.images, images_per_s = tr.images / tr.seconds, seconds = seconds,
          lr = tr.lr, iterations = tr.iterations, ranks = world, devices = opt.nGPU,
          time_data = tr.time.data, time_compute = tr.time.compute, time_allreduce = tr.time.allreduce,
          time_update = tr.time.update, train_seconds = tr.seconds, val_seconds = v.seconds,
