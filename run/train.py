@@ -22,8 +22,11 @@ Everything else fb.resnet.torch's opts.lua knows (-momentum, -weightDecay, -retr
 -nClasses, -testOnly, ...) plus -lrScaling linear, -warmupEpochs 5, -schedule goyal: `luatorch train -help`.
 """
 import os
+import re
 import subprocess
 import sys
+import tempfile
+import threading
 
 LONG = {
     "--model": "-netType", "--dataset": "-data", "--devices": "-nGPU", "--epochs": "-nEpochs",
@@ -74,16 +77,52 @@ def launch(argv, launch_opts):
         raise SystemExit("luatorch train: --np needs mpiexec/mpirun (none found for the MPI mpi4py loads)")
     full = [cmd, "-n", str(launch_opts["np"])]
     if family != "openmpi":
-        # hydra would kill the survivors of a dead rank at once, saying only its PID; let their
-        # collective timeout end the job instead, with a message naming the rank they waited for
-        # (Open MPI's mpirun names the rank itself)
+        # let survivors of a dead rank reach their collective timeout (which names the rank they
+        # wait for) rather than be killed at once
         full.append("-disable-auto-cleanup")
     if launch_opts["hostfile"]:
         full += ["--hostfile" if family == "openmpi" else "-f", launch_opts["hostfile"]]
     full += [sys.executable, "-m", "run.train", *argv]
     root = project_root()
-    e = {**os.environ, **env, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run(full, env=e).returncode
+    with tempfile.TemporaryDirectory(prefix="luatorch-ranks-") as pids:
+        e = {**os.environ, **env, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+             "LUATORCH_PIDS_DIR": pids}
+        proc = subprocess.Popen(full, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        seen = set()
+        relays = [threading.Thread(target=_relay, args=(src, dst, seen))
+                  for src, dst in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
+        for t in relays:
+            t.start()
+        code = proc.wait()
+        for t in relays:
+            t.join()
+        if code != 0:
+            _name_failed_ranks(pids, seen, code)
+    return code
+
+
+def _relay(src, dst, seen):
+    """Copy the launcher's output through, noting the process ids it reports."""
+    for line in src:
+        dst.write(line)
+        dst.flush()
+        seen.update(int(m) for m in re.findall(r"\bPID (\d+)", line, re.IGNORECASE))
+
+
+def _name_failed_ranks(pids_dir, seen, code):
+    """The launcher names dead processes by PID; say which ranks they were."""
+    ranks = {}
+    for name in os.listdir(pids_dir):
+        with open(os.path.join(pids_dir, name)) as f:
+            ranks[int(f.read().strip() or -1)] = int(name)
+    named = ["rank %d (pid %d)" % (ranks[p], p) for p in sorted(seen) if p in ranks]
+    if named:
+        print("luatorch train: %s ended abnormally; the job stopped (exit %d)" % (", ".join(named), code),
+              file=sys.stderr)
+    else:
+        print("luatorch train: the job stopped (exit %d); ranks and pids: %s" % (
+            code, ", ".join("%d:%d" % (r, p) for p, r in sorted(ranks.items(), key=lambda kv: kv[1]))),
+            file=sys.stderr)
 
 
 def run_rank(lua_argv, threads=None):
@@ -92,6 +131,9 @@ def run_rank(lua_argv, threads=None):
     from pytorch_bridge.host import TrainHost, world_position
 
     rank, world = world_position()
+    if os.environ.get("LUATORCH_PIDS_DIR"):  # for the launcher's message if this rank dies
+        with open(os.path.join(os.environ["LUATORCH_PIDS_DIR"], str(rank)), "w") as f:
+            f.write(str(os.getpid()))
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // max(1, _local_ranks(world)))
     rt = Runtime(threads=threads)

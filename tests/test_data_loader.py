@@ -263,3 +263,16 @@ def test_keep_and_remove_unused_segments(mnist):
     again.close()
     assert path in store_mod.remove_unused_segments()
     assert not os.path.exists(path) and not os.path.exists(path + ".lock")
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_replicate_steps_union_is_the_single_process_batch(world):
+    """With `replicate`, step k over all ranks = step k of one process with the global batch: the
+    property that makes N ranks compute one process's gradient."""
+    n, b = 97, 5
+    single = sampler.epoch_batches(n, world * b, 0, 1, seed=3, epoch=2, policy="replicate")
+    per_rank = [sampler.epoch_batches(n, b, r, world, seed=3, epoch=2, policy="replicate") for r in range(world)]
+    full_steps = n // (world * b)
+    for k in range(full_steps):
+        union = np.concatenate([per_rank[r][k] for r in range(world)])
+        assert sorted(union.tolist()) == sorted(single[k].tolist()), k

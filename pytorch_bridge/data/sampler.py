@@ -4,8 +4,11 @@ The split's N records (packed order, 0-based) are cut into `world` contiguous ra
 by at most one (`rank_range`).
   - policy "partition": rank r owns range r for good (its store holds only that range) and shuffles
     it locally each epoch (seed, epoch, rank);
-  - policy "replicate": one global permutation per epoch (seed, epoch), range r of it goes to rank r
-    (Goyal et al.). Every host holds the whole split.
+  - policy "replicate": one global permutation per epoch (seed, epoch), dealt to the ranks in turn
+    (rank r takes positions r, r + world, ...; Goyal et al.). Every host holds the whole split. Dealt
+    this way, step k of all ranks together uses exactly positions [k*world*B, (k+1)*world*B) of the
+    permutation: the batch a single process with the global batch world*B takes at step k, so N ranks
+    compute the same gradient as one (tests/test_train.py checks it).
 Either way every record is visited exactly once per epoch across ranks.
 
 Batches: fb.resnet.torch keeps the last partial batch (size() = ceil(N / batchSize)). Synchronous SGD
@@ -59,7 +62,7 @@ def epoch_order(n, rank, world, seed, epoch, policy="partition", shuffle=True):
             idx = idx[np.random.default_rng([seed, epoch, rank, 1]).permutation(hi - lo)]
         return idx
     perm = np.random.default_rng([seed, epoch, 2]).permutation(n) if shuffle else np.arange(n, dtype=np.int64)
-    return perm[lo:hi].astype(np.int64)
+    return perm[rank::world].astype(np.int64)
 
 
 def epoch_batches(n, batch_size, rank=0, world=1, seed=0, epoch=1, policy="partition", shuffle=True,
