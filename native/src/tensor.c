@@ -293,7 +293,20 @@ void lt_set_num_threads(int n) {
   lt_blas_set_threads(n);
 }
 
+/* Worker threads (threads.c) each get their own share of the cores. */
+static __thread int lt_local_threads = 0;
+
+void lt_set_local_threads(int n) {
+  if (n < 1) n = 1;
+  lt_local_threads = n;
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+  lt_blas_set_threads(n);
+}
+
 int lt_get_num_threads(void) {
+  if (lt_local_threads > 0) return lt_local_threads;
   if (lt_threads > 0) return lt_threads;
 #ifdef _OPENMP
   return omp_get_max_threads();
