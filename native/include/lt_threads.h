@@ -49,5 +49,21 @@ void lt_cond_signal(void *c);
 void lt_cond_broadcast(void *c);
 void lt_cond_free(void *c);
 
-/* Sum chunk [from, to) of n float/double buffers into dst (which may be srcs[0]). */
-void lt_sum_buffers(int type, void *dst, void **srcs, int n, int64_t from, int64_t to);
+/* A reusable barrier for n threads that can be aborted (a failing party
+ * aborts it so the others return -1 instead of waiting forever). */
+void *lt_barrier_new(int n);
+int lt_barrier_wait(void *b);                                 /* 0, or -1 once aborted */
+void lt_barrier_abort(void *b);
+void lt_barrier_free(void *b);
+
+/* A channel of int64 values (many producers, one consumer). */
+void *lt_chan_new(void);
+void lt_chan_push(void *c, int64_t v);
+int lt_chan_pop(void *c, int64_t *v, double timeout);         /* 0, or 1 on timeout (timeout < 0: forever) */
+void lt_chan_free(void *c);
+
+int64_t lt_atomic_add(int64_t *p, int64_t v);                 /* returns the new value */
+
+/* dst[from:to] += srcs[k][from:to] for every srcs[k] != dst (float or double
+ * buffers); with zero_srcs those source ranges are then set to 0. */
+void lt_sum_buffers(int type, void *dst, void **srcs, int n, int64_t from, int64_t to, int zero_srcs);

@@ -333,22 +333,134 @@ void lt_cond_free(void *c) {
   free(c);
 }
 
-/* dst[from:to] = sum over srcs; the reduction of the optimized
- * DataParallelTable, each worker doing its own chunk. */
-void lt_sum_buffers(int type, void *dst, void **srcs, int n, int64_t from, int64_t to) {
-  if (type == LT_FLOAT) {
-    float *d = (float *)dst;
-    for (int k = 0; k < n; k++) {
-      const float *s = (const float *)srcs[k];
-      if (s == d) continue;
-      for (int64_t i = from; i < to; i++) d[i] += s[i];
-    }
-  } else if (type == LT_DOUBLE) {
-    double *d = (double *)dst;
-    for (int k = 0; k < n; k++) {
-      const double *s = (const double *)srcs[k];
-      if (s == d) continue;
-      for (int64_t i = from; i < to; i++) d[i] += s[i];
+/* ---------------------------------------------------------------- barrier, channel */
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n, count, aborted;
+  unsigned gen;
+} barrier;
+
+void *lt_barrier_new(int n) {
+  barrier *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cv, NULL);
+  b->n = n;
+  return b;
+}
+
+int lt_barrier_wait(void *vb) {
+  barrier *b = vb;
+  pthread_mutex_lock(&b->mu);
+  unsigned gen = b->gen;
+  if (!b->aborted && ++b->count == b->n) {
+    b->count = 0;
+    b->gen++;
+    pthread_cond_broadcast(&b->cv);
+  } else {
+    while (gen == b->gen && !b->aborted) pthread_cond_wait(&b->cv, &b->mu);
+  }
+  int rc = (gen == b->gen && b->aborted) ? -1 : 0;
+  pthread_mutex_unlock(&b->mu);
+  return rc;
+}
+
+void lt_barrier_abort(void *vb) {
+  barrier *b = vb;
+  pthread_mutex_lock(&b->mu);
+  b->aborted = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+void lt_barrier_free(void *vb) {
+  barrier *b = vb;
+  if (!b) return;
+  pthread_cond_destroy(&b->cv);
+  pthread_mutex_destroy(&b->mu);
+  free(b);
+}
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int64_t *v;
+  size_t head, count, cap;
+} chan;
+
+void *lt_chan_new(void) {
+  chan *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  return c;
+}
+
+void lt_chan_push(void *vc, int64_t v) {
+  chan *c = vc;
+  pthread_mutex_lock(&c->mu);
+  if (c->count == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 64;
+    int64_t *nv = malloc(cap * sizeof *nv);
+    if (nv) {
+      for (size_t i = 0; i < c->count; i++) nv[i] = c->v[(c->head + i) % c->cap];
+      free(c->v);
+      c->v = nv;
+      c->head = 0;
+      c->cap = cap;
     }
   }
+  if (c->count < c->cap) {
+    c->v[(c->head + c->count) % c->cap] = v;
+    c->count++;
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+int lt_chan_pop(void *vc, int64_t *v, double timeout) {
+  chan *c = vc;
+  pthread_mutex_lock(&c->mu);
+  int timed_out = 0;
+  while (c->count == 0 && !timed_out) timed_out = lt_cond_wait(&c->cv, &c->mu, timeout);
+  if (c->count) {
+    *v = c->v[c->head];
+    c->head = (c->head + 1) % c->cap;
+    c->count--;
+    timed_out = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return timed_out;
+}
+
+void lt_chan_free(void *vc) {
+  chan *c = vc;
+  if (!c) return;
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c->v);
+  free(c);
+}
+
+int64_t lt_atomic_add(int64_t *p, int64_t v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
+
+#define SUM_BUFFERS(T)                                           \
+  do {                                                           \
+    T *d = (T *)dst;                                             \
+    for (int k = 0; k < n; k++) {                                \
+      T *s = (T *)srcs[k];                                       \
+      if (s == d) continue;                                      \
+      for (int64_t i = from; i < to; i++) d[i] += s[i];          \
+      if (zero_srcs) memset(s + from, 0, (size_t)(to - from) * sizeof(T)); \
+    }                                                            \
+  } while (0)
+
+/* The device reduction of the optimized DataParallelTable: each worker sums
+ * its own chunk (or a finished bucket) of every replica's flat gradient. */
+void lt_sum_buffers(int type, void *dst, void **srcs, int n, int64_t from, int64_t to, int zero_srcs) {
+  if (to <= from) return;
+  if (type == LT_FLOAT) SUM_BUFFERS(float);
+  else if (type == LT_DOUBLE) SUM_BUFFERS(double);
 }
