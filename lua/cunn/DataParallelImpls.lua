@@ -5,7 +5,7 @@
 --   nn.DataParallelTable.Threads  one worker (pthread + LuaJIT state) per device,
 --                                 specific mode, tensors shared by pointer;
 --                                 worker i holds its replica in _G.module.
--- exec(closure, n) runs closure(replica_i, i) for i = 1..n and returns the
+-- exec(closure, n, ...) runs closure(replica_i, i, ...) for i = 1..n and returns the
 -- first results as a table. Closures sent to workers must be serializable:
 -- upvalues are plain data, tensors, or package tables.
 local Impls = ...
@@ -19,14 +19,14 @@ function BasicImpl:__init(dpt)
    self.modules = {}
 end
 
-function BasicImpl:exec(closure, n)
+function BasicImpl:exec(closure, n, ...)
    local dpt = self.dpt
    n = n or #dpt.gpuAssignments
    self.modules[1] = dpt.modules[1]
    local res = {}
    for i = 1, n do
       if not self.modules[i] then self.modules[i] = dpt.modules[1]:clone() end
-      res[i] = closure(self.modules[i], i)
+      res[i] = closure(self.modules[i], i, ...)
    end
    return res
 end
@@ -95,12 +95,13 @@ function ThreadsImpl:_setup()
    return pool
 end
 
-function ThreadsImpl:exec(closure, n)
+function ThreadsImpl:exec(closure, n, ...)
    n = n or #self.dpt.gpuAssignments
    local pool = self:_setup()
    local res = {}
    for i = 1, n do
-      pool:addjob(i, function(c, idx) return c(_G.module, idx) end, function(r) res[i] = r end, closure, i)
+      pool:addjob(i, function(c, idx, ...) return c(_G.module, idx, ...) end, function(r) res[i] = r end, closure, i,
+                  ...)
    end
    pool:synchronize()
    return res

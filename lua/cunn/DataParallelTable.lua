@@ -181,11 +181,10 @@ function DataParallelTable:flattenParameters()
    -- replica 1 on this side (its storages are the ones the optimizer holds)
    local flat1 = flatten(self.modules[1])
    self.impl:replicaOneChanged()
-   local flat = self.impl:exec(function(m, i)
+   local flat = self.impl:exec(function(m, i, f)
       if i == 1 then return false end
-      local p, dp = m:getParameters()
-      return {p, dp}
-   end)
+      return f(m)
+   end, nil, flatten)
    flat[1] = flat1
    self.flattenedParams = flat
    self.flattenParams = true
@@ -195,7 +194,7 @@ end
 
 function DataParallelTable:getParameters()
    self:flattenParameters()
-   return table.unpack and table.unpack(self.flattenedParams[1]) or unpack(self.flattenedParams[1])
+   return self.flattenedParams[1][1], self.flattenedParams[1][2]
 end
 
 function DataParallelTable:hasFlattenedParameters()
