@@ -387,7 +387,10 @@ function DataParallelTable:__write(file)
    for k, v in pairs(self) do obj[k] = v end
    if self.flattenedParams then obj.flattenedParams = {self.flattenedParams[1]} end
    obj.inputGpu, obj.gradOutputGpu, obj.outputGpu, obj.gradInputGpu = {}, {}, {}, {}
-   obj.buffer, obj._params, obj._opt = nil, nil, nil
+   -- run-time state: buffers, replica handles, bucket hooks
+   for _, k in ipairs {'buffer', '_params', '_opt', '_bucketHook', '_bucketWait', '_bucketHandles', 'maxUsedGpu'} do
+      obj[k] = nil
+   end
    file:writeObject(obj)
    -- keeps you honest (Torch7): replicas equal replica 1 after a save
    if self.needsSync and (self.flattenedParams or self.impl.modules or self.impl.replicasReady) then
