@@ -175,18 +175,27 @@ def test_dojob_runs_one_endcallback(rt):
     assert out == (1, 3)
 
 
-def test_many_pools_do_not_leak_threads(rt):
+def _pools_do_not_leak(rt, n):
     alive = rt.execute(r"""
     local threads = require 'threads'
-    for k = 1, 100 do
+    for k = 1, %d do
       local pool = threads.Threads(2)
       pool:addjob(function() return 1 end)
       pool:terminate()
     end
     collectgarbage()
     return threads.alive()
-    """)
+    """ % n)
     assert alive == 0
+
+
+def test_pools_do_not_leak_threads(rt):
+    _pools_do_not_leak(rt, 10)
+
+
+@pytest.mark.slow
+def test_100_pools_do_not_leak_threads(rt):
+    _pools_do_not_leak(rt, 100)
 
 
 def test_worker_compute_threads_are_a_share_of_the_cores(rt):

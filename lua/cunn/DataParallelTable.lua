@@ -155,7 +155,7 @@ end
 local function sharesOneStorage(list)
    if #list == 0 then return false end
    local s = list[1]:storage()
-   for i = 2, #list do if list[i]:storage() ~= s then return false end end
+   for i = 2, #list do if not list[i]:storage():isSharedWith(s) then return false end end
    return true
 end
 
@@ -202,7 +202,7 @@ function DataParallelTable:hasFlattenedParameters()
    local w = self.modules[1]:parameters()
    if not w or #w == 0 then return true end
    local s = self.flattenedParams[1][1]:storage()
-   for i = 1, #w do if w[i]:storage() ~= s then return false end end
+   for i = 1, #w do if not w[i]:storage():isSharedWith(s) then return false end end
    return true
 end
 
