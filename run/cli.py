@@ -4,6 +4,7 @@
     luatorch demo                                          a short tour of the torch package
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
+    luatorch bench dpt [--devices 1,2] [--json PATH]       DataParallelTable: Torch7 baseline vs optimized
 """
 import argparse
 import sys
@@ -24,6 +25,7 @@ BENCHMARKS = {
     "conv": "run.bench_conv",
     "model": "run.bench_model",
     "overhead": "run.bench_overhead",
+    "dpt": "run.bench_dpt",
 }
 
 

@@ -64,8 +64,20 @@ function ThreadsImpl:_setup()
       threads = threads or require 'threads'
       local prev = threads.Threads.serialization()
       threads.Threads.serialization('threads.sharedserialize')
+      -- the workers load what defines the model's classes here (cudnn.* for fb.resnet.torch models)
+      local pkgs = {}
+      for _, name in ipairs {'cudnn', 'tds'} do
+         if package.loaded[name] then pkgs[#pkgs + 1] = name end
+      end
+      -- and use the same default tensor type (modules make buffers with torch.Tensor())
+      local deftype = torch.getdefaulttensortype()
       local ok, pool = pcall(threads.Threads, #self.dpt.gpuAssignments,
-                             function() require 'cunn' end, self.initFunc)
+                             function()
+                                require 'cunn'
+                                for _, p in ipairs(pkgs) do require(p) end
+                                torch.setdefaulttensortype(deftype)
+                             end,
+                             self.initFunc)
       threads.Threads.serialization(prev)
       if not ok then error(pool, 0) end
       pool:specific(true)

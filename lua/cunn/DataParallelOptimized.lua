@@ -109,12 +109,20 @@ local function deviceJob(m, i, a)
       C.lt_sum_buffers(ty, ptr(a.grads[1]), srcs, used, from, to, 1)
    end
 
+   local ts = ffi.new('lt_timer_timespec')
+   local function clock()
+      ffi.C.lt_timer_clock_gettime(1, ts)
+      return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+   end
+   local times = {}
    local function body()
+      local t0 = clock()
       if a.phase == 'reduce' then
          local P = a.grads[1]:nElement()
          local c = math.ceil(P / used)
          sumRange((i - 1) * c, math.min(P, i * c))
-         return
+         times.reduce = clock() - t0
+         return nil, nil, times
       end
       local N = a.N
       local per = math.floor(N / a.D)
@@ -127,6 +135,8 @@ local function deviceJob(m, i, a)
       if a.crit then _G.dptCriterion = a.crit:clone() end
       local crit = _G.dptCriterion
       if a.sync and i > 1 then a.params[i]:copy(a.params[1]) end
+      local t1 = clock()
+      times.sync = t1 - t0
       local out = m:forward(x)
       local avg = crit.sizeAverage
       if avg == nil and crit.nll then avg = crit.nll.sizeAverage end
@@ -160,13 +170,18 @@ local function deviceJob(m, i, a)
       if a.gradInput then a.gradInput:narrow(dim, start, len):copy(m.gradInput) end
       local outRet
       if a.output then a.output:narrow(dim, start, len):copy(out) else outRet = out end
+      local t2 = clock()
+      times.fb = t2 - t1
       if barrier and not buckets then
-         if C.lt_barrier_wait(barrier) ~= 0 then return nil, nil, true end
+         if C.lt_barrier_wait(barrier) ~= 0 then return nil, nil, nil end
+         local t3 = clock()
+         times.wait = t3 - t2
          local P = a.grads[1]:nElement()
          local c = math.ceil(P / used)
          sumRange((i - 1) * c, math.min(P, i * c))
+         times.reduce = clock() - t3
       end
-      return loss, outRet
+      return loss, outRet, times
    end
 
    local res = {pcall(body)}
@@ -204,8 +219,11 @@ end
 function DataParallelTable:forwardBackward(input, target, criterion, scale)
    if self:implementation() == 'baseline' then
       local output = self:forward(input)
+      local t = self:_tick()
       local loss = criterion:forward(output, target)
-      self:backward(input, criterion:backward(output, target), scale)
+      local gradOutput = criterion:backward(output, target)
+      self:_tick('criterion', t)
+      self:backward(input, gradOutput, scale)
       if self._bucketHook then
          local g = self.flattenedParams and self.flattenedParams[1][2]
          if not g then
@@ -257,7 +275,7 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
                  chan = hook and addr(o.chan) or nil, phase = 'fb'}
    local threaded = self.impl.post ~= nil
    if threaded and not hook then base.barrier = addr(o.barrier) end
-   local losses, outs = {}, {}
+   local losses, outs, wtimes = {}, {}, {}
    local function argsFor(i)
       local a = setmetatable({}, {__index = base})
       if o.critSent[i] ~= criterion then a.crit = criterion; o.critSent[i] = criterion end
@@ -286,7 +304,7 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
          local ai = argsFor(i)
          a.crit = rawget(ai, 'crit')
          pool:addjob(i, function(f, idx, args) return f(_G.module, idx, args) end,
-                     function(loss, out, aborted) losses[i], outs[i] = loss, out end, deviceJob, i, a)
+                     function(loss, out, tm) losses[i], outs[i], wtimes[i] = loss, out, tm end, deviceJob, i, a)
       end
       local ok = true
       if hook then ok = runHooks() end
@@ -303,16 +321,25 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
          a.crit = rawget(argsFor(i), 'crit')
          return {deviceJob(m, i, a)}
       end, used)
-      for i = 1, used do losses[i], outs[i] = rets[i][1], rets[i][2] end
+      for i = 1, used do losses[i], outs[i], wtimes[i] = rets[i][1], rets[i][2], rets[i][3] end
       if hook then
          runHooks()
       else
          base.phase = 'reduce'
-         self.impl:exec(function(m, i) deviceJob(m, i, base) end, used)
+         local red = self.impl:exec(function(m, i) return select(3, deviceJob(m, i, base)) end, used)
+         for i = 1, used do wtimes[i].reduce = red[i].reduce end
       end
    end
    local loss = 0
    for i = 1, used do loss = loss + losses[i] end
+   if self._times then
+      -- the slowest device's phases (they run side by side)
+      local worst = {}
+      for i = 1, used do
+         for k, v in pairs(wtimes[i] or {}) do worst[k] = math.max(worst[k] or 0, v) end
+      end
+      for k, v in pairs(worst) do self._times['device_' .. k] = (self._times['device_' .. k] or 0) + v end
+   end
    if not output then
       self.output = self:_concat(self.output, outs)
       local sz = self.output:size():totable()

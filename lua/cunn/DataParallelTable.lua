@@ -116,6 +116,7 @@ end
 function DataParallelTable:_concat(dst, srcs)
    local function cat(d, parts)
       local p1 = parts[1]
+      if p1 == nil then return d end   -- the replicas returned nothing (a module without gradInput)
       if torch.isTensor(p1) then
          local size = p1:size()
          local total = 0
@@ -140,6 +141,37 @@ function DataParallelTable:_concat(dst, srcs)
       return d
    end
    return cat(dst, srcs)
+end
+
+-- ---------------------------------------------------------------- timing
+
+-- dpt:timing(true) starts accumulating seconds per phase (sync, distribute,
+-- forward, backward, concat, reduce, criterion, ...); dpt:timing() returns
+-- the totals and resets them.
+local ffi = require 'ffi'
+local ts = ffi.new('lt_timer_timespec')
+local function clock()
+   ffi.C.lt_timer_clock_gettime(1, ts)
+   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+DataParallelTable._clock = clock
+
+function DataParallelTable:timing(on)
+   if on ~= nil then
+      self._times = on and {} or nil
+      return self
+   end
+   local t = self._times or {}
+   if self._times then self._times = {} end
+   return t
+end
+
+-- add the time since t0 to phase `name`; returns the current time
+function DataParallelTable:_tick(name, t0)
+   local now = clock()
+   local times = self._times
+   if times and t0 then times[name] = (times[name] or 0) + (now - t0) end
+   return now
 end
 
 -- ---------------------------------------------------------------- parameters
@@ -248,31 +280,41 @@ end
 
 function DataParallelTable:_prepare()
    if self.flattenParams and not self:hasFlattenedParameters() then self:flattenParameters() end
+   local t = self:_tick()
    if self.needsSync then self:syncParameters() end
+   self:_tick('sync', t)
 end
 
 -- ---------------------------------------------------------------- forward / backward
 
 function DataParallelTable:updateOutput(input)
    self:_prepare()
+   local t = self:_tick()
    local used = self:_distribute(self.inputGpu, input)
+   t = self:_tick('distribute', t)
    self.maxUsedGpu = used
    local inputs = self.inputGpu
    self.outputGpu = self.impl:exec(function(m, i) return m:updateOutput(inputs[i]) end, used)
+   t = self:_tick('forward', t)
    self.output = self:_concat(self.output, self.outputGpu)
+   self:_tick('concat', t)
    return self.output
 end
 
 function DataParallelTable:__backward(method, input, gradOutput, scale)
    local used = self.maxUsedGpu or #self.gpuAssignments
    local inputs = self.inputGpu
+   local t = self:_tick()
    if method == 'backward' or method == 'updateGradInput' then
       self:_distribute(self.gradOutputGpu, gradOutput)
+      t = self:_tick('distribute', t)
       local gradOutputs = self.gradOutputGpu
       self.gradInputGpu = self.impl:exec(function(m, i)
          return m[method](m, inputs[i], gradOutputs[i], scale)
       end, used)
+      t = self:_tick('backward', t)
       if self.gradInput then self.gradInput = self:_concat(self.gradInput, self.gradInputGpu) end
+      t = self:_tick('concat', t)
    end
    if method == 'accGradParameters' then
       local gradOutputs = self.gradOutputGpu
@@ -281,6 +323,7 @@ function DataParallelTable:__backward(method, input, gradOutput, scale)
    end
    if method == 'backward' or method == 'accGradParameters' then
       self:_reduceGradients()
+      self:_tick('reduce', t)
       self.needsSync = true
    end
    return self.gradInput
@@ -388,7 +431,7 @@ function DataParallelTable:__write(file)
    if self.flattenedParams then obj.flattenedParams = {self.flattenedParams[1]} end
    obj.inputGpu, obj.gradOutputGpu, obj.outputGpu, obj.gradInputGpu = {}, {}, {}, {}
    -- run-time state: buffers, replica handles, bucket hooks
-   for _, k in ipairs {'buffer', '_params', '_opt', '_bucketHook', '_bucketWait', '_bucketHandles', 'maxUsedGpu'} do
+   for _, k in ipairs {'buffer', '_params', '_opt', '_bucketHook', '_bucketWait', '_bucketHandles', 'maxUsedGpu', '_times'} do
       obj[k] = nil
    end
    file:writeObject(obj)

@@ -20,10 +20,12 @@ return function(pool, index, sername, nthreads)
    pool = ffi.cast('lt_pool*', pool)
    _G.__threadid = index
    -- torch.setnumthreads in a worker sets this thread's share only
+   local share
    function torch.setnumthreads(n)
       n = tonumber(n)
       if not n or n < 1 then error('torch.setnumthreads: positive number expected', 2) end
-      C.lt_set_local_threads(math.floor(n))
+      share = math.floor(n)
+      C.lt_set_local_threads(share)
    end
    torch.setnumthreads(nthreads)
    local ser = require(sername)
@@ -33,6 +35,10 @@ return function(pool, index, sername, nthreads)
       local id = m.id
       local payload = ffi.string(m.data, m.len)
       C.lt_msg_free(m)
+      -- OpenBLAS's thread count is process-wide: set it back to this worker's
+      -- share (the main thread may have changed it between jobs), so that
+      -- concurrent workers neither oversubscribe nor queue on its one server
+      C.lt_set_local_threads(share)
       local res = pack(xpcall(run, handler, ser, payload))
       local status, out = 0, nil
       if res[1] then
