@@ -339,3 +339,35 @@ def test_type_and_zero_grad_and_clear_state(rt):
     dpt.impl:close()
     return t, s""")
     assert out == ("torch.FloatTensor", 0)
+
+
+def test_allreduce_gradients_wires_iallreduce_and_wait(rt):
+    # a stand-in for lua/mpi (one rank): iallreduce gets each bucket's view, wait each handle
+    out = run(rt, r"""
+    local ref = H.model('torch.DoubleTensor', 6)
+    local dpt = H.dpt(ref:clone(), 2, 'basic', 'optimized')
+    local started, waited, total = 0, 0, 0
+    local fakempi = {
+      iallreduce = function(view) started = started + 1; total = total + view:nElement(); return view end,
+      wait = function(h) waited = waited + 1 end,
+    }
+    dpt:allreduceGradients(fakempi, {size = 16})
+    local p, g = dpt:getParameters()
+    dpt:forwardBackward(torch.randn(5, 5), torch.LongTensor(5):random(1, 3), nn.CrossEntropyCriterion():double())
+    dpt:waitGradients()
+    return started, waited, total == g:nElement()""")
+    started, waited, complete = out
+    assert started > 1 and waited == started and complete is True
+
+
+def test_optimized_with_hook_recovers_after_a_device_error(rt):
+    out = run(rt, r"""
+    local dpt = H.dpt(H.model('torch.DoubleTensor', 7), 2, 'basic', 'optimized')
+    dpt:onGradientBucket(function() end, {size = 8})
+    local crit = nn.CrossEntropyCriterion():double()
+    assert(not pcall(dpt.forwardBackward, dpt, torch.randn(4, 9), torch.LongTensor(4):fill(1), crit))
+    local n = 0
+    dpt:onGradientBucket(function() n = n + 1 end, {size = 8})
+    dpt:forwardBackward(torch.randn(4, 5), torch.LongTensor(4):fill(1), crit)
+    return n""")
+    assert out > 1

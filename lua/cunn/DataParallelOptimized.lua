@@ -276,8 +276,11 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
    local threaded = self.impl.post ~= nil
    if threaded and not hook then base.barrier = addr(o.barrier) end
    local losses, outs, wtimes = {}, {}, {}
+   -- device i's arguments: a plain copy of base (the serializer writes plain
+   -- fields), plus the criterion when that worker has not got this one yet
    local function argsFor(i)
-      local a = setmetatable({}, {__index = base})
+      local a = {}
+      for k, v in pairs(base) do a[k] = v end
       if o.critSent[i] ~= criterion then a.crit = criterion; o.critSent[i] = criterion end
       return a
    end
@@ -295,40 +298,34 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
       end
       return true
    end
-   if threaded then
-      local pool = self.impl:_setup()
-      for i = 1, used do
-         -- a flat (non-metatable) copy: the serializer writes plain fields
-         local a = {}
-         for k, v in pairs(base) do a[k] = v end
-         local ai = argsFor(i)
-         a.crit = rawget(ai, 'crit')
-         pool:addjob(i, function(f, idx, args) return f(_G.module, idx, args) end,
-                     function(loss, out, tm) losses[i], outs[i], wtimes[i] = loss, out, tm end, deviceJob, i, a)
-      end
-      local ok = true
-      if hook then ok = runHooks() end
-      local sok, err = pcall(pool.synchronize, pool)
-      if not sok or not ok then
-         o.aborted = true
-         -- drain what is left of this call's bucket notices
-         error(err or 'forwardBackward: a device failed', 0)
-      end
-   else
-      local rets = self.impl:exec(function(m, i)
-         local a = {}
-         for k, v in pairs(base) do a[k] = v end
-         a.crit = rawget(argsFor(i), 'crit')
-         return {deviceJob(m, i, a)}
-      end, used)
-      for i = 1, used do losses[i], outs[i], wtimes[i] = rets[i][1], rets[i][2], rets[i][3] end
-      if hook then
-         runHooks()
+   local function dispatch()
+      if threaded then
+         local pool = self.impl:_setup()
+         for i = 1, used do
+            pool:addjob(i, function(f, idx, args) return f(_G.module, idx, args) end,
+                        function(loss, out, tm) losses[i], outs[i], wtimes[i] = loss, out, tm end, deviceJob, i, argsFor(i))
+         end
+         local ok = true
+         if hook then ok = runHooks() end
+         pool:synchronize()
+         if not ok then error('forwardBackward: a device failed', 0) end
       else
-         base.phase = 'reduce'
-         local red = self.impl:exec(function(m, i) return select(3, deviceJob(m, i, base)) end, used)
-         for i = 1, used do wtimes[i].reduce = red[i].reduce end
+         local rets = self.impl:exec(function(m, i) return {deviceJob(m, i, argsFor(i))} end, used)
+         for i = 1, used do losses[i], outs[i], wtimes[i] = rets[i][1], rets[i][2], rets[i][3] end
+         if hook then
+            runHooks()
+         else
+            base.phase = 'reduce'
+            local red = self.impl:exec(function(m, i) return select(3, deviceJob(m, i, base)) end, used)
+            for i = 1, used do wtimes[i].reduce = red[i].reduce end
+         end
       end
+   end
+   local ok, err = pcall(dispatch)
+   if not ok then
+      -- the barrier and channel may hold this call's leftovers: new ones next time
+      o.aborted = true
+      error(err, 0)
    end
    local loss = 0
    for i = 1, used do loss = loss + losses[i] end
