@@ -3,12 +3,14 @@ optimized one-job-per-device path, at 1 and 2 devices (CPU workers: pthread + Lu
 each, floor(cores / devices) compute threads each), steps interleaved so that machine noise
 hits all configurations alike.
 
-    luatorch bench dpt [--model resnet20] [--batch 64] [--devices 1,2] [--iters 5] [--json PATH]
+    luatorch bench dpt [--model resnet20|resnet56|resnet50|mlp] [--batch 64] [--devices 1,2] [--iters 5]
+                       [--json PATH]
 
 One step = dpt:forwardBackward(x, y, criterion) + optim.sgd on replica 1's flat parameters.
 Baseline = Torch7's sequence (serial distribute on the main thread, one exec round for
 forward and one for backward, criterion on the concatenated output, star reduction into
-replica 1, serial parameter broadcast at the next forward). `plain` is the model without DPT.
+replica 1, serial parameter broadcast at the next forward). `plain` is the model without DPT
+(its "x base" is against the 1-device baseline).
 Breakdown columns are seconds per step (the device_* ones: the slowest device's share).
 """
 import argparse
@@ -22,6 +24,11 @@ MODELS = {
     "resnet20": ("require('models.resnet')({depth = 20, dataset = 'cifar10'})", 32, 10),
     "resnet56": ("require('models.resnet')({depth = 56, dataset = 'cifar10'})", 32, 10),
     "resnet50": ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", 224, 1000),
+    # many parameters for little compute (the regime of fast devices): what the reduction,
+    # broadcast and dispatch cost shows here
+    "mlp": ("nn.Sequential():add(nn.View(-1):setNumInputDims(3)):add(nn.Linear(3 * 16 * 16, 2048)):add(nn.ReLU())"
+            ":add(nn.Linear(2048, 2048)):add(nn.ReLU()):add(nn.Linear(2048, 2048)):add(nn.ReLU())"
+            ":add(nn.Linear(2048, 10))", 16, 10),
 }
 
 _LUA = r"""

@@ -135,11 +135,12 @@ def test_errors_propagate_with_thread_and_traceback_and_pool_survives(rt):
     return n""") == 42
 
 
-def test_init_error_raises_at_construction(rt):
+def test_init_error_raises_at_construction_and_stops_the_pool(rt):
     with pytest.raises(LuaError, match="init failed"):
         rt.execute("""
         local threads = require 'threads'
         threads.Threads(2, function(i) if i == 2 then error('init failed') end end)""")
+    assert rt.execute("return require('threads').alive()") == 0
 
 
 def test_specific_mode_addresses_threads(rt):

@@ -56,10 +56,17 @@ local function new(_, N, ...)
    self.pool = ffi.gc(p, C.lt_pool_terminate)
    local inits = {...}
    if #inits > 0 then
-      for i = 1, N do
-         for _, f in ipairs(inits) do self:_post(i, f, nil, i) end
+      local ok, err = pcall(function()
+         for i = 1, N do
+            for _, f in ipairs(inits) do self:_post(i, f, nil, i) end
+         end
+         self:synchronize()
+      end)
+      if not ok then
+         -- no half-initialized pool left running
+         pcall(self.terminate, self)
+         error(err, 2)
       end
-      self:synchronize()
    end
    return self
 end
