@@ -54,7 +54,10 @@ function M.setup(build, impl, D, batch, size, classes)
    s.params, s.grads = s.model:getParameters()
    return s
 end
-function M.step(s)
+function M.step(s, threads)
+   -- OpenBLAS's thread count is process-wide and the workers set it to their share:
+   -- give the main thread its own count back before a plain step
+   if not s.dpt then torch.setnumthreads(threads) end
    local t = torch.Timer()
    local function feval()
       s.grads:zero()
@@ -102,12 +105,12 @@ def main(argv=None):
     states = [rt.call(M.setup, build, impl, d, args.batch, size, classes) for impl, d in configs]
     for s in states:
         for _ in range(args.warmup):
-            rt.call(M.step, s)
+            rt.call(M.step, s, threads)
         rt.call(M.timing, s, True)
     times = [[] for _ in configs]
     for _ in range(args.iters):
         for k, s in enumerate(states):
-            times[k].append(rt.call(M.step, s))
+            times[k].append(rt.call(M.step, s, threads))
     phases = []
     for s in states:
         t = rt.call(M.timing, s, False)
