@@ -371,3 +371,23 @@ def test_optimized_with_hook_recovers_after_a_device_error(rt):
     dpt:forwardBackward(torch.randn(4, 5), torch.LongTensor(4):fill(1), crit)
     return n""")
     assert out > 1
+
+
+def test_threaded_workers_load_cudnn_and_the_default_tensor_type(rt):
+    # fb.resnet.torch models are cudnn.* modules; the workers must know those classes
+    err = run(rt, r"""
+    require 'cudnn'
+    local old = torch.getdefaulttensortype()
+    torch.setdefaulttensortype('torch.FloatTensor')
+    local net = nn.Sequential():add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(cudnn.ReLU())
+                  :add(nn.View(-1):setNumInputDims(3)):add(nn.Linear(4 * 5 * 5, 2))
+    net:float()
+    local dpt = nn.DataParallelTable(1):add(net:clone(), {1, 2}):threads()
+    local x = torch.randn(3, 3, 5, 5):float()
+    local e = H.maxdiff(dpt:forward(x), net:forward(x))
+    local types = dpt.impl:exec(function() return torch.getdefaulttensortype() end)
+    dpt.impl:close()
+    torch.setdefaulttensortype(old)
+    assert(types[1] == 'torch.FloatTensor' and types[2] == 'torch.FloatTensor')
+    return e""")
+    assert err < 1e-6
