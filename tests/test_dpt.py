@@ -157,7 +157,7 @@ def test_optimized_matches_single_device_and_baseline(rt, mode, sizes, ty, tol):
         for it = 1, 3 do
           local x = torch.randn(B, 5):type(ty)
           local y = torch.LongTensor(B):random(1, 3)
-          rg:zero(); og:zero(); bg:zero()
+          rg:zero(); opt:zeroGradParameters(); base:zeroGradParameters()
           local ro = ref:forward(x)
           local rl = crit:forward(ro, y)
           ref:backward(x, crit:backward(ro, y))

@@ -321,6 +321,7 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
          end
       end
    end
+   self._othersZero = false
    local ok, err = pcall(dispatch)
    if not ok then
       -- the barrier and channel may hold this call's leftovers: new ones next time
@@ -344,5 +345,7 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
    end
    criterion.output = loss
    self.needsSync = true
+   -- every chunk or bucket of replicas 2..D was summed into replica 1 and zeroed
+   self._othersZero = true
    return loss, self.output
 end

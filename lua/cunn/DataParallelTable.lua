@@ -210,6 +210,7 @@ end
 DataParallelTable._flatten = flatten
 
 function DataParallelTable:flattenParameters()
+   self._othersZero = false
    -- replica 1 on this side (its storages are the ones the optimizer holds)
    local flat1 = flatten(self.modules[1])
    self.impl:replicaOneChanged()
@@ -321,6 +322,7 @@ function DataParallelTable:__backward(method, input, gradOutput, scale)
       self:_distribute(gradOutputs, gradOutput)
       self.impl:exec(function(m, i) m:accGradParameters(inputs[i], gradOutputs[i], scale) end, used)
    end
+   self._othersZero = false
    if method == 'backward' or method == 'accGradParameters' then
       self:_reduceGradients()
       self:_tick('reduce', t)
@@ -356,7 +358,9 @@ end
 
 function DataParallelTable:zeroGradParameters()
    if self.flattenedParams then
-      for _, f in ipairs(self.flattenedParams) do f[2]:zero() end
+      -- after an optimized step the other replicas' gradients are already zero
+      local n = self._othersZero and 1 or #self.flattenedParams
+      for k = 1, n do self.flattenedParams[k][2]:zero() end
    else
       self.impl:exec(function(m) m:zeroGradParameters() end)
    end
@@ -431,7 +435,8 @@ function DataParallelTable:__write(file)
    if self.flattenedParams then obj.flattenedParams = {self.flattenedParams[1]} end
    obj.inputGpu, obj.gradOutputGpu, obj.outputGpu, obj.gradInputGpu = {}, {}, {}, {}
    -- run-time state: buffers, replica handles, bucket hooks
-   for _, k in ipairs {'buffer', '_params', '_opt', '_bucketHook', '_bucketWait', '_bucketHandles', 'maxUsedGpu', '_times'} do
+   for _, k in ipairs {'buffer', '_params', '_opt', '_bucketHook', '_bucketWait', '_bucketHandles', 'maxUsedGpu',
+                       '_times', '_othersZero'} do
       obj[k] = nil
    end
    file:writeObject(obj)
