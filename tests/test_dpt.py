@@ -391,3 +391,23 @@ def test_threaded_workers_load_cudnn_and_the_default_tensor_type(rt):
     assert(types[1] == 'torch.FloatTensor' and types[2] == 'torch.FloatTensor')
     return e""")
     assert err < 1e-6
+
+
+def test_switching_to_threads_after_basic_steps(rt):
+    err = run(rt, r"""
+    local ref = H.model('torch.DoubleTensor', 8)
+    ref:evaluate()
+    local dpt = H.dpt(ref:clone(), 2, 'basic')
+    dpt:evaluate()
+    local x, go = torch.randn(5, 5), torch.randn(5, 3)
+    dpt:forward(x); dpt:backward(x, go)
+    dpt:threads()
+    dpt:evaluate()
+    dpt:zeroGradParameters(); ref:zeroGradParameters()
+    local e = H.maxdiff(dpt:forward(x), ref:forward(x))
+    dpt:backward(x, go); ref:backward(x, go)
+    local _, g = dpt:parameters(); local _, rg = ref:parameters()
+    for j = 1, #g do e = math.max(e, H.maxdiff(g[j], rg[j])) end
+    dpt.impl:close()
+    return e""")
+    assert err < 1e-12

@@ -59,6 +59,8 @@ function DataParallelTable:threads(initFunc, syncCopies)
    assert(not self.impl.__threads, 'threads already initialized')
    self.impl:close()
    self.impl = Impls.Threads(self, initFunc, syncCopies)
+   -- replicas made by the previous impl are gone
+   self:_replicasChanged()
    return self
 end
 
