@@ -22,7 +22,7 @@
 #include "lt_sort.h"    /* sort, topk, kthvalue, cumsum, cumprod */
 #include "lt_random.h"  /* Mersenne Twister generator and random fills */
 #include "lt_index.h"   /* index/gather/scatter/masked ops, nonzero, cat */
-#include "lt_nn.h"
-#include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, mutexes, conditions */      /* THNN-like nn kernels: convolution, batch norm, pooling, activations, criteria */
+#include "lt_nn.h"      /* THNN-like nn kernels: convolution, batch norm, pooling, activations, criteria */
+#include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 
 #endif
