@@ -8,6 +8,7 @@
     luatorch bench data --data PACKED --files FOLDER       in-memory vs per-file loader (images/s, data wait)
     luatorch pack SRC OUT | pack --verify OUT              pack a data set into checksummed shards
     luatorch synth-data OUT --images N --classes K         an ImageNet-like folder of JPEGs
+    luatorch bench dpt [--devices 1,2] [--json PATH]       DataParallelTable: Torch7 baseline vs optimized
 """
 import argparse
 import sys
@@ -30,6 +31,7 @@ BENCHMARKS = {
     "overhead": "run.bench_overhead",
     "train": "run.bench_train",
     "data": "run.bench_data",
+    "dpt": "run.bench_dpt",
 }
 
 
