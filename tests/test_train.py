@@ -209,3 +209,20 @@ def test_validation_counts_every_image_once_across_ranks(tmp_path):
                     np_=2)
     rec = log(save)[0]
     assert rec["ranks"] == 2 and rec["val_images"] == 10000  # Fashion-MNIST's test set
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks,devices,dpt,allreduce", [
+    (1, 2, "baseline", "auto"), (1, 2, "optimized", "auto"), (2, 2, "baseline", "ring"),
+    (2, 2, "optimized", "multicolor")], ids=["1x2-baseline", "1x2-optimized", "2x2-baseline", "2x2-optimized"])
+def test_ranks_times_devices_equal_single_process(tmp_path, lrt, single_process, ranks, devices, dpt, allreduce):
+    """N ranks x D DataParallelTable devices = 1 x 1 after k steps, for both DPT flavours (the
+    optimized one with the inter-rank allreduce per gradient bucket, overlapped with backward)."""
+    a, init = single_process
+    run, _ = train(tmp_path, "nd", *EXACT, "--devices", str(devices), "--dpt", dpt, "--allreduce", allreduce,
+                   np_=ranks)
+    rec = log(run)[0]
+    assert rec["ranks"] == ranks and rec["devices"] == devices
+    b, _ = params(lrt, os.path.join(run, "model_1.t7"))
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
+    assert np.max(np.abs(a - init)) > 1e-4
