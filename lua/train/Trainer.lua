@@ -223,18 +223,17 @@ function Trainer:train(epoch, dataloader, progress)
          progress(n, nIters, global[1] / self.world, 100 * top1Sum / N, t.data / timer:time().real)
       end
    end
-   local seconds = timer:time().real
+   local r = self:epochSummary(lossSum, top1Sum, top5Sum, N, timer:time().real)
+   r.iterations, r.time, r.lr = nIters, t, optimState.learningRate
+   return r
+end
+
+-- Loss and top-1/top-5 (percent) over all ranks' samples.
+function Trainer:epochSummary(lossSum, top1Sum, top5Sum, N, seconds)
    local sums = self:sumAcrossRanks({lossSum, top1Sum, top5Sum, N})
-   return {
-      loss = sums[1] / math.max(1, sums[4]),
-      top1 = 100 * sums[2] / math.max(1, sums[4]),
-      top5 = 100 * sums[3] / math.max(1, sums[4]),
-      images = sums[4],
-      seconds = seconds,
-      iterations = nIters,
-      time = t,
-      lr = optimState.learningRate,
-   }
+   local n = math.max(1, sums[4])
+   return {loss = sums[1] / n, top1 = 100 * sums[2] / n, top5 = 100 * sums[3] / n, images = sums[4],
+           seconds = seconds}
 end
 
 -- Validation over all ranks, each image counted once: top-1/top-5 accuracy in percent.
@@ -255,14 +254,7 @@ function Trainer:test(epoch, dataloader)
       ::continue::
    end
    self:setTraining(true)
-   local sums = self:sumAcrossRanks({lossSum, top1Sum, top5Sum, N})
-   return {
-      loss = sums[1] / math.max(1, sums[4]),
-      top1 = 100 * sums[2] / math.max(1, sums[4]),
-      top5 = 100 * sums[3] / math.max(1, sums[4]),
-      images = sums[4],
-      seconds = timer:time().real,
-   }
+   return self:epochSummary(lossSum, top1Sum, top5Sum, N, timer:time().real)
 end
 
 return M.Trainer
