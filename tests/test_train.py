@@ -226,3 +226,21 @@ def test_ranks_times_devices_equal_single_process(tmp_path, lrt, single_process,
     b, _ = params(lrt, os.path.join(run, "model_1.t7"))
     assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
     assert np.max(np.abs(a - init)) > 1e-4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model,data", [("googlenet_bn", "memory"), ("resnet", "files")])
+def test_paper_models_train_on_imagenet_like_data(tmp_path, model, data):
+    """The paper's networks on real JPEGs (synth-data, fb.resnet.torch's 224x224 transforms), from the packed
+    in-memory store and from the per-file loader."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    src, packed = str(tmp_path / "src"), str(tmp_path / "packed")
+    for cmd in (["synth-data", src, "--images", "8", "--classes", "2", "--val", "4", "--seed", "1"],
+                ["pack", src, packed]):
+        r = subprocess.run([sys.executable, "-m", "run.cli", *cmd], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    save, _ = train(tmp_path, model, "--model", model, "--depth", "50", "--dataset", packed, "--data", data,
+                    "--epochs", "1", "--max-iters", "1", "--val-iters", "1", "--batch-size", "2")
+    rec = log(save)[0]
+    assert rec["iterations"] == 1 and rec["val_images"] == 2 and np.isfinite(rec["train_loss"])
