@@ -4,6 +4,8 @@
     luatorch demo                                          a short tour of the torch package
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
+    luatorch bench allreduce --cluster [--np N]            ... across the emulated cluster's hosts
+    luatorch cluster up|down|status|exec|speed             emulated hosts: netns + veth + tc (root)
 """
 import argparse
 import sys
@@ -33,6 +35,7 @@ def main(argv=None):
         "th": lambda rest: __import__("run.th", fromlist=["main"]).main(rest),
         "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
         "bench": _bench,
+        "cluster": lambda rest: __import__("run.cluster", fromlist=["main"]).main(rest),
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__.strip())
