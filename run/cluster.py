@@ -354,7 +354,10 @@ def mpi_launch(family, nranks, python_env=None, per_host=1):
                 argv += ["-x", var]
     else:
         mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        env = {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": ifaces[0], "MPIR_CVAR_CH4_NETMOD": "ofi",
+        # the wheel's ch4:ofi (libfabric tcp) uses one interface even with
+        # MPIR_CVAR_CH4_OFI_ENABLE_MULTI_NIC_STRIPING; ch4:ucx's tcp transport stripes over rails
+        env = {"MPIR_CVAR_CH4_NETMOD": "ucx", "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": ",".join(ifaces),
+               "UCX_MAX_RNDV_RAILS": str(len(ifaces)), "UCX_MAX_EAGER_RAILS": str(len(ifaces)),
                "MPIR_CVAR_NOLOCAL": "1", **shared}
         argv = [mpiexec, "-launcher", "ssh", "-launcher-exec", agent, "-iface", "eth0",
                 "-hosts", ",".join("%s:%d" % (h, per_host) for h in hosts), "-n", str(nranks), "-genvall"]
