@@ -35,9 +35,13 @@ import subprocess
 import sys
 import time
 
-STATE_DIR = os.environ.get("LUATORCH_CLUSTER_DIR", "/run/luatorch-cluster")
-PREFIX = "lt-h"
-SWITCH = "lt-sw"
+# LUATORCH_CLUSTER names a cluster (default "lt"), so a test can run beside a measurement
+NAME = os.environ.get("LUATORCH_CLUSTER", "lt")
+if not re.fullmatch(r"[a-z][a-z0-9]{0,7}", NAME):
+    raise SystemExit("LUATORCH_CLUSTER must be 1-8 lowercase letters/digits, starting with a letter")
+STATE_DIR = "/run/luatorch-cluster" + ("" if NAME == "lt" else "-" + NAME)
+PREFIX = NAME + "-h"
+SWITCH = NAME + "-sw"
 SUBNET = "10.77"
 
 
