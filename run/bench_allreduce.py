@@ -214,12 +214,13 @@ def calibrate(args):
 
 def pick_best(times, margin=0.9):
     """times: {algorithm: [median us per round]}. The library's own unless another
-    is clearly and repeatably faster: its median within `margin` of mpi's
-    and faster than mpi in every round."""
+    is clearly and repeatably faster: its median at most `margin` of mpi's and
+    its slowest round faster than mpi's fastest (under load, with millisecond
+    noise on microsecond operations, 'faster in every round' alone still let
+    chance wins through)."""
     mpi_t = times["mpi"]
     ok = {a: statistics.median(t) for a, t in times.items()
-          if a != "mpi" and statistics.median(t) <= margin * statistics.median(mpi_t)
-          and all(x < y for x, y in zip(t, mpi_t))}
+          if a != "mpi" and statistics.median(t) <= margin * statistics.median(mpi_t) and max(t) < min(mpi_t)}
     return min(ok, key=ok.get) if ok else "mpi"
 
 

@@ -141,6 +141,7 @@ def test_calibration_keeps_mpi_without_a_repeatable_win():
     assert pick({"mpi": [100, 100, 100], "ring": [80, 80, 80], "rhd": [70, 75, 60]}) == "rhd"
     assert pick({"mpi": [100, 100, 100], "ring": [95, 94, 93]}) == "mpi"          # < 10% faster
     assert pick({"mpi": [100, 60, 100], "ring": [80, 80, 80]}) == "mpi"           # lost one round
+    assert pick({"mpi": [100, 110, 120], "ring": [70, 80, 105]}) == "mpi"       # ranges overlap: noise
     assert pick({"mpi": [100], "ring": [89]}) == "ring"
 
 
