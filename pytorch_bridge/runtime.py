@@ -144,7 +144,9 @@ class _StorageRef:
 class Runtime:
     """One LuaJIT state with luatorch's packages on package.path and torch loaded."""
 
-    def __init__(self, threads=None, extra_path=()):
+    def __init__(self, threads=None, extra_path=(), preload=None):
+        """threads: torch.setnumthreads; extra_path: more folders for require; preload: {module:
+        Lua source} installed in package.preload before torch loads (e.g. an instrumented torch.C)."""
         self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
         self._thread = threading.get_ident()
         g = self.lua.globals()
@@ -153,6 +155,10 @@ class Runtime:
         paths += [os.path.join(p, "?", "init.lua") for p in (*extra_path, base)]
         g.package.path = ";".join(paths) + ";" + g.package.path
         g.package.loaded["torch.native_path"] = native.NATIVE_PATH
+        make_loader = self.lua.eval("function(src, name) return function(...) "
+                                    "return assert(loadstring(src, name))(...) end end")
+        for name, source in (preload or {}).items():
+            g.package.preload[name] = make_loader(source, "=" + name)
         self._bridge = self.lua.execute(_BRIDGE_LUA)
         self.torch = self.require("torch")
         if threads is not None:

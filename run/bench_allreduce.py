@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,6 @@ OMPI_FORCED = {name: {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_co
                for i, name in enumerate(["basic_linear", "nonoverlapping", "recursive_doubling", "ring",
                                          "segmented_ring", "rabenseifner"], start=1)}
 
-LAUNCH_ENV_VARS = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "HYDI_CONTROL_FD")
 
 
 def parse_size(s):
@@ -251,21 +249,7 @@ def fit_model(recs, p):
 
 # ---------------------------------------------------------------- launching
 
-def mpi_family():
-    from pytorch_bridge import mpi
-
-    return mpi.mpi_family()
-
-
-def launcher(family):
-    """The launch command and environment for the MPI mpi4py loads."""
-    if family == "openmpi":
-        cmd = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
-        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-               "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-        return cmd, env
-    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return (here if os.path.exists(here) else shutil.which("mpiexec.mpich") or shutil.which("mpiexec")), {}
+from run.launch import LAUNCH_ENV_VARS, launcher, mpi_family  # noqa: E402
 
 
 def forced_table(family):

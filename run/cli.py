@@ -2,10 +2,15 @@
 
     luatorch th [script.lua args... | -e CODE | (REPL)]   Torch7's `th`
     luatorch demo                                          a short tour of the torch package
+    luatorch train [--np N] [--devices D] [--model ...]    fb.resnet.torch-style data-parallel training
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
     luatorch bench allreduce --cluster [--np N]            ... across the emulated cluster's hosts
     luatorch cluster up|down|status|exec|speed             emulated hosts: netns + veth + tc (root)
+    luatorch bench data --data PACKED --files FOLDER       in-memory vs per-file loader (images/s, data wait)
+    luatorch pack SRC OUT | pack --verify OUT              pack a data set into checksummed shards
+    luatorch synth-data OUT --images N --classes K         an ImageNet-like folder of JPEGs
+    luatorch bench dpt [--devices 1,2] [--json PATH]       DataParallelTable: Torch7 baseline vs optimized
 """
 import argparse
 import sys
@@ -26,6 +31,9 @@ BENCHMARKS = {
     "conv": "run.bench_conv",
     "model": "run.bench_model",
     "overhead": "run.bench_overhead",
+    "train": "run.bench_train",
+    "data": "run.bench_data",
+    "dpt": "run.bench_dpt",
 }
 
 
@@ -36,6 +44,9 @@ def main(argv=None):
         "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
         "bench": _bench,
         "cluster": lambda rest: __import__("run.cluster", fromlist=["main"]).main(rest),
+        "train": lambda rest: __import__("run.train", fromlist=["main"]).main(rest),
+        "pack": lambda rest: __import__("run.pack", fromlist=["main"]).main(rest),
+        "synth-data": lambda rest: __import__("run.pack", fromlist=["main"]).synth_main(rest),
     }
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         print(__doc__.strip())

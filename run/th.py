@@ -125,8 +125,15 @@ def _repl(rt):
 def run(argv):
     opts = _parse(argv)
     rt = Runtime()
+    from pytorch_bridge.host import preload
+
+    preload(rt)  # require 'luatorch.host': data, rank/world and logs for training scripts
     g = rt.globals
     script = opts["script"]
+    if script and script != "-" and not os.path.isfile(script):
+        bundled = os.path.join(lua_dir(), "scripts", script)
+        if os.path.isfile(bundled):  # scripts shipped with luatorch run by name: `luatorch th train.lua`
+            script = bundled
     argtable = rt.table()
     argtable[-1] = "luatorch th"
     if script:

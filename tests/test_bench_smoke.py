@@ -42,7 +42,25 @@ def test_bench_overhead(tmp_path):
     from run import bench_overhead
 
     out = tmp_path / "o.json"
-    assert bench_overhead.main(["--calls", "20", "--repeat", "1", "--json", str(out)]) == 0
+    assert bench_overhead.main(["--calls", "20", "--repeat", "1", "--batch", "1", "--iters", "1", "--json", str(out),
+                                "--svg", str(tmp_path / "o.svg")]) == 0
     recs = json.loads(out.read_text())
-    assert {r["pass"] for r in recs} == {"forward", "forward+backward"}
-    assert all(r["ours_us"] > 0 and r["pytorch_us"] > 0 for r in recs)
+    calls = [r for r in recs if r.get("kind") != "iteration"]
+    its = [r for r in recs if r.get("kind") == "iteration"]
+    assert {r["pass"] for r in calls} == {"forward", "forward+backward"}
+    assert all(r["ours_us"] > 0 and r["pytorch_us"] > 0 for r in calls)
+    assert len(its) == 2 and (tmp_path / "o.svg").exists()
+    for r in its:
+        # kernel time is measured, not assumed: positive and below the iteration time
+        assert 0 < r["kernel_ms"] <= r["iteration_ms"] and 0 <= r["outside_share"] < 1
+
+
+def test_bench_train(tmp_path):
+    from run import bench_train
+
+    out = tmp_path / "t.json"
+    assert bench_train.main(["--configs", "scaling", "--ranks", "1", "--iters", "2", "--batch-per-rank", "4",
+                             "--json", str(out), "--svg", str(tmp_path / "t.svg")]) == 0
+    (rec,) = json.loads(out.read_text())
+    assert rec["ranks"] == 1 and rec["global_batch"] == 4 and rec["iter_ms"] > 0
+    assert rec["compute_ms"] <= rec["iter_ms"] and rec["weak_scaling_efficiency"] == 1.0

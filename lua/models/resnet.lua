@@ -106,19 +106,22 @@ local function createModel(opt)
       model:add(Avg(7, 7, 1, 1))
       model:add(nn.View(nFeatures):setNumInputDims(3))
       model:add(nn.Linear(nFeatures, opt.nClasses or 1000))
-   elseif dataset == 'cifar10' or dataset == 'cifar100' then
+   elseif dataset == 'cifar10' or dataset == 'cifar100' or dataset == 'mnist' then
+      -- 'mnist' (ours, not fb.resnet.torch's): the CIFAR network for 28x28 inputs with
+      -- opt.nChannels (default 1) planes, for MNIST-type data such as the built-in set
       assert((depth - 2) % 6 == 0, 'depth should be one of 20, 32, 44, 56, 110, 1202')
       local n = (depth - 2) / 6
+      local side = dataset == 'mnist' and 28 or 32
       iChannels = 16
-      model:add(Convolution(3, 16, 3, 3, 1, 1, 1, 1))
+      model:add(Convolution(opt.nChannels or (dataset == 'mnist' and 1 or 3), 16, 3, 3, 1, 1, 1, 1))
       model:add(SBatchNorm(16))
       model:add(ReLU(true))
       model:add(layer(basicblock, 16, n))
       model:add(layer(basicblock, 32, n, 2))
       model:add(layer(basicblock, 64, n, 2))
-      model:add(Avg(8, 8, 1, 1))
+      model:add(Avg(side / 4, side / 4, 1, 1))
       model:add(nn.View(64):setNumInputDims(3))
-      model:add(nn.Linear(64, opt.nClasses or (dataset == 'cifar10' and 10 or 100)))
+      model:add(nn.Linear(64, opt.nClasses or (dataset == 'cifar100' and 100 or 10)))
    else
       error('invalid dataset: ' .. tostring(dataset))
    end

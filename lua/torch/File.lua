@@ -741,8 +741,19 @@ end
 -- as if the user had required them first (only ours, never arbitrary names).
 local autoPackages = {tds = true, nn = true, nngraph = true}
 
+-- cutorch wrote CUDA tensors and storages in the CPU types' layout (sizes, strides,
+-- offset; storage data copied to the host), so a model saved from the GPU loads here as
+-- the CPU type of the same element (what :float() would have given). Half has no CPU
+-- type here and stays an error.
+local cudaAliases = {}
+for _, t in ipairs {{'', 'Float'}, {'Double', 'Double'}, {'Long', 'Long'}, {'Int', 'Int'}, {'Short', 'Short'},
+                    {'Char', 'Char'}, {'Byte', 'Byte'}} do
+   cudaAliases['torch.Cuda' .. t[1] .. 'Tensor'] = 'torch.' .. t[2] .. 'Tensor'
+   cudaAliases['torch.Cuda' .. t[1] .. 'Storage'] = 'torch.' .. t[2] .. 'Storage'
+end
+
 local function classFor(className)
-   local mt = torch.getmetatable(className)
+   local mt = torch.getmetatable(cudaAliases[className] or className)
    if mt then return mt end
    local pkg = className:match('^([%w_]+)%.')
    if pkg and autoPackages[pkg] and package.searchpath(pkg, package.path) then

@@ -25,7 +25,7 @@ load 'utils'
 load 'Storage'
 load 'Tensor'
 for _, part in ipairs {'TensorMath', 'TensorLinalg', 'TensorSort', 'random', 'TensorIndex',
-                       'TensorPrint', 'Timer', 'File', 'DiskFile', 'MemoryFile', 'serialize'} do
+                       'TensorPrint', 'Timer', 'File', 'DiskFile', 'MemoryFile', 'serialize', 'CmdLine'} do
    if package.searchpath('torch.' .. part, package.path) then load(part) end
 end
 

@@ -12,6 +12,7 @@
 #include "coll_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,51 @@ void ltc_op_waiting(ltc_ctx *ctx, const int *peers, int n)
   pthread_mutex_unlock(&ctx->wlock);
 }
 
+static unsigned long host_hash(void)
+{
+  char name[256] = "";
+  gethostname(name, sizeof name - 1);
+  unsigned long h = 5381;
+  for (const char *c = name; *c; c++)
+    h = h * 33 + (unsigned char)*c;
+  return h;
+}
+
+/* A process that no longer runs: gone, or a zombie its launcher has not reaped yet. */
+static int process_gone(int pid)
+{
+  if (kill(pid, 0) == -1 && errno == ESRCH)
+    return 1;
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *close = strrchr(buf, ')');
+  return close && (close[2] == 'Z' || close[2] == 'X');
+}
+
+/* "; gone from this host: rank 1 (pid ...)": peers on our host whose process is gone. */
+static void dead_local_peers(ltc_ctx *ctx, char *buf, size_t cap)
+{
+  buf[0] = 0;
+  if (!ctx->peer_pid)
+    return;
+  unsigned long me = ctx->peer_host[ctx->rank];
+  size_t off = 0;
+  int n = 0;
+  for (int i = 0; i < ctx->size && off + 32 < cap; i++) {
+    if (i == ctx->rank || ctx->peer_host[i] != me)
+      continue;
+    if (process_gone(ctx->peer_pid[i]))
+      off += snprintf(buf + off, cap - off, "%s%d (pid %d)", n++ ? ", " : "; gone from this host: rank ", i,
+                      ctx->peer_pid[i]);
+  }
+}
+
 static void *watchdog_main(void *arg)
 {
   ltc_ctx *ctx = arg;
@@ -146,12 +192,14 @@ static void *watchdog_main(void *arg)
     int off = 0;
     for (int i = 0; i < ctx->nwaiting; i++)
       off += snprintf(peers + off, sizeof peers - off, "%s%d", i ? ", " : "", ctx->waiting_peers[i]);
+    char dead[256];
+    dead_local_peers(ctx, dead, sizeof dead);
     fprintf(stderr,
-            "luatorch mpi: rank %d of %d: %s did not finish within %.3g s (waiting for %s%s); "
+            "luatorch mpi: rank %d of %d: %s did not finish within %.3g s (waiting for %s%s%s); "
             "a peer has died or hangs. Aborting all ranks (MPI_Abort). "
             "Set LUATORCH_MPI_TIMEOUT or timeout= to change the limit.\n",
             ctx->rank, ctx->size, ctx->op_desc, ctx->timeout, ctx->nwaiting ? (ctx->nwaiting == 1 ? "rank " : "ranks ") : "",
-            ctx->nwaiting ? peers : ctx->op_phase);
+            ctx->nwaiting ? peers : ctx->op_phase, dead);
     fflush(stderr);
     MPI_Abort(ctx->comm, 3);
     _exit(3);
@@ -451,6 +499,19 @@ int ltc_create(const void *comm_handle_addr, double timeout_s, ltc_ctx **out)
   env = getenv("LUATORCH_MPI_FAULT_AFTER");
   ctx->fault_after = env ? atol(env) : 0;
   ltc_set_model(ctx, 3e-6, 0.2e-9, 0.25e-9);
+  ctx->peer_pid = calloc(ctx->size, sizeof *ctx->peer_pid);
+  ctx->peer_host = calloc(ctx->size, sizeof *ctx->peer_host);
+  if (ctx->peer_pid && ctx->peer_host) {
+    int pid = (int)getpid();
+    unsigned long host = host_hash();
+    if (MPI_Allgather(&pid, 1, MPI_INT, ctx->peer_pid, 1, MPI_INT, ctx->comm) != MPI_SUCCESS ||
+        MPI_Allgather(&host, 1, MPI_UNSIGNED_LONG, ctx->peer_host, 1, MPI_UNSIGNED_LONG, ctx->comm) != MPI_SUCCESS) {
+      free(ctx->peer_pid);
+      free(ctx->peer_host);
+      ctx->peer_pid = NULL;
+      ctx->peer_host = NULL;
+    }
+  }
   pthread_mutex_init(&ctx->mpi_lock, NULL);
   pthread_mutex_init(&ctx->qlock, NULL);
   pthread_cond_init(&ctx->qcond, NULL);
@@ -484,6 +545,8 @@ int ltc_destroy(ltc_ctx *ctx)
   if (!fin)
     MPI_Comm_free(&ctx->comm);
   free(ctx->scratch);
+  free(ctx->peer_pid);
+  free(ctx->peer_host);
   free(ctx);
   return 0;
 }

@@ -84,6 +84,8 @@ struct ltc_ctx {
   long spin;                      /* empty polls before yielding, -1 never (LUATORCH_MPI_SPIN) */
   volatile int waiting_peers[8];
   volatile int nwaiting;
+  int *peer_pid;                  /* every rank's pid and host, so the watchdog can name */
+  unsigned long *peer_host;       /* the ranks of this host that no longer exist */
 
   /* scratch for received chunks, grown on demand */
   char *scratch;

@@ -23,5 +23,6 @@
 #include "lt_random.h"  /* Mersenne Twister generator and random fills */
 #include "lt_index.h"   /* index/gather/scatter/masked ops, nonzero, cat */
 #include "lt_nn.h"      /* THNN-like nn kernels: convolution, batch norm, pooling, activations, criteria */
+#include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 
 #endif

@@ -282,18 +282,25 @@ int lt_tensor_fill(lt_tensor *t, double value) {
 /* ---- threads ---- */
 
 static int lt_threads = 0;
+/* Worker threads (threads.c) each get their own share of the cores. */
+static __thread int lt_local_threads = 0;
 extern void lt_blas_set_threads(int n);
 
-void lt_set_num_threads(int n) {
+/* Set the process-wide (global) or this thread's (local) count. */
+static void set_threads(int *where, int n) {
   if (n < 1) n = 1;
-  lt_threads = n;
+  *where = n;
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
   lt_blas_set_threads(n);
 }
 
+void lt_set_num_threads(int n) { set_threads(&lt_threads, n); }
+void lt_set_local_threads(int n) { set_threads(&lt_local_threads, n); }
+
 int lt_get_num_threads(void) {
+  if (lt_local_threads > 0) return lt_local_threads;
   if (lt_threads > 0) return lt_threads;
 #ifdef _OPENMP
   return omp_get_max_threads();

@@ -1,0 +1,351 @@
+-- The optimized DataParallelTable path: one job per device per iteration.
+--
+--   loss, output = dpt:forwardBackward(input, target, criterion [, scale])
+--
+-- does forward, criterion and backward for the whole batch. With
+-- dpt:implementation('optimized') (or nn.DataParallelTable(dim, flat, nccl,
+-- {implementation = 'optimized'})) each worker, in one job:
+--   1. copies replica 1's flat parameters into its own if they changed (the
+--      lazy sync, done in parallel instead of serially on the main thread);
+--   2. narrows its slice of the shared input/target directly (no copies);
+--   3. runs forward, its own copy of the criterion and backward. Its loss and
+--      gradOutput are scaled by n_i / N when the criterion averages
+--      (sizeAverage, the default), so the sum over devices of the losses and
+--      of the gradients equals the criterion over the whole batch, exactly
+--      as the baseline (criterion on the concatenated output);
+--   4. writes its output/gradInput slices straight into dpt.output /
+--      dpt.gradInput (shared storages);
+--   5. reduces: after a barrier, worker i sums chunk i of every replica's
+--      flat gradient into replica 1's (and zeroes the others' chunk).
+-- With a bucket hook (dpt:onGradientBucket) step 5 is per bucket instead:
+-- the flat gradient is cut at top-level module boundaries into buckets of at
+-- least opts.size elements; when the last device finishes the backward of
+-- the layers a bucket covers, that device sums the bucket over replicas and
+-- the main thread calls hook(offset, count, view) for it (offset 1-based in
+-- the flat gradient, view = its narrow), e.g. to start mpi.iallreduce while
+-- the backward of earlier layers is still running; dpt:waitGradients()
+-- waits for what the hooks returned.
+-- dpt:implementation('baseline') makes forwardBackward the Torch7 sequence
+-- (forward, criterion on replica 1's side, backward, star reduction).
+local DataParallelTable = ...
+
+function DataParallelTable:implementation(name)
+   if name == nil then return self._implementation or 'baseline' end
+   assert(name == 'baseline' or name == 'optimized', "implementation: 'baseline' or 'optimized' expected")
+   self._implementation = name
+   if name == 'optimized' then self.flattenParams = true end
+   return self
+end
+
+-- hook(offset, count, view) -> handle; opts.size (elements per bucket, default 2^20),
+-- opts.wait(handle) used by waitGradients.
+function DataParallelTable:onGradientBucket(hook, opts)
+   opts = opts or {}
+   self._bucketHook = hook
+   self._bucketSize = opts.size or 2 ^ 20
+   self._bucketWait = opts.wait
+   self._opt = nil
+   return self
+end
+
+-- Sum the gradients across MPI ranks bucket by bucket, overlapped with the backward.
+function DataParallelTable:allreduceGradients(mpi, opts)
+   opts = opts or {}
+   return self:onGradientBucket(function(_, _, view) return mpi.iallreduce(view, opts.mpi) end,
+                                {size = opts.size, wait = mpi.wait})
+end
+
+function DataParallelTable:waitGradients()
+   local pending = self._bucketHandles or {}
+   self._bucketHandles = {}
+   if self._bucketWait then
+      for _, h in ipairs(pending) do self._bucketWait(h) end
+   end
+end
+
+-- Buckets over replica 1's flat gradient: {offset (0-based), count, firstChild},
+-- ascending; cut at the top-level children of a Sequential.
+local function makeBuckets(dpt, size)
+   local m = dpt.modules[1]
+   local total = dpt.flattenedParams[1][2]:nElement()
+   local base = dpt.flattenedParams[1][2]:storageOffset()
+   if torch.type(m) ~= 'nn.Sequential' then return {{0, total, 1}} end
+   local starts = {}   -- child index -> first flat element of its parameters
+   for j, child in ipairs(m.modules) do
+      local w = child:parameters()
+      if w and #w > 0 then
+         local lo = math.huge
+         for _, t in ipairs(w) do lo = math.min(lo, t:storageOffset() - base) end
+         starts[#starts + 1] = {j, lo}
+      end
+   end
+   local buckets, hi = {}, total
+   for k = #starts, 1, -1 do
+      local j, lo = starts[k][1], starts[k][2]
+      if hi - lo >= size or k == 1 then
+         if k == 1 then lo = 0 end
+         table.insert(buckets, 1, {lo, hi - lo, j})
+         hi = lo
+      end
+   end
+   return buckets
+end
+
+-- The per-device job (runs in worker i, or serially in the Basic impl):
+-- it must not use locals of this file (it is sent as bytecode).
+local function deviceJob(m, i, a)
+   local ffi = require 'ffi'
+   local C = torch.C
+   local used, dim = a.used, a.dim
+   local barrier = a.barrier and ffi.cast('void*', a.barrier)
+   local chan = a.chan and ffi.cast('void*', a.chan)
+   local ty = a.grads[1]:type() == 'torch.FloatTensor' and C.LT_FLOAT or C.LT_DOUBLE
+   local elem = ty == C.LT_FLOAT and 4 or 8
+   local function ptr(t) return ffi.cast('char*', t._c.storage.data) + tonumber(t._c.offset) * elem end
+
+   local function sumRange(from, to)
+      local srcs = ffi.new('void*[?]', used)
+      for k = 1, used do srcs[k - 1] = ptr(a.grads[k]) end
+      C.lt_sum_buffers(ty, ptr(a.grads[1]), srcs, used, from, to, 1)
+   end
+
+   local ts = ffi.new('lt_timer_timespec')
+   local function clock()
+      ffi.C.lt_timer_clock_gettime(1, ts)
+      return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+   end
+   local times = {}
+   local function body()
+      local t0 = clock()
+      if a.phase == 'reduce' then
+         local P = a.grads[1]:nElement()
+         local c = math.ceil(P / used)
+         sumRange((i - 1) * c, math.min(P, i * c))
+         times.reduce = clock() - t0
+         return nil, nil, times
+      end
+      local N = a.N
+      local per = math.floor(N / a.D)
+      local extra = N - per * a.D
+      local start, len
+      if i <= extra then start, len = (i - 1) * (per + 1) + 1, per + 1
+      else start, len = extra * (per + 1) + (i - 1 - extra) * per + 1, per end
+      local x = a.input:narrow(dim, start, len)
+      local y = torch.isTensor(a.target) and a.target:narrow(dim, start, len) or a.target
+      if a.crit then _G.dptCriterion = a.crit:clone() end
+      local crit = _G.dptCriterion
+      if a.sync and i > 1 then a.params[i]:copy(a.params[1]) end
+      local t1 = clock()
+      times.sync = t1 - t0
+      local out = m:forward(x)
+      local avg = crit.sizeAverage
+      if avg == nil and crit.nll then avg = crit.nll.sizeAverage end
+      local w = (avg ~= false) and len / N or 1
+      local loss = crit:forward(out, y) * w
+      local go = crit:backward(out, y)
+      if w ~= 1 then go:mul(w) end
+      -- backward, child by child for a Sequential so finished buckets can be reduced early
+      local buckets = a.buckets
+      local nextB = buckets and #buckets or 0
+      local counts = buckets and ffi.cast('int64_t*', a.counts._c.storage.data)
+      local function finish(b)
+         if C.lt_atomic_add(counts + (b - 1), 1) == used then
+            local bk = buckets[b]
+            sumRange(bk[1], bk[1] + bk[2])
+            C.lt_chan_push(chan, b)
+         end
+      end
+      if buckets and torch.type(m) == 'nn.Sequential' then
+         local mods = m.modules
+         local cur = go
+         for j = #mods, 1, -1 do
+            cur = mods[j]:backward(j > 1 and mods[j - 1].output or x, cur, a.scale)
+            while nextB >= 1 and buckets[nextB][3] >= j do finish(nextB); nextB = nextB - 1 end
+         end
+         m.gradInput = cur
+      else
+         m:backward(x, go, a.scale)
+      end
+      while nextB >= 1 do finish(nextB); nextB = nextB - 1 end
+      if a.gradInput then a.gradInput:narrow(dim, start, len):copy(m.gradInput) end
+      local outRet
+      if a.output then a.output:narrow(dim, start, len):copy(out) else outRet = out end
+      local t2 = clock()
+      times.fb = t2 - t1
+      if barrier and not buckets then
+         if C.lt_barrier_wait(barrier) ~= 0 then return nil, nil, nil end
+         local t3 = clock()
+         times.wait = t3 - t2
+         local P = a.grads[1]:nElement()
+         local c = math.ceil(P / used)
+         sumRange((i - 1) * c, math.min(P, i * c))
+         times.reduce = clock() - t3
+      end
+      return loss, outRet, times
+   end
+
+   local res = {pcall(body)}
+   if not res[1] then
+      -- let the other devices and the main thread stop waiting, then fail
+      if barrier then C.lt_barrier_abort(barrier) end
+      if chan then C.lt_chan_push(chan, -1) end
+      error(res[2], 0)
+   end
+   return res[2], res[3], res[4]
+end
+
+local ffi = require 'ffi'
+local C = torch.C
+
+local function addr(p) return tonumber(ffi.cast('uintptr_t', p)) end
+
+-- Synchronization objects for `used` devices (recreated after an abort).
+function DataParallelTable:_optState(used)
+   local o = self._opt
+   if o and o.used == used and not o.aborted then return o end
+   if o then self:_freeOpt() end
+   o = {used = used}
+   o.barrier = ffi.gc(C.lt_barrier_new(used), C.lt_barrier_free)
+   o.chan = ffi.gc(C.lt_chan_new(), C.lt_chan_free)
+   o.critSent = {}
+   self._opt = o
+   return o
+end
+
+function DataParallelTable:_freeOpt()
+   self._opt = nil
+end
+
+function DataParallelTable:forwardBackward(input, target, criterion, scale)
+   if self:implementation() == 'baseline' then
+      local output = self:forward(input)
+      local t = self:_tick()
+      local loss = criterion:forward(output, target)
+      local gradOutput = criterion:backward(output, target)
+      self:_tick('criterion', t)
+      self:backward(input, gradOutput, scale)
+      if self._bucketHook then
+         local g = self.flattenedParams and self.flattenedParams[1][2]
+         if not g then
+            local _, gp = self.modules[1]:parameters()
+            assert(gp and #gp == 1, 'onGradientBucket needs flattened parameters (flattenParams=true)')
+            g = gp[1]
+         end
+         self._bucketHandles = self._bucketHandles or {}
+         table.insert(self._bucketHandles, self._bucketHook(1, g:nElement(), g))
+      end
+      return loss, output
+   end
+   return self:_forwardBackwardOptimized(input, target, criterion, scale)
+end
+
+function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, scale)
+   self.flattenParams = true
+   if not self:hasFlattenedParameters() then self:flattenParameters() end
+   local D = #self.gpuAssignments
+   local dim = self.dimension
+   local N = input:size(dim)
+   local used = math.min(D, N)
+   local o = self:_optState(used)
+   local hook = self._bucketHook
+   if hook and not o.buckets then
+      o.buckets = makeBuckets(self, self._bucketSize)
+      o.counts = torch.LongTensor(#o.buckets)
+   end
+   if o.counts then o.counts:zero() end
+   local params, grads = {}, {}
+   for k, f in ipairs(self.flattenedParams) do params[k], grads[k] = f[1], f[2] end
+   -- outputs go straight into self.output when its shape is known from the last call
+   local outShape = o.outShape
+   local output
+   if outShape then
+      outShape[dim] = N
+      self.output = torch.isTensor(self.output) and torch.type(self.output) == o.outType and self.output
+                    or torch.getmetatable(o.outType).__constructor()
+      output = self.output:resize(torch.LongStorage(outShape))
+   end
+   if self.gradInput then
+      self.gradInput = torch.isTensor(self.gradInput) and torch.type(self.gradInput) == torch.type(input)
+                       and self.gradInput or input.new()
+      self.gradInput:resizeAs(input)
+   end
+   local base = {input = input, target = target, dim = dim, N = N, D = D, used = used, scale = scale or 1,
+                 sync = self.needsSync, params = params, grads = grads, output = output,
+                 gradInput = self.gradInput, buckets = hook and o.buckets or nil, counts = hook and o.counts or nil,
+                 chan = hook and addr(o.chan) or nil, phase = 'fb'}
+   local threaded = self.impl.post ~= nil
+   if threaded and not hook then base.barrier = addr(o.barrier) end
+   local losses, outs, wtimes = {}, {}, {}
+   -- device i's arguments: a plain copy of base (the serializer writes plain
+   -- fields), plus the criterion when that worker has not got this one yet
+   local function argsFor(i)
+      local a = {}
+      for k, v in pairs(base) do a[k] = v end
+      if o.critSent[i] ~= criterion then a.crit = criterion; o.critSent[i] = criterion end
+      return a
+   end
+   local handles = self._bucketHandles or {}
+   self._bucketHandles = handles
+   local function runHooks()
+      local g1 = grads[1]
+      local v = ffi.new('int64_t[1]')
+      for _ = 1, #o.buckets do
+         C.lt_chan_pop(o.chan, v, -1)
+         local b = tonumber(v[0])
+         if b < 0 then return false end
+         local bk = o.buckets[b]
+         handles[#handles + 1] = hook(bk[1] + 1, bk[2], g1:narrow(1, bk[1] + 1, bk[2]))
+      end
+      return true
+   end
+   local function dispatch()
+      if threaded then
+         local pool = self.impl:_setup()
+         for i = 1, used do
+            pool:addjob(i, function(f, idx, args) return f(_G.module, idx, args) end,
+                        function(loss, out, tm) losses[i], outs[i], wtimes[i] = loss, out, tm end, deviceJob, i, argsFor(i))
+         end
+         local ok = true
+         if hook then ok = runHooks() end
+         pool:synchronize()
+         if not ok then error('forwardBackward: a device failed', 0) end
+      else
+         local rets = self.impl:exec(function(m, i) return {deviceJob(m, i, argsFor(i))} end, used)
+         for i = 1, used do losses[i], outs[i], wtimes[i] = rets[i][1], rets[i][2], rets[i][3] end
+         if hook then
+            runHooks()
+         else
+            base.phase = 'reduce'
+            local red = self.impl:exec(function(m, i) return select(3, deviceJob(m, i, base)) end, used)
+            for i = 1, used do wtimes[i].reduce = red[i].reduce end
+         end
+      end
+   end
+   self._othersZero = false
+   local ok, err = pcall(dispatch)
+   if not ok then
+      -- the barrier and channel may hold this call's leftovers: new ones next time
+      o.aborted = true
+      error(err, 0)
+   end
+   local loss = 0
+   for i = 1, used do loss = loss + losses[i] end
+   if self._times then
+      -- the slowest device's phases (they run side by side)
+      local worst = {}
+      for i = 1, used do
+         for k, v in pairs(wtimes[i] or {}) do worst[k] = math.max(worst[k] or 0, v) end
+      end
+      for k, v in pairs(worst) do self._times['device_' .. k] = (self._times['device_' .. k] or 0) + v end
+   end
+   if not output then
+      self.output = self:_concat(self.output, outs)
+      local sz = self.output:size():totable()
+      o.outShape, o.outType = sz, torch.type(self.output)
+   end
+   criterion.output = loss
+   self.needsSync = true
+   -- every chunk or bucket of replicas 2..D was summed into replica 1 and zeroed
+   self._othersZero = true
+   return loss, self.output
+end

@@ -1,0 +1,72 @@
+-- Checkpoints in fb.resnet.torch's layout (checkpoints.lua):
+--   model_<epoch>.t7      the bare model (DataParallelTable stripped), clearState()'d
+--   optimState_<epoch>.t7 the optim state (momentum buffer `dfdx`, evalCounter, ...)
+--   latest.t7             {epoch=, modelFile=, optimFile=} (+ ours: rngState, bestTop1, seed)
+--   model_best.t7         the model whenever validation top-1 improved
+-- Every file is written to a temporary name and renamed, so a crash never leaves a
+-- half-written checkpoint where `-resume` would read it.
+require 'torch'
+
+local M = {}
+
+local function join(dir, name) return dir .. '/' .. name end
+
+local function exists(path)
+   local f = io.open(path, 'rb')
+   if f then f:close() end
+   return f ~= nil
+end
+
+local function saveAtomic(path, obj)
+   local tmp = path .. '.tmp'
+   torch.save(tmp, obj)
+   local ok, err = os.rename(tmp, path)
+   if not ok then error('checkpoints: cannot rename ' .. tmp .. ' to ' .. path .. ': ' .. tostring(err), 0) end
+end
+M.saveAtomic = saveAtomic
+
+-- New tables, shared tensors: what clearState() may then empty without touching the
+-- live model (fb.resnet.torch's deepCopy).
+local function deepCopy(tbl)
+   local copy = {}
+   for k, v in pairs(tbl) do
+      if type(v) == 'table' then copy[k] = deepCopy(v) else copy[k] = v end
+   end
+   local mt = getmetatable(tbl)
+   if mt then setmetatable(copy, mt) end
+   return copy
+end
+
+local function bareModel(model)
+   if torch.type(model) == 'nn.DataParallelTable' then model = model:get(1) end
+   return deepCopy(model):clearState()
+end
+
+function M.latest(dir)
+   if dir == nil or dir == 'none' then return nil end
+   local path = join(dir, 'latest.t7')
+   if not exists(path) then error('checkpoints: no latest.t7 in ' .. dir .. ' (nothing to resume)', 0) end
+   print('=> Loading checkpoint ' .. path)
+   local latest = torch.load(path)
+   local optimState = torch.load(join(dir, latest.optimFile))
+   return latest, optimState
+end
+
+function M.loadModel(dir, latest)
+   return torch.load(join(dir, latest.modelFile))
+end
+
+function M.save(dir, epoch, model, optimState, isBestModel, extra)
+   os.execute('mkdir -p "' .. dir .. '"')
+   local modelFile = 'model_' .. epoch .. '.t7'
+   local optimFile = 'optimState_' .. epoch .. '.t7'
+   local bare = bareModel(model)
+   saveAtomic(join(dir, modelFile), bare)
+   saveAtomic(join(dir, optimFile), optimState)
+   local latest = {epoch = epoch, modelFile = modelFile, optimFile = optimFile}
+   for k, v in pairs(extra or {}) do latest[k] = v end
+   saveAtomic(join(dir, 'latest.t7'), latest)
+   if isBestModel then saveAtomic(join(dir, 'model_best.t7'), bare) end
+end
+
+return M

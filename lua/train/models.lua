@@ -1,0 +1,91 @@
+-- Model and criterion for a training run (fb.resnet.torch's models/init.lua):
+-- a fresh ResNet / GoogLeNet-BN, a legacy Torch7 .t7 model (nn.* or cudnn.*, bare or
+-- wrapped in a DataParallelTable), or a checkpoint being resumed; optional
+-- -resetClassifier for fine-tuning; a DataParallelTable over -nGPU devices.
+require 'nn'
+require 'cudnn'
+
+local M = {}
+
+local function unwrap(model)
+   while torch.type(model) == 'nn.DataParallelTable' do model = model:get(1) end
+   return model
+end
+
+local function loadModel(path)
+   local f = io.open(path, 'rb')
+   if not f then error('models: no such model file: ' .. path, 0) end
+   f:close()
+   print('=> Loading model from file: ' .. path)
+   local ok, model = pcall(torch.load, path)
+   if not ok then error('models: cannot load ' .. path .. ': ' .. tostring(model), 0) end
+   if type(model) == 'table' and model.model and not model.forward then model = model.model end
+   if not (type(model) == 'table' and model.forward) then
+      error('models: ' .. path .. ' holds a ' .. torch.type(model) .. ', not an nn module', 0)
+   end
+   return unwrap(model)
+end
+
+local function create(opt, info)
+   if opt.netType == 'resnet' then
+      return require('models.resnet')({depth = opt.depth, dataset = opt.dataset, shortcutType = opt.shortcutType,
+                                       nClasses = info.nClasses, nChannels = info.channels})
+   elseif opt.netType == 'googlenet_bn' or opt.netType == 'googlenet' then
+      if info.height ~= 224 then error('models: GoogLeNet-BN needs 224x224 inputs, the data gives ' ..
+                                        info.height .. 'x' .. info.width, 0) end
+      return require('models.googlenet_bn')({nClasses = info.nClasses})
+   end
+   error('models: unknown -netType ' .. opt.netType .. ' (resnet, googlenet_bn, or a .t7 file)', 0)
+end
+
+local function resetClassifier(model, nClasses)
+   local last = model.modules and model.modules[#model.modules]
+   if torch.type(last) ~= 'nn.Linear' then
+      error('models: -resetClassifier expects the model to end in an nn.Linear, found ' .. torch.type(last), 0)
+   end
+   print(string.format(' => Replacing classifier with %d-way classifier', nClasses))
+   local linear = nn.Linear(last.weight:size(2), nClasses)
+   linear.bias:zero()
+   model:remove(#model.modules)
+   model:add(linear:type(last.weight:type()))
+end
+
+-- Returns model, criterion. `checkpointModel` is the model of a resumed run.
+function M.setup(opt, checkpointModel, info)
+   local model
+   if checkpointModel then
+      model = unwrap(checkpointModel)
+   elseif opt.retrain ~= 'none' then
+      model = loadModel(opt.retrain)
+   elseif opt.netType:match('%.t7$') then
+      model = loadModel(opt.netType)
+   else
+      model = create(opt, info)
+   end
+   if opt.resetClassifier and not checkpointModel then resetClassifier(model, opt.nClasses) end
+
+   -- the first layer's gradInput is never needed (fb.resnet.torch)
+   local first = model.modules and model.modules[1]
+   if first then first.gradInput = nil end
+
+   if opt.nGPU > 1 then
+      require 'cunn'
+      local devices = {}
+      for i = 1, opt.nGPU do devices[i] = i end
+      local dpt = nn.DataParallelTable(1, true, false):add(model, devices)
+      if dpt.implementation then dpt:implementation(opt.dpt) end
+      dpt:threads(function() require 'nn'; require 'cudnn' end)
+      dpt.gradInput = nil
+      model = dpt
+   end
+   model = model:type(opt.tensorType)
+
+   -- a model whose last layer is a LogSoftMax (GoogLeNet-BN's heads) takes ClassNLL
+   local mods = unwrap(model):listModules()
+   local last = torch.type(mods[#mods])
+   local criterion = (last == 'nn.LogSoftMax' or last == 'cudnn.LogSoftMax') and nn.ClassNLLCriterion()
+                     or nn.CrossEntropyCriterion()
+   return model, criterion:type(opt.tensorType)
+end
+
+return M

@@ -1,0 +1,268 @@
+"""Batches from workers into a bounded ring of preallocated buffers.
+
+    ld = ds.loader("train", batch_size=32, rank=r, world=w, seed=s, workers=4)
+    ld.set_epoch(e)
+    for x, y in ld:     # x: B x C x H x W float32 view into a ring slot, y: int64 1-based labels
+        ...             # valid until the next step: only then is the slot handed back to the workers
+
+Workers (threads, or forked processes with `mode="processes"`) take whole batches, as
+fb.resnet.torch's threads did: fetch each record (from the in-memory store, or with `source="files"`
+open/read the original file, the baseline), decode, transform with the per-sample random stream
+`sample_rng(seed, epoch, index)`, and write into the slot. The ring has `slots` buffers
+(default workers + 2: one held by the consumer, the others being filled); nothing is allocated per
+batch. The time the consumer waits for its next batch is measured (`stats()["data_wait_s"]`).
+
+stats(): images, batches, epochs, data_wait_s (consumer blocked), fetch_s / decode_s / transform_s (summed
+over workers), corrupt (records replaced by gray images), load_s (store load), store_bytes, ring_bytes,
+store_created_here, workers, mode, source, policy, slots.
+"""
+import mmap
+import multiprocessing as mp
+import os
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import sampler
+from .transforms import sample_rng
+
+MODES = ("threads", "processes")
+
+
+class Loader:
+    def __init__(self, ds, split, batch_size, rank=0, world=1, seed=0, workers=2, policy="partition",
+                 source="memory", shuffle=True, drop_last=False, mode="threads", slots=None, train=None,
+                 keep=False, verify=True, log=None, root=None):
+        if mode not in MODES:
+            raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
+        if source not in ("memory", "files"):
+            raise ValueError("source must be 'memory' or 'files', not %r" % source)
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.ds, self.split, self.batch_size = ds, split, int(batch_size)
+        self.rank, self.world, self.seed = rank, world, seed
+        self.policy, self.source, self.shuffle, self.drop_last = policy, source, shuffle, drop_last
+        self.mode, self.workers = mode, max(1, int(workers))
+        self.n = ds.size(split)
+        sampler.epoch_order(0, rank, world, 0, 0, policy)  # argument checks
+        self.transform = ds.transform(split, train)
+        self.decode = ds.decode
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.epoch = 1
+        self.store = None
+        t0 = time.time()
+        lo, hi = sampler.rank_range(self.n, world, rank) if policy == "partition" else (0, self.n)
+        self.base = lo
+        if source == "memory":
+            from .store import Store
+            self.store = Store(ds.path, split, lo, hi, keep=keep, verify=verify)
+            self.labels = self.store.labels
+        else:
+            if ds.encoding != "file":
+                raise ValueError("source='files' needs a packed image folder: %s was packed from %s arrays"
+                                 % (ds.path, ds.kind))
+            idx = ds.index(split)
+            self.names, self.labels, self.base = idx["name"], idx["label"].astype(np.int64), 0
+            self.root = root or ds.manifest["source_root"]   # `root`: the original folder, if moved
+        self.load_s = time.time() - t0
+        self.sizes = {k: ds.index(split)[k] for k in ("width", "height")} if ds.encoding == "file" else None
+        c, h, w = ds.image_shape
+        self.nslots = int(slots or self.workers + 2)
+        xbytes = self.nslots * self.batch_size * c * h * w * 4
+        ybytes = self.nslots * self.batch_size * 8
+        if mode == "processes":  # shared anonymous memory, inherited by the forked workers
+            self._mm = mmap.mmap(-1, xbytes + ybytes)
+            self.x = np.frombuffer(self._mm, np.float32, xbytes // 4).reshape(self.nslots, self.batch_size, c, h, w)
+            self.y = np.frombuffer(self._mm, np.int64, ybytes // 8, xbytes).reshape(self.nslots, self.batch_size)
+        else:
+            self._mm = None
+            self.x = np.zeros((self.nslots, self.batch_size, c, h, w), np.float32)
+            self.y = np.zeros((self.nslots, self.batch_size), np.int64)
+        self._procs = []
+        self._inflight = 0
+        self._logged = set()
+        self._stats = dict(images=0, batches=0, data_wait_s=0.0, fetch_s=0.0, decode_s=0.0, transform_s=0.0,
+                           corrupt=0, load_s=self.load_s, epochs=0)
+
+    # -- per-sample work (runs in the workers) --
+
+    def _fetch(self, gi):
+        if self.store is not None:
+            return self.store.get(gi - self.base)
+        with open(os.path.join(self.root, str(self.names[gi])), "rb") as f:
+            return f.read()
+
+    def _fill(self, slot, indices, epoch):
+        st = [0.0, 0.0, 0.0]
+        bad = []
+        for j, gi in enumerate(indices):
+            gi = int(gi)
+            t0 = time.perf_counter()
+            try:
+                data = self._fetch(gi)
+            except OSError as e:
+                data, err = None, "%s: %s" % (type(e).__name__, e)
+            t1 = time.perf_counter()
+            img = None
+            if data is not None:
+                try:
+                    img = self.decode(data)
+                except Exception as e:  # corrupt or truncated: replaced below, label kept
+                    err = "%s: %s" % (type(e).__name__, e)
+            if img is None:
+                img = self._gray(gi)
+                bad.append((gi, err))
+            data = None
+            t2 = time.perf_counter()
+            self.x[slot, j] = self.transform(img, sample_rng(self.seed, epoch, gi))
+            self.y[slot, j] = self.labels[gi - self.base]
+            st[0] += t1 - t0
+            st[1] += t2 - t1
+            st[2] += time.perf_counter() - t2
+        return st, bad
+
+    def _gray(self, gi):
+        c = self.ds.image_shape[0]
+        if self.sizes is not None and self.sizes["width"][gi] > 0:
+            h, w = int(self.sizes["height"][gi]), int(self.sizes["width"][gi])
+        else:
+            h, w = self.ds.image_shape[1:]
+        return np.full((c, h, w), 0.5 if self.ds.kind == "imagenet" else 127.5, np.float32)
+
+    def _work(self, jobs, results):
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            k, slot, indices, epoch = job
+            try:
+                st, bad = self._fill(slot, indices, epoch)
+                results.put((k, slot, len(indices), st, bad, None))
+            except BaseException as e:  # reported to the consumer, which raises it
+                results.put((k, slot, 0, [0, 0, 0], [], "%s: %s" % (type(e).__name__, e)))
+
+    def _proc_main(self, jobs, results):
+        try:
+            from threadpoolctl import threadpool_limits
+            threadpool_limits(1)   # one worker process = one core
+        except Exception:
+            pass
+        self._work(jobs, results)
+
+    def start(self):
+        """Start the workers now (else on the first iteration), e.g. to keep fork time out of a measurement."""
+        self._start()
+
+    def _start(self):
+        if self._procs:
+            return
+        if self.mode == "processes":
+            ctx = mp.get_context("fork")
+            self._jobs, self._results = ctx.Queue(), ctx.Queue()
+            for _ in range(self.workers):
+                p = ctx.Process(target=self._proc_main, args=(self._jobs, self._results), daemon=True)
+                p.start()
+                self._procs.append(p)
+        else:
+            self._jobs, self._results = queue.Queue(), queue.Queue()
+            for _ in range(self.workers):
+                t = threading.Thread(target=self._work, args=(self._jobs, self._results), daemon=True)
+                t.start()
+                self._procs.append(t)
+
+    # -- the consumer side --
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def __len__(self):
+        return sampler.num_batches(self.n, self.batch_size, self.world, self.drop_last)
+
+    def batches(self):
+        """This epoch's batches of split-global 0-based indices."""
+        return sampler.epoch_batches(self.n, self.batch_size, self.rank, self.world, self.seed, self.epoch,
+                                     self.policy, self.shuffle, self.drop_last)
+
+    def _drain(self):
+        while self._inflight:
+            self._results.get()
+            self._inflight -= 1
+
+    def __iter__(self):
+        self._drain()   # jobs left by an iteration that was abandoned early
+        self._start()
+        batches, epoch = self.batches(), self.epoch
+        done = {}
+
+        def submit(k, slot):
+            self._jobs.put((k, slot, batches[k], epoch))
+            self._inflight += 1
+
+        for k in range(min(self.nslots, len(batches))):
+            submit(k, k)
+        for k in range(len(batches)):
+            t0 = time.perf_counter()
+            while k not in done:
+                r = self._results.get()
+                self._inflight -= 1
+                done[r[0]] = r
+            self._stats["data_wait_s"] += time.perf_counter() - t0
+            _, slot, n, st, bad, err = done.pop(k)
+            if err:
+                self._drain()
+                raise RuntimeError("data loader worker failed on batch %d: %s" % (k + 1, err))
+            self._account(n, st, bad)
+            yield self.x[slot, :n], self.y[slot, :n]
+            if k + self.nslots < len(batches):   # the consumer is done with this slot
+                submit(k + self.nslots, slot)
+        self._stats["epochs"] += 1
+
+    def _account(self, n, st, bad):
+        s = self._stats
+        s["images"] += n
+        s["batches"] += 1
+        s["fetch_s"] += st[0]
+        s["decode_s"] += st[1]
+        s["transform_s"] += st[2]
+        for gi, msg in bad:
+            s["corrupt"] += 1
+            if gi not in self._logged:
+                self._logged.add(gi)
+                name = self.ds.index(self.split)["name"][gi] if self.ds.encoding == "file" else "#%d" % gi
+                self.log("data: %s record %d (%s) cannot be decoded (%s); using a gray image, label kept"
+                         % (self.split, gi + 1, name, msg))
+
+    def stats(self):
+        s = dict(self._stats)
+        s["workers"], s["mode"], s["source"], s["policy"] = self.workers, self.mode, self.source, self.policy
+        s["slots"], s["store_bytes"] = self.nslots, (self.store.nbytes if self.store is not None else 0)
+        s["store_created_here"] = bool(self.store is not None and self.store.created)
+        s["ring_bytes"] = int(self.x.nbytes + self.y.nbytes)
+        return s
+
+    def close(self):
+        if self._procs:
+            self._drain()
+            for _ in self._procs:
+                self._jobs.put(None)
+            for p in self._procs:
+                p.join(timeout=10)
+            self._procs = []
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

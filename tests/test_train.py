@@ -1,0 +1,228 @@
+"""`luatorch train` end to end: global-batch semantics across ranks, resume, checkpoints,
+bad input and failures. Each run is a real `luatorch train` process (with `--np N`, under the
+MPI launcher) on the built-in data set, cut short with -maxIters."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL = ["--model", "resnet", "--depth", "8", "--workers", "1", "-momentum", "0.9", "--val-iters", "2"]
+
+
+def train(tmp_path, name, *args, np_=1, check=True, timeout=600):
+    save = str(tmp_path / name)
+    cmd = [sys.executable, "-m", "run.cli", "train", "--save", save, *SMALL, *args]
+    if np_ > 1:
+        cmd += ["--np", str(np_)]
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert r.returncode == 0, "train failed (%d):\n%s\n%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
+    return save, r
+
+
+def params(rt, path):
+    """The flat parameters and BN running statistics of a saved model, as float64."""
+    p = rt.execute("""
+        local m = torch.load(...)
+        local p = m:getParameters()
+        local stats = {}
+        for _, b in ipairs(m:findModules('nn.SpatialBatchNormalization')) do
+           stats[#stats + 1] = b.running_mean:double()
+           stats[#stats + 1] = b.running_var:double()
+        end
+        return p:double(), torch.cat(stats)
+    """.replace("...", repr(path)))
+    return rt.to_numpy(p[0]).copy(), rt.to_numpy(p[1]).copy()
+
+
+def log(save):
+    with open(os.path.join(save, "log.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def lrt(rt):
+    rt.require("nn")
+    rt.require("cudnn")
+    return rt
+
+
+def test_checkpoint_layout_log_and_plots(tmp_path, lrt):
+    save, r = train(tmp_path, "run", "--epochs", "1", "--max-iters", "3", "--batch-size", "8")
+    for f in ("model_1.t7", "optimState_1.t7", "latest.t7", "model_best.t7", "log.jsonl", "loss.svg",
+              "accuracy.svg", "time.svg"):
+        assert os.path.exists(os.path.join(save, f)), f
+    rec = log(save)[0]
+    for k in ("epoch", "train_loss", "val_top1", "val_top5", "images_per_s", "seconds"):
+        assert k in rec, k
+    assert rec["epoch"] == 1 and rec["iterations"] == 3 and 0 <= rec["val_top1"] <= 100
+    latest = lrt.execute("local l = torch.load(%r); return l.epoch, l.modelFile, l.optimFile, "
+                         "torch.type(l.rngState)" % os.path.join(save, "latest.t7"))
+    assert latest == (1, "model_1.t7", "optimState_1.t7", "torch.ByteTensor")
+    opt = lrt.execute("local o = torch.load(%r); return o.evalCounter, o.dfdx:nElement(), o.learningRate"
+                      % os.path.join(save, "optimState_1.t7"))
+    assert opt[0] == 3 and opt[1] > 0 and opt[2] == pytest.approx(0.1)
+    # the saved model is the bare network (no DataParallelTable), state cleared
+    kind = lrt.execute("local m = torch.load(%r); return torch.type(m), m.output:nElement()"
+                       % os.path.join(save, "model_1.t7"))
+    assert kind == ("nn.Sequential", 0)
+
+
+def test_resume_continues_exactly(tmp_path, lrt):
+    common = ["--max-iters", "3", "--batch-size", "8", "-precision", "double"]
+    full, _ = train(tmp_path, "full", "--epochs", "2", *common)
+    part, _ = train(tmp_path, "part", "--epochs", "1", *common)
+    _, r = train(tmp_path, "part", "--epochs", "2", "--resume", part, *common)
+    a, sa = params(lrt, os.path.join(full, "model_2.t7"))
+    b, sb = params(lrt, os.path.join(part, "model_2.t7"))
+    assert np.array_equal(a, b) and np.array_equal(sa, sb)
+    assert [rec["epoch"] for rec in log(part)] == [1, 2]
+    assert log(part)[1]["train_loss"] == log(full)[1]["train_loss"]
+
+
+EXACT = ["--epochs", "1", "--max-iters", "3", "--batch-size", "12", "-precision", "double", "-freezeBN", "true"]
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory):
+    """1 rank x 1 device: the reference parameters after 3 steps, and the initial ones."""
+    from pytorch_bridge import Runtime
+
+    tmp = tmp_path_factory.mktemp("single")
+    rt = Runtime()
+    rt.require("nn")
+    rt.require("cudnn")
+    one, _ = train(tmp, "one", *EXACT)
+    init, _ = train(tmp, "init", *EXACT, "--max-iters", "1", "-LR", "0", "-weightDecay", "0")
+    return params(rt, os.path.join(one, "model_1.t7"))[0], params(rt, os.path.join(init, "model_1.t7"))[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("allreduce", ["multicolor", "ring", "rhd", "tree", "mpi", "auto"])
+def test_ranks_equal_single_process(tmp_path, lrt, single_process, allreduce):
+    """Same global batch and seed: 2 ranks give the parameters of 1 rank after k steps
+    (BatchNorm frozen for the exact check; float64, so only reassociation differs)."""
+    a, init = single_process
+    two, _ = train(tmp_path, "two", *EXACT, "--allreduce", allreduce, np_=2)
+    assert log(two)[0]["ranks"] == 2
+    b, _ = params(lrt, os.path.join(two, "model_1.t7"))
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
+    # and not trivially: the parameters moved
+    assert np.max(np.abs(a - init)) > 1e-4
+
+
+def test_nonfinite_loss_stops_and_names_layer(tmp_path):
+    save, r = train(tmp_path, "nan", "--epochs", "1", "--max-iters", "6", "--batch-size", "8", "--lr", "1e30",
+                    check=False)
+    assert r.returncode != 0
+    assert "non-finite loss" in r.stderr and "iteration" in r.stderr and "module" in r.stderr, r.stderr[-2000:]
+    assert not os.path.exists(os.path.join(save, "model_1.t7"))
+
+
+def test_bad_options_are_clear(tmp_path):
+    _, r = train(tmp_path, "bad", "--batch-size", "7", "--np", "1", "-nosuch", "1", check=False)
+    assert r.returncode != 0 and "unknown option -nosuch" in r.stderr
+    _, r = train(tmp_path, "bad2", "--resume", str(tmp_path / "nothing"), check=False)
+    assert r.returncode != 0 and "no latest.t7" in r.stderr
+    _, r = train(tmp_path, "bad3", "--model", str(tmp_path / "missing.t7"), check=False)
+    assert r.returncode != 0 and "no such model file" in r.stderr
+
+
+def test_retrain_legacy_model_with_new_classifier(tmp_path, lrt):
+    """A Torch7 model file (cudnn classes) fine-tuned with -retrain and -resetClassifier."""
+    path = str(tmp_path / "legacy.t7")
+    lrt.execute("""
+        torch.setdefaulttensortype('torch.FloatTensor')
+        local m = require('models.resnet')({depth = 8, dataset = 'mnist', nClasses = 7})
+        torch.save(%r, m)
+    """ % path)
+    save, _ = train(tmp_path, "ft", "-retrain", path, "-resetClassifier", "true", "-nClasses", "10", "--epochs", "1",
+                    "--max-iters", "2", "--batch-size", "8")
+    n = lrt.execute("local m = torch.load(%r); return m:get(#m.modules).weight:size(1), torch.type(m:get(1))"
+                    % os.path.join(save, "model_1.t7"))
+    assert n == (10, "cudnn.SpatialConvolution")
+
+
+def test_th_script_form(tmp_path):
+    """`luatorch th train.lua ...`: the bundled fb.resnet.torch-style script, single-dash options."""
+    save = str(tmp_path / "th")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-m", "run.cli", "th", "train.lua", "-nEpochs", "1", "-maxIters", "2",
+                        "-batchSize", "8", "-depth", "8", "-nThreads", "1", "-valIters", "2", "-save", save], cwd=str(tmp_path),
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rec = log(save)[0]
+    assert rec["epoch"] == 1 and rec["iterations"] == 2
+
+
+def _rank_pids(rank):
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().split(b"\0")
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        except OSError:
+            continue
+        if b"run.train" in cmd and env.get(b"PMI_RANK", env.get(b"OMPI_COMM_WORLD_RANK")) == str(rank).encode():
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.slow
+def test_killed_rank_ends_the_job(tmp_path):
+    """A rank killed mid-run: the job ends non-zero within the collective timeout, naming the rank."""
+    import signal
+    import time
+
+    save = str(tmp_path / "dead")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "run.cli", "train", "--save", save, *SMALL, "--np", "2",
+                             "--epochs", "1", "--batch-size", "8", "--timeout", "20"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not _rank_pids(1):
+        time.sleep(1)
+    time.sleep(15)  # well into the training loop
+    victims = _rank_pids(1)
+    assert victims and proc.poll() is None, "rank 1 never started or the job ended early"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    t0 = time.time()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert time.time() - t0 < 60, "the job outlived the dead rank by more than the collective timeout"
+    assert "rank 1" in (out + err).lower() or "rank=1" in (out + err).lower(), (out + err)[-2000:]
+
+
+@pytest.mark.slow
+def test_validation_counts_every_image_once_across_ranks(tmp_path):
+    save, _ = train(tmp_path, "val", "--epochs", "1", "--max-iters", "1", "--batch-size", "64", "--val-iters", "0",
+                    np_=2)
+    rec = log(save)[0]
+    assert rec["ranks"] == 2 and rec["val_images"] == 10000  # Fashion-MNIST's test set
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks,devices,dpt,allreduce", [
+    (1, 2, "baseline", "auto"), (1, 2, "optimized", "auto"), (2, 2, "baseline", "ring"),
+    (2, 2, "optimized", "multicolor")], ids=["1x2-baseline", "1x2-optimized", "2x2-baseline", "2x2-optimized"])
+def test_ranks_times_devices_equal_single_process(tmp_path, lrt, single_process, ranks, devices, dpt, allreduce):
+    """N ranks x D DataParallelTable devices = 1 x 1 after k steps, for both DPT flavours (the
+    optimized one with the inter-rank allreduce per gradient bucket, overlapped with backward)."""
+    a, init = single_process
+    run, _ = train(tmp_path, "nd", *EXACT, "--devices", str(devices), "--dpt", dpt, "--allreduce", allreduce,
+                   np_=ranks)
+    rec = log(run)[0]
+    assert rec["ranks"] == ranks and rec["devices"] == devices
+    b, _ = params(lrt, os.path.join(run, "model_1.t7"))
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
+    assert np.max(np.abs(a - init)) > 1e-4
