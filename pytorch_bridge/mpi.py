@@ -268,6 +268,9 @@ class Communicator:
         if not check:
             lib().ltc_set_check(self._ctx, 0)
         self.library = _ffi.string(lib().ltc_library(self._ctx)).decode()
+        # auto's table is keyed by rank 0's host, so that every rank (on emulated or real
+        # hosts with a shared file system) loads the same one
+        self.host0 = self.mpi4py_comm.bcast(socket.gethostname(), root=0)
         load_calibration(self)
 
     @property
@@ -358,7 +361,7 @@ class Communicator:
 
 def calibration_path(comm):
     """Cache file of the auto table for this MPI library, host and rank count."""
-    key = "%s|%s|%d" % (comm.library, socket.gethostname(), comm.size())
+    key = "%s|%s|%d" % (comm.library, getattr(comm, "host0", None) or socket.gethostname(), comm.size())
     return os.path.join(cache_dir(), "auto-%s.json" % hashlib.sha256(key.encode()).hexdigest()[:16])
 
 

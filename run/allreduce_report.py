@@ -86,6 +86,18 @@ def table(records):
     return "\n".join(lines)
 
 
+def pct_table(records, min_bytes=1 << 20):
+    """Emulated cluster: busbw as a share of the hosts' link limit (links x rate), large sizes."""
+    algs = list(dict.fromkeys(r["algorithm"] for r in records))
+    sizes = sorted({r["bytes"] for r in records if r["bytes"] >= min_bytes})
+    by = {(r["algorithm"], r["bytes"]): r for r in records}
+    lines = ["| size | " + " | ".join(algs) + " |", "|---|" + "---|" * len(algs)]
+    for b in sizes:
+        cells = ["%.0f%%" % by[(a, b)]["busbw_pct_of_link"] if (a, b) in by else "" for a in algs]
+        lines.append("| %s | %s |" % (human(b), " | ".join(cells)))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("json", nargs="+")
@@ -96,9 +108,16 @@ def main(argv=None):
             recs = json.load(f)
         p = recs[0]["ranks"]
         title = "allreduce %s, %d ranks (%s)" % (recs[0]["dtype"], p, recs[0]["library"].split("\n")[0])
+        if "cluster_links" in recs[0]:
+            title += ", %d emulated hosts x %d link(s) at %s" % (recs[0]["cluster_nodes"], recs[0]["cluster_links"],
+                                                                 recs[0]["link_rate"])
         print("### %s\n\nMedian time in µs (median over launches of the per-launch median of the per-iteration "
               "maximum over ranks); bold: faster than `mpi`.\n" % title)
         print(table(recs))
+        if "busbw_pct_of_link" in recs[0]:
+            print("\nbusbw as %% of the link limit (%d x %s per direction per host):\n"
+                  % (recs[0]["cluster_links"], recs[0]["link_rate"]))
+            print(pct_table(recs))
         if args.svg_dir:
             out = os.path.join(args.svg_dir, os.path.splitext(os.path.basename(path))[0] + ".svg")
             svg(recs, title, out)

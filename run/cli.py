@@ -5,6 +5,8 @@
     luatorch train [--np N] [--devices D] [--model ...]    fb.resnet.torch-style data-parallel training
     luatorch bench gemm|tensor [--json PATH] ...           side-by-side benchmarks vs NumPy
     luatorch bench allreduce [--np N] [--algorithms ...]   allreduce algorithms vs MPI_Allreduce (OSU style)
+    luatorch bench allreduce --cluster [--np N]            ... across the emulated cluster's hosts
+    luatorch cluster up|down|status|exec|speed             emulated hosts: netns + veth + tc (root)
     luatorch bench data --data PACKED --files FOLDER       in-memory vs per-file loader (images/s, data wait)
     luatorch pack SRC OUT | pack --verify OUT              pack a data set into checksummed shards
     luatorch synth-data OUT --images N --classes K         an ImageNet-like folder of JPEGs
@@ -41,6 +43,7 @@ def main(argv=None):
         "th": lambda rest: __import__("run.th", fromlist=["main"]).main(rest),
         "demo": lambda rest: __import__("run.th", fromlist=["main"]).demo(rest),
         "bench": _bench,
+        "cluster": lambda rest: __import__("run.cluster", fromlist=["main"]).main(rest),
         "train": lambda rest: __import__("run.train", fromlist=["main"]).main(rest),
         "pack": lambda rest: __import__("run.pack", fromlist=["main"]).main(rest),
         "synth-data": lambda rest: __import__("run.pack", fromlist=["main"]).synth_main(rest),

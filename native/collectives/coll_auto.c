@@ -2,7 +2,7 @@
  *
  * With a measured table (ltc_set_table, filled by the calibration that
  * run/bench_allreduce.py --calibrate caches per MPI library and rank count)
- * the entry nearest in log(size) decides. Without one, an alpha-beta-gamma
+ * the measured sizes around this one decide (see ltc_auto_choose). Without one, an alpha-beta-gamma
  * model (alpha per message, beta per byte moved, gamma per byte reduced)
  * compares the library's best classic algorithm with ours; ours overlap the
  * reduction with the transfer (chunks), so their bandwidth term is
@@ -71,17 +71,27 @@ void ltc_auto_choose(ltc_ctx *ctx, int64_t nbytes, int *algorithm, int *colors)
     return;
   }
   if (ctx->table_n > 0) {
-    int best = 0;
-    double d = 1e300, ln = log((double)(nbytes > 0 ? nbytes : 1));
-    for (int i = 0; i < ctx->table_n; i++) {
-      double e = fabs(log((double)(ctx->table_bytes[i] > 0 ? ctx->table_bytes[i] : 1)) - ln);
-      if (e < d) {
-        d = e;
-        best = i;
+    /* entries are sorted by size; between two measured sizes that disagree,
+     * keep the library if either kept it (the table only names another
+     * algorithm where it won clearly and repeatably, so an untested size
+     * next to an mpi entry is not a proven win), otherwise the nearer one
+     * in log(size) */
+    int n = ctx->table_n, i = 0;
+    while (i + 1 < n && ctx->table_bytes[i + 1] <= nbytes)
+      i++;
+    int pick = i;
+    if (nbytes > ctx->table_bytes[i] && i + 1 < n && ctx->table_alg[i] != ctx->table_alg[i + 1]) {
+      if (ctx->table_alg[i] == LTC_MPI || ctx->table_alg[i + 1] == LTC_MPI) {
+        *algorithm = LTC_MPI;
+        return;
       }
+      double l = log((double)(nbytes > 0 ? nbytes : 1));
+      double dl = l - log((double)(ctx->table_bytes[i] > 0 ? ctx->table_bytes[i] : 1));
+      double dh = log((double)ctx->table_bytes[i + 1]) - l;
+      pick = dh < dl ? i + 1 : i;
     }
-    *algorithm = ctx->table_alg[best];
-    *colors = ctx->table_colors[best];
+    *algorithm = ctx->table_alg[pick];
+    *colors = ctx->table_colors[pick];
     return;
   }
   int p = ctx->size;
