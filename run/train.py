@@ -22,7 +22,7 @@ Everything else fb.resnet.torch's opts.lua knows (-momentum, -weightDecay, -retr
 -nClasses, -testOnly, ...) plus -lrScaling linear, -warmupEpochs 5, -schedule goyal: `luatorch train -help`.
 """
 import os
-import re
+import select
 import subprocess
 import sys
 import tempfile
@@ -87,42 +87,64 @@ def launch(argv, launch_opts):
     with tempfile.TemporaryDirectory(prefix="luatorch-ranks-") as pids:
         e = {**os.environ, **env, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
              "LUATORCH_PIDS_DIR": pids}
-        proc = subprocess.Popen(full, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        seen = set()
-        relays = [threading.Thread(target=_relay, args=(src, dst, seen))
-                  for src, dst in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
-        for t in relays:
-            t.start()
+        proc = subprocess.Popen(full, env=e)
+        watch = RankWatch(pids)
+        watch.start()
         code = proc.wait()
-        for t in relays:
-            t.join()
+        watch.stop()
         if code != 0:
-            _name_failed_ranks(pids, seen, code)
+            print("luatorch train: the job stopped (exit %d); %s" % (code, watch.verdict()), file=sys.stderr)
     return code
 
 
-def _relay(src, dst, seen):
-    """Copy the launcher's output through, noting the process ids it reports."""
-    for line in src:
-        dst.write(line)
-        dst.flush()
-        seen.update(int(m) for m in re.findall(r"\bPID (\d+)", line, re.IGNORECASE))
+class RankWatch(threading.Thread):
+    """Watches the ranks' processes (pids from files the ranks write) through pidfds, which become
+    readable the moment a process ends: when a job fails, the launcher can say which rank ended first
+    (MPI launchers name only PIDs, or nothing, and kill the others right after)."""
 
+    def __init__(self, pids_dir):
+        super().__init__(daemon=True)
+        self.pids_dir = pids_dir
+        self.pids, self.fds, self.first_dead = {}, {}, None
+        self._halt = threading.Event()
 
-def _name_failed_ranks(pids_dir, seen, code):
-    """The launcher names dead processes by PID; say which ranks they were."""
-    ranks = {}
-    for name in os.listdir(pids_dir):
-        with open(os.path.join(pids_dir, name)) as f:
-            ranks[int(f.read().strip() or -1)] = int(name)
-    named = ["rank %d (pid %d)" % (ranks[p], p) for p in sorted(seen) if p in ranks]
-    if named:
-        print("luatorch train: %s ended abnormally; the job stopped (exit %d)" % (", ".join(named), code),
-              file=sys.stderr)
-    else:
-        print("luatorch train: the job stopped (exit %d); ranks and pids: %s" % (
-            code, ", ".join("%d:%d" % (r, p) for p, r in sorted(ranks.items(), key=lambda kv: kv[1]))),
-            file=sys.stderr)
+    def _register(self, poller):
+        for name in os.listdir(self.pids_dir):
+            rank = int(name)
+            if rank in self.pids:
+                continue
+            try:
+                with open(os.path.join(self.pids_dir, name)) as f:
+                    pid = int(f.read().strip())
+                fd = os.pidfd_open(pid)
+            except (OSError, ValueError):
+                continue
+            self.pids[rank], self.fds[fd] = pid, rank
+            poller.register(fd, select.POLLIN)
+
+    def run(self):
+        poller = select.poll()
+        try:
+            while not self._halt.is_set():
+                self._register(poller)
+                ended = sorted(self.fds[fd] for fd, _ in poller.poll(100))
+                if ended and self.first_dead is None and len(ended) < len(self.pids):
+                    self.first_dead = ended
+                for fd in [fd for fd, r in self.fds.items() if r in ended]:
+                    poller.unregister(fd)
+        finally:
+            for fd in self.fds:
+                os.close(fd)
+
+    def stop(self):
+        self._halt.set()
+        self.join()
+
+    def verdict(self):
+        if self.first_dead:
+            return "rank %s ended first (%s)" % (", ".join(map(str, self.first_dead)),
+                                                ", ".join("pid %d" % self.pids[r] for r in self.first_dead))
+        return "ranks and pids: %s" % ", ".join("%d:%d" % kv for kv in sorted(self.pids.items()))
 
 
 def run_rank(lua_argv, threads=None):
