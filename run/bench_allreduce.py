@@ -249,7 +249,7 @@ def fit_model(recs, p):
 
 # ---------------------------------------------------------------- launching
 
-from run.launch import LAUNCH_ENV_VARS, launcher, mpi_family  # noqa: E402
+from run.launch import LAUNCH_ENV_VARS, child_env, launcher, mpi_family, project_root  # noqa: E402
 
 
 def forced_table(family):
@@ -292,7 +292,7 @@ def launch_all(args, argv, algorithms):
             skip = "=" not in x
             continue
         child_argv.append(x)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = project_root()
     all_records = []
     for launch in range(args.launches):
         for algs, extra in runs:
@@ -300,7 +300,7 @@ def launch_all(args, argv, algorithms):
                 out = tf.name
             full = [*prefix, sys.executable, "-m", "run.bench_allreduce", *child_argv,
                     "--algorithms", algs, "--json", out]
-            e = {**os.environ, **env, **extra, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+            e = child_env(**env, **extra)
             print("# launch %d/%d: %s%s" % (launch + 1, args.launches,
                   " ".join("%s=%s" % kv for kv in extra.items() if kv[0] != "LUATORCH_BENCH_FORCED"),
                   " " + " ".join(full[:len(prefix)]) + " ... --algorithms " + algs), flush=True)
@@ -400,8 +400,8 @@ def main(argv=None):
         if args.np and not under_launcher:
             if args.calibrate:
                 prefix, env = launch_prefix(args, mpi_family())
-                root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-                e = {**os.environ, **env, "PYTHONPATH": root}
+                root = project_root()
+                e = child_env(**env)
                 extra = ["--rounds", str(args.rounds)] + (["--cluster"] if args.cluster else [])
                 return subprocess.run([*prefix, sys.executable, "-m", "run.bench_allreduce", "--calibrate", *extra],
                                       env=e, cwd=root).returncode

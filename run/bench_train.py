@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 from run.benchutil import print_table, write_json
-from run.launch import project_root
+from run.launch import child_env
 
 OPTIMIZED = {"data": "memory", "allreduce": "multicolor", "dpt": "optimized"}
 BASELINE = {"data": "files", "allreduce": "mpi", "dpt": "baseline"}
@@ -63,7 +63,7 @@ def run_one(args, name, ranks, conf, extra):
             cmd += ["--depth", str(args.depth)]
         if ranks > 1:
             cmd += ["--np", str(ranks)]
-        env = {**os.environ, "PYTHONPATH": project_root() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = child_env()
         print("# %s: %d rank(s), %s" % (name, ranks, ", ".join("%s=%s" % kv for kv in conf.items())), flush=True)
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:

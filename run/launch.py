@@ -32,3 +32,8 @@ def launcher(family=None):
 
 def project_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_env(**extra):
+    """The environment for a child `python -m run...`: ours plus `extra`, this checkout first on PYTHONPATH."""
+    return {**os.environ, **extra, "PYTHONPATH": project_root() + os.pathsep + os.environ.get("PYTHONPATH", "")}

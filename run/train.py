@@ -69,7 +69,7 @@ def translate(argv):
 
 def launch(argv, launch_opts):
     """Start N ranks of this command under the MPI launcher and wait for them."""
-    from run.launch import launcher, mpi_family, project_root
+    from run.launch import child_env, launcher, mpi_family
 
     family = mpi_family()
     cmd, env = launcher(family)
@@ -83,10 +83,8 @@ def launch(argv, launch_opts):
     if launch_opts["hostfile"]:
         full += ["--hostfile" if family == "openmpi" else "-f", launch_opts["hostfile"]]
     full += [sys.executable, "-m", "run.train", *argv]
-    root = project_root()
     with tempfile.TemporaryDirectory(prefix="luatorch-ranks-") as pids:
-        e = {**os.environ, **env, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
-             "LUATORCH_PIDS_DIR": pids}
+        e = child_env(**env, LUATORCH_PIDS_DIR=pids)
         proc = subprocess.Popen(full, env=e)
         watch = RankWatch(pids)
         watch.start()

@@ -74,7 +74,7 @@ def test_whole_model_float32_close_to_float64(rt, rng, build, shape):
     (measured over 15 draws). So the output is compared elementwise (1e-4) and gradients by
     relative Frobenius norm (2e-2; a wrong kernel errs by O(1)). The float64 test above is
     the exact check."""
-    from test_nn_modules import lua_grads, rel_err
+    from test_nn_modules import forward_backward, lua_grads, rel_err
     from pytorch_bridge.interop import to_torch
 
     rt.require("nn")
@@ -98,12 +98,7 @@ def test_whole_model_float32_close_to_float64(rt, rng, build, shape):
     g = rng.standard_normal((shape[0], n_out)).astype(np.float32)
     ref = torch_run(np.float64)
     theirs = torch_run(np.float32)
-    y, gi = rt.call(rt.eval("""function(m, x, g)
-        m:zeroGradParameters()
-        local y = m:forward(x):clone()
-        local gi = m:backward(x, g)
-        return y, gi and gi:clone() or nil
-    end"""), m, rt.from_numpy(x), rt.from_numpy(g))
+    y, gi = forward_backward(rt, m, x, g)
     ours = (rt.to_numpy(y), gi is not None and rt.to_numpy(gi),
             [gr.reshape(r.shape) for (_, gr), r in zip(lua_grads(rt, m), ref[2])])
 

@@ -35,6 +35,17 @@ def lua_grads(rt, module):
     return [(res[i + 1][1], rt.to_numpy(res[i + 1][2]).copy()) for i in range(len(res))]
 
 
+def forward_backward(rt, module, x, g):
+    """One forward and backward of the Lua module on numpy x, g: (output, gradInput or None), copied."""
+    fn = rt.eval("""function(m, x, g)
+        m:zeroGradParameters()
+        local y = m:forward(x):clone()
+        local gi = m:backward(x, g)
+        return y, gi and gi:clone() or nil
+    end""")
+    return rt.call(fn, module, rt.from_numpy(x), rt.from_numpy(g))
+
+
 def check_module(rt, rng, build, in_shape, dtype, train=True, seed_lua=True, grad_tol=None):
     """Build the Lua module with `build` (Lua expression), compare with PyTorch."""
     rt.require("nn")
@@ -51,13 +62,7 @@ def check_module(rt, rng, build, in_shape, dtype, train=True, seed_lua=True, gra
     g = rng.standard_normal(tuple(y_ref.shape)).astype(dtype)
     y_ref.backward(torch.from_numpy(g))
 
-    fwd_bwd = rt.eval("""function(m, x, g)
-        m:zeroGradParameters()
-        local y = m:forward(x):clone()
-        local gi = m:backward(x, g)
-        return y, gi and gi:clone() or nil
-    end""")
-    y, gi = rt.call(fwd_bwd, m, rt.from_numpy(x), rt.from_numpy(g))
+    y, gi = forward_backward(rt, m, x, g)
     tol = TOL[dtype]
     assert rel_err(rt.to_numpy(y), y_ref.detach().numpy()) <= tol, "output of " + build
     if gi is not None:

@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+from run.launch import child_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["--model", "resnet", "--depth", "8", "--workers", "1", "-momentum", "0.9", "--val-iters", "2"]
 
@@ -18,7 +20,7 @@ def train(tmp_path, name, *args, np_=1, check=True, timeout=600):
     cmd = [sys.executable, "-m", "run.cli", "train", "--save", save, *SMALL, *args]
     if np_ > 1:
         cmd += ["--np", str(np_)]
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
         assert r.returncode == 0, "train failed (%d):\n%s\n%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
@@ -151,7 +153,7 @@ def test_retrain_legacy_model_with_new_classifier(tmp_path, lrt):
 def test_th_script_form(tmp_path):
     """`luatorch th train.lua ...`: the bundled fb.resnet.torch-style script, single-dash options."""
     save = str(tmp_path / "th")
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     r = subprocess.run([sys.executable, "-m", "run.cli", "th", "train.lua", "-nEpochs", "1", "-maxIters", "2",
                         "-batchSize", "8", "-depth", "8", "-nThreads", "1", "-valIters", "2", "-save", save], cwd=str(tmp_path),
                        env=env, capture_output=True, text=True, timeout=600)
@@ -184,7 +186,7 @@ def test_killed_rank_ends_the_job(tmp_path):
     import time
 
     save = str(tmp_path / "dead")
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     proc = subprocess.Popen([sys.executable, "-m", "run.cli", "train", "--save", save, *SMALL, "--np", "2",
                              "--epochs", "1", "--batch-size", "8", "--timeout", "20"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -233,7 +235,7 @@ def test_ranks_times_devices_equal_single_process(tmp_path, lrt, single_process,
 def test_paper_models_train_on_imagenet_like_data(tmp_path, model, data):
     """The paper's networks on real JPEGs (synth-data, fb.resnet.torch's 224x224 transforms), from the packed
     in-memory store and from the per-file loader."""
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     src, packed = str(tmp_path / "src"), str(tmp_path / "packed")
     for cmd in (["synth-data", src, "--images", "8", "--classes", "2", "--val", "4", "--seed", "1"],
                 ["pack", src, packed]):
