@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 from pytorch_bridge import Runtime
-from run.benchutil import interleaved, median, print_table, write_json
+from run.benchutil import require_torch, interleaved, median, print_table, write_json
 
 # name: (nIn, nOut, k, stride, pad, input size) -- ResNet-50 (fb.resnet.torch) layers
 LAYERS = {
@@ -96,6 +96,7 @@ def main(argv=None):
     p.add_argument("--strategy", default="auto", choices=sorted(STRATEGIES))
     p.add_argument("--json", help="write the records as JSON here")
     args = p.parse_args(argv)
+    require_torch("luatorch bench conv")   # before any work: the whole table is a comparison
     rt = Runtime(threads=args.threads)
     rt.call(rt.eval("function(s) return torch.C.lt_nn_conv_set_strategy(s) end"), STRATEGIES[args.strategy])
     names = list(LAYERS) if args.layers == "all" else [n for n in LAYERS if any(s in n for s in args.layers.split(","))]

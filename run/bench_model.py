@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from pytorch_bridge import Runtime
-from run.benchutil import median, print_table, write_json
+from run.benchutil import require_torch, median, print_table, write_json
 
 MODELS = {
     "resnet18": ("require('models.resnet')({depth = 18, dataset = 'imagenet'})", 224, 1000),
@@ -100,7 +100,7 @@ def main(argv=None):
     p.add_argument("--json")
     args = p.parse_args(argv)
 
-    import torch
+    torch = require_torch("luatorch bench model")
 
     from pytorch_bridge.interop import to_torch
 

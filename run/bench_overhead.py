@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from pytorch_bridge import Runtime
-from run.benchutil import print_table, write_json
+from run.benchutil import require_torch, print_table, write_json
 
 # (name, Lua constructor, PyTorch constructor, input shape)
 CASES = [
@@ -241,7 +241,7 @@ def main(argv=None):
     p.add_argument("--skip-calls", action="store_true", help="only the iteration share")
     p.add_argument("--skip-iteration", action="store_true", help="only the per-call table")
     args = p.parse_args(argv)
-    import torch
+    torch = require_torch("luatorch bench overhead")
 
     torch.set_num_threads(1)
     rt = Runtime(threads=1)

@@ -74,3 +74,17 @@ def print_table(headers, rows):
     print("-" * len(line))
     for r in rows:
         print("  ".join(str(v).rjust(w) for v, w in zip(r, widths)))
+
+
+TORCH_HINT = ("pip install 'luatorch[bench]' (for PyTorch's CPU-only build, a few hundred MB instead of several GB "
+              "of CUDA libraries, first: pip install torch --index-url https://download.pytorch.org/whl/cpu)")
+
+
+def require_torch(prog):
+    """PyTorch, the oracle some benchmarks compare against; a one-line exit naming the extra when absent."""
+    try:
+        import torch
+    except ImportError as e:
+        raise SystemExit("%s: needs PyTorch as the side-by-side reference (%s); install it with %s"
+                         % (prog, e, TORCH_HINT)) from None
+    return torch
