@@ -3,7 +3,7 @@ FFI, our nn) against Python (PyTorch eager), one thread each, measured in one ru
 share of a small-batch ResNet training iteration spent outside kernels.
 
     luatorch bench overhead [--calls 20000] [--repeat 5] [--json PATH] [--svg PATH]
-                            [--model resnet20] [--batch 1,8] [--iters 20] [--skip-calls]
+                            [--model resnet20] [--batch 1,8] [--iters 20] [--rounds 7] [--skip-calls]
 
 On a 1x1x4x4 input the kernels do almost nothing, so the time per call is the framework's own
 cost: argument checks, dispatch, result allocation. Ours loops inside Lua (as a Torch7 training
@@ -13,16 +13,27 @@ calls each. JSON: a list of records {module, pass, ours_us, pytorch_us, ratio} (
 time; lower is better for us).
 
 Iteration share: one training step (forward, CrossEntropy, zeroGrad, backward, SGD with
-momentum) of the same network with the same weights in both. Kernel time is measured from
-the boundary to native code in each framework: for ours, every call into the C library is
-timed by a wrapper around LuaJIT's FFI namespace (an instrumented `torch.C`, in a second
-LuaJIT state); for PyTorch, torch.profiler's self time of every ATen operator (children excluded, so each
-microsecond inside native operators counts once; this counts PyTorch's in-operator dispatch as kernel
-time, which favours PyTorch). Outside = iteration time (uninstrumented runs) - kernel time: Lua or
-Python, module dispatch, autograd bookkeeping, argument checks. Records: {kind: "iteration",
-model, batch, framework, iteration_ms, kernel_ms, outside_ms, outside_share}.
+momentum) of the same network with the same weights in both, one thread each. Kernel time is
+measured at the boundary to native code in each framework: for ours, every call into the C library
+is timed by a wrapper around LuaJIT's FFI namespace (an instrumented `torch.C`, in a second LuaJIT
+state); for PyTorch, torch.profiler's self time of every ATen operator (children excluded, so each
+microsecond inside native operators counts once; ATen's in-operator dispatch counts as kernel time,
+which favours PyTorch). The timers cost time themselves, on both sides of the boundary in a split no
+one can see, so the outside-kernel time is bracketed from the instrumented loop alone: between
+(instrumented - kernels - timer cost) and (instrumented - kernels), over the step less the timer cost.
+The timer cost per step is the larger of a calibration (a trivial call timed bare and instrumented,
+times the events per step) and the measured slowdown of the median instrumented step. `--rounds`
+rounds interleave the four loops (ours plain, ours instrumented, PyTorch plain, PyTorch profiled) so
+load hits them alike; every figure is a median with its [min-max] over rounds, and the load average
+before and after is recorded. Records: {kind: "iteration", model, batch, framework, rounds, iters,
+iteration_ms, instrumented_ms, kernel_ms, outside_share_low, outside_share_high (each {median, min,
+max}), timed_events, cost_per_event_us, calibrated_cost_ms, measured_slowdown_ms, loadavg_before,
+loadavg_after}.
 """
 import argparse
+import os
+import statistics
+import sys
 import time
 
 import numpy as np
@@ -103,7 +114,7 @@ local function now()
    ffi.C.lt_prof_clock_gettime(1, ts)
    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
-local prof = {seconds = 0, calls = 0}
+local prof = {seconds = 0, calls = 0, real = real}
 package.loaded['torch.C.profile'] = prof
 return setmetatable({}, {__index = function(t, k)
    local v = real[k]
@@ -132,8 +143,8 @@ function M.build(expr, seed)
    torch.manualSeed(seed)
    return loadstring('return ' .. expr)()
 end
--- seconds per iteration (best of rep loops of n), and seconds inside C per iteration
-function M.time(model, x, y, n, rep)
+-- a closure doing one training step (forward, criterion, zeroGrad, backward, SGD with momentum), warmed up
+function M.stepper(model, x, y)
    local crit = nn.CrossEntropyCriterion()
    local p, g = model:getParameters()
    local state = {learningRate = 0.01, momentum = 0.9}
@@ -145,16 +156,33 @@ function M.time(model, x, y, n, rep)
       optim.sgd(function() return crit.output, g end, p, state)
    end
    step(); step()
+   return step
+end
+-- one timed loop of n steps: wall seconds, seconds inside C (instrumented state only), C calls; all per step
+function M.loop(step, n)
    local prof = package.loaded['torch.C.profile']
-   local best, inside = math.huge, math.huge
-   for r = 1, rep do
-      local c0 = prof and prof.seconds or 0
-      local timer = torch.Timer()
-      for i = 1, n do step() end
-      local t = timer:time().real / n
-      if t < best then best = t; inside = prof and (prof.seconds - c0) / n or 0 end
+   local c0, k0 = prof and prof.calls or 0, prof and prof.seconds or 0
+   local timer = torch.Timer()
+   for i = 1, n do step() end
+   local wall = timer:time().real
+   if not prof then return wall / n, 0, 0 end
+   return wall / n, (prof.seconds - k0) / n, (prof.calls - c0) / n
+end
+-- what the timing wrapper adds to one C call (seconds): a trivial function called wrapped and bare
+function M.wrapper_cost(n)
+   local prof = package.loaded['torch.C.profile']
+   local wrapped, bare = require('torch.C'), prof.real
+   local diffs = {}
+   for r = 1, 7 do
+      local t = torch.Timer()
+      for i = 1, n do wrapped.lt_get_num_threads() end
+      local tw = t:time().real
+      t = torch.Timer()
+      for i = 1, n do bare.lt_get_num_threads() end
+      diffs[r] = (tw - t:time().real) / n
    end
-   return best, inside
+   table.sort(diffs)
+   return math.max(diffs[4], 0)
 end
 return M
 """
@@ -166,8 +194,8 @@ ITER_MODELS = {
 }
 
 
-def torch_iteration(torch, net, x, y, n, rep):
-    """(seconds per iteration, seconds inside ATen operators per iteration) for PyTorch eager."""
+def torch_stepper(torch, net, x, y):
+    """A warmed-up PyTorch eager training step, the same recipe as M.stepper."""
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -178,24 +206,69 @@ def torch_iteration(torch, net, x, y, n, rep):
 
     step()
     step()
-    best = float("inf")
-    for _ in range(rep):
+    return step
+
+
+def torch_loop(step, n, profiled=False):
+    """(wall s, s inside ATen operators, profiler events), per step; the last two only when profiled."""
+    if not profiled:
         t0 = time.perf_counter()
         for _ in range(n):
             step()
-        best = min(best, (time.perf_counter() - t0) / n)
+        return (time.perf_counter() - t0) / n, 0.0, 0
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()       # inside the context: profiler start-up and post-processing excluded
         for _ in range(n):
             step()
+        wall = time.perf_counter() - t0
     # self time (children excluded) of every ATen operator: all time inside native operators, each
     # microsecond once; autograd-engine nodes and Python-level optimizer markers are not operators
-    aten_us = sum(e.self_cpu_time_total for e in prof.events() if e.name.startswith("aten::"))
-    return best, aten_us * 1e-6 / n
+    events = prof.events()
+    aten = sum(e.self_cpu_time_total for e in events if e.name.startswith("aten::"))
+    return wall / n, aten * 1e-6 / n, len(events) / n
+
+
+def profiler_cost(torch, n=20000):
+    """What torch.profiler adds per recorded event (seconds): a one-element op, profiled and bare."""
+    x = torch.zeros(1)
+    diffs = []
+    for _ in range(7):
+        bare, _, _ = torch_loop(lambda: torch.neg(x), n)
+        timed, _, events = torch_loop(lambda: torch.neg(x), n, profiled=True)
+        diffs.append((timed - bare) / events)
+    return max(statistics.median(diffs), 0.0)
+
+
+def share_bounds(timed, kernel, extra):
+    """Outside-kernel share of a step, bracketed, from one instrumented loop. The instrumentation that times
+    the kernels (our FFI wrapper, torch.profiler) costs `extra` seconds per step, split between inside and
+    outside the kernels in a way nobody can see: with all of it outside, the true outside time is
+    timed - kernel - extra; with all of it inside, timed - kernel. The true step is timed - extra."""
+    true_step = max(timed - extra, 1e-12)
+    low = max(0.0, timed - kernel - extra) / true_step
+    high = min(1.0, max(0.0, timed - kernel) / true_step)
+    return low, high
+
+
+def instrumentation_cost(rounds, cost_per_event):
+    """Seconds the kernel timers add to a step: the calibrated cost per timed event times the events, or the
+    measured slowdown of the median instrumented step over the median plain one, whichever is larger
+    (the calibration uses a trivial call; real calls with many arguments can cost the wrapper more)."""
+    med = statistics.median
+    events = med(c for _, _, _, c in rounds)
+    slowdown = med(t for _, t, _, _ in rounds) - med(p for p, _, _, _ in rounds)
+    return max(events * cost_per_event, slowdown, 0.0), events * cost_per_event, slowdown
+
+
+def _spread(xs):
+    return {"median": round(statistics.median(xs), 6), "min": round(min(xs), 6), "max": round(max(xs), 6)}
 
 
 def iteration_share(args, torch):
+    """Rounds of interleaved loops (ours plain, ours instrumented, PyTorch plain, PyTorch profiled) per batch
+    size, each quantity taken per round, so machine noise hits all four alike; medians and ranges over rounds."""
     from pytorch_bridge.interop import to_torch
 
     plain = Runtime(threads=1)
@@ -203,30 +276,64 @@ def iteration_share(args, torch):
     lp, lq = plain.execute(_ITER_LUA), profiled.execute(_ITER_LUA)
     expr, shape = ITER_MODELS[args.model]
     records = []
+    load_before = os.getloadavg()
     for batch in [int(b) for b in args.batch.split(",")]:
         rng = np.random.default_rng(batch)
         x = rng.standard_normal((batch, *shape)).astype(np.float32)
         labels = rng.integers(0, 10, batch)
         m1 = plain.call(lp.build, expr, 1)
         m2 = profiled.call(lq.build, expr, 1)
-        ours, _ = plain.call(lp.time, m1, plain.from_numpy(x), plain.from_numpy(labels + 1), args.iters, args.repeat)
-        _, inside = profiled.call(lq.time, m2, profiled.from_numpy(x), profiled.from_numpy(labels + 1),
-                                  args.iters, args.repeat)
+        ours_plain = plain.call(lp.stepper, m1, plain.from_numpy(x), plain.from_numpy(labels + 1))
+        ours_timed = profiled.call(lq.stepper, m2, profiled.from_numpy(x), profiled.from_numpy(labels + 1))
         net = to_torch(plain, m1, np.float32)
         net.train()
-        theirs, in_ops = torch_iteration(torch, net, torch.from_numpy(x), torch.from_numpy(labels), args.iters,
-                                       args.repeat)
-        for fw, total, kernel in (("ours (Lua)", ours, inside), ("PyTorch (Python)", theirs, in_ops)):
-            kernel = min(kernel, total)
-            records.append({"kind": "iteration", "model": args.model, "batch": batch, "framework": fw,
-                            "iteration_ms": round(total * 1e3, 3), "kernel_ms": round(kernel * 1e3, 3),
-                            "outside_ms": round((total - kernel) * 1e3, 3),
-                            "outside_share": round((total - kernel) / total, 4)})
-            r = records[-1]
-            print("%s batch %d  %-17s iteration %8.2f ms  kernels %8.2f ms  outside %7.2f ms (%.1f%%)" % (
-                args.model, batch, fw, r["iteration_ms"], r["kernel_ms"], r["outside_ms"],
-                100 * r["outside_share"]), flush=True)
+        theirs = torch_stepper(torch, net, torch.from_numpy(x), torch.from_numpy(labels))
+        runs = {"ours (Lua)": [], "PyTorch (Python)": []}
+        costs = {"ours (Lua)": profiled.call(lq.wrapper_cost, 200000), "PyTorch (Python)": profiler_cost(torch)}
+        for r in range(args.rounds):
+            t_plain, _, _ = plain.call(lp.loop, ours_plain, args.iters)
+            t_timed, k, calls = profiled.call(lq.loop, ours_timed, args.iters)
+            runs["ours (Lua)"].append((t_plain, t_timed, k, calls))
+            t_plain, _, _ = torch_loop(theirs, args.iters)
+            t_timed, k, calls = torch_loop(theirs, args.iters, profiled=True)
+            runs["PyTorch (Python)"].append((t_plain, t_timed, k, calls))
+            print("\r%s batch %d: round %d/%d" % (args.model, batch, r + 1, args.rounds), end="", file=sys.stderr,
+                  flush=True)
+        print(file=sys.stderr)
+        for fw, rs in runs.items():
+            extra, calibrated, slowdown = instrumentation_cost(rs, costs[fw])
+            bounds = [share_bounds(t, k, extra) for _, t, k, _ in rs]
+            rec = {"kind": "iteration", "model": args.model, "batch": batch, "framework": fw,
+                   "rounds": args.rounds, "iters": args.iters,
+                   "iteration_ms": _spread([p * 1e3 for p, _, _, _ in rs]),
+                   "instrumented_ms": _spread([t * 1e3 for _, t, _, _ in rs]),
+                   "kernel_ms": _spread([k * 1e3 for _, _, k, _ in rs]),
+                   "timed_events": round(statistics.median(c for _, _, _, c in rs), 1),
+                   "cost_per_event_us": round(costs[fw] * 1e6, 4),
+                   "calibrated_cost_ms": round(calibrated * 1e3, 3), "measured_slowdown_ms": round(slowdown * 1e3, 3),
+                   "outside_share_low": _spread([lo for lo, _ in bounds]),
+                   "outside_share_high": _spread([hi for _, hi in bounds])}
+            records.append(rec)
+            print("%s batch %d  %-17s iteration %s ms  kernels %s ms  outside %s  (timers: %.0f events, "
+                  "calibrated %.3f ms, measured slowdown %.3f ms per step)" % (
+                      args.model, batch, fw, _fmt(rec["iteration_ms"]), _fmt(rec["kernel_ms"]), _fmt_share(rec),
+                      rec["timed_events"], rec["calibrated_cost_ms"], rec["measured_slowdown_ms"]), flush=True)
+    load_after = os.getloadavg()
+    for rec in records:
+        rec["loadavg_before"], rec["loadavg_after"] = [round(v, 2) for v in load_before], \
+            [round(v, 2) for v in load_after]
+    print("load average (1, 5, 15 min): before %s, after %s" % (
+        ", ".join("%.2f" % v for v in load_before), ", ".join("%.2f" % v for v in load_after)))
     return records
+
+
+def _fmt(sp, scale=1.0, digits=2):
+    return "%.*f [%.*f-%.*f]" % (digits, sp["median"] * scale, digits, sp["min"] * scale, digits,
+                                 sp["max"] * scale)
+
+
+def _fmt_share(rec):
+    return "%s%% .. %s%%" % (_fmt(rec["outside_share_low"], 100, 1), _fmt(rec["outside_share_high"], 100, 1))
 
 
 def main(argv=None):
@@ -238,6 +345,8 @@ def main(argv=None):
     p.add_argument("--model", default="resnet20", choices=sorted(ITER_MODELS))
     p.add_argument("--batch", default="1,8", help="batch sizes for the iteration share")
     p.add_argument("--iters", type=int, default=20, help="iterations per timed loop (iteration share)")
+    p.add_argument("--rounds", type=int, default=7,
+                   help="interleaved rounds of the four iteration loops; medians and ranges over rounds")
     p.add_argument("--skip-calls", action="store_true", help="only the iteration share")
     p.add_argument("--skip-iteration", action="store_true", help="only the per-call table")
     args = p.parse_args(argv)
@@ -266,16 +375,24 @@ def main(argv=None):
         its = iteration_share(args, torch)
         records += its
         print()
-        print_table(["model", "batch", "framework", "iteration ms", "kernels ms", "outside ms", "outside %"],
-                    [[r["model"], r["batch"], r["framework"], r["iteration_ms"], r["kernel_ms"], r["outside_ms"],
-                      round(100 * r["outside_share"], 1)] for r in its])
+        print_table(["model", "batch", "framework", "iteration ms", "kernels ms", "outside %, low .. high"],
+                    [[r["model"], r["batch"], r["framework"], _fmt(r["iteration_ms"]), _fmt(r["kernel_ms"]),
+                      _fmt_share(r)] for r in its])
+        print("(median [min-max] over %d rounds; outside lies between the two bounds: the kernel timers' own "
+              "cost falls on an unknown side)" % args.rounds)
         if args.svg:
             from run.svgplot import stacked_bars
 
+            def kernel_and_outside(r):   # medians; outside at the middle of its bracket
+                k = r["kernel_ms"]["median"]
+                mid = (r["outside_share_low"]["median"] + r["outside_share_high"]["median"]) / 2
+                return k, r["iteration_ms"]["median"] * mid
+
+            parts = [kernel_and_outside(r) for r in its]
             stacked_bars(["%s b%d" % ("Lua" if r["framework"].startswith("ours") else "PyTorch", r["batch"])
                           for r in its],
-                         {"kernels": [r["kernel_ms"] for r in its], "outside kernels": [r["outside_ms"] for r in its]},
-                         args.svg, "%s training iteration: time in kernels vs outside (1 thread)" % args.model,
-                         "ms per iteration")
+                         {"kernels": [k for k, _ in parts], "outside kernels": [o for _, o in parts]},
+                         args.svg, "%s training iteration: time in kernels vs outside (1 thread, medians)"
+                         % args.model, "ms per iteration")
     write_json(args.json, records)
     return 0

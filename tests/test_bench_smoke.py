@@ -42,8 +42,8 @@ def test_bench_overhead(tmp_path):
     from run import bench_overhead
 
     out = tmp_path / "o.json"
-    assert bench_overhead.main(["--calls", "20", "--repeat", "1", "--batch", "1", "--iters", "1", "--json", str(out),
-                                "--svg", str(tmp_path / "o.svg")]) == 0
+    assert bench_overhead.main(["--calls", "20", "--repeat", "1", "--batch", "1", "--iters", "1", "--rounds", "2",
+                                "--json", str(out), "--svg", str(tmp_path / "o.svg")]) == 0
     recs = json.loads(out.read_text())
     calls = [r for r in recs if r.get("kind") != "iteration"]
     its = [r for r in recs if r.get("kind") == "iteration"]
@@ -51,8 +51,25 @@ def test_bench_overhead(tmp_path):
     assert all(r["ours_us"] > 0 and r["pytorch_us"] > 0 for r in calls)
     assert len(its) == 2 and (tmp_path / "o.svg").exists()
     for r in its:
-        # kernel time is measured, not assumed: positive and below the iteration time
-        assert 0 < r["kernel_ms"] <= r["iteration_ms"] and 0 <= r["outside_share"] < 1
+        # kernel time is measured, not assumed: positive and below the instrumented step it was taken in
+        assert r["rounds"] == 2 and len(r["loadavg_before"]) == 3
+        assert 0 < r["kernel_ms"]["min"] <= r["kernel_ms"]["median"] <= r["kernel_ms"]["max"]
+        assert r["kernel_ms"]["median"] <= r["instrumented_ms"]["max"]
+        lo, hi = r["outside_share_low"], r["outside_share_high"]
+        assert 0 <= lo["median"] <= hi["median"] < 1 and r["timed_events"] > 10
+
+
+def test_overhead_share_bounds():
+    from run.bench_overhead import instrumentation_cost, share_bounds
+
+    # a 10 ms instrumented step with 8 ms in kernels and 1 ms of timer cost: outside is 1..2 ms of a 9 ms step
+    lo, hi = share_bounds(10e-3, 8e-3, 1e-3)
+    assert abs(lo - 1 / 9) < 1e-12 and abs(hi - 2 / 9) < 1e-12
+    # the timer cost is the larger of calibration and the measured slowdown of the medians
+    rounds = [(9e-3, 10e-3, 8e-3, 100), (9.2e-3, 10.5e-3, 8e-3, 100), (8.8e-3, 9.6e-3, 8e-3, 100)]
+    extra, calibrated, slowdown = instrumentation_cost(rounds, 1e-6)
+    assert abs(calibrated - 1e-4) < 1e-12 and abs(slowdown - 1e-3) < 1e-12 and extra == slowdown
+    assert instrumentation_cost(rounds, 1e-4)[0] == 1e-2
 
 
 def test_bench_train(tmp_path):
