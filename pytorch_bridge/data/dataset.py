@@ -5,13 +5,13 @@ import os
 import numpy as np
 
 from . import transforms as T
-from .pack import load_manifest
+from .pack import open_packed
 
 
 class Dataset:
     def __init__(self, path, image_size=None):
         self.path = os.path.abspath(path)
-        self.manifest = m = load_manifest(path)
+        self.manifest = m = open_packed(path)   # complete (cheap check), or an error naming the fix
         self.kind, self.encoding = m["kind"], m["encoding"]
         self.classes = list(m["classes"])
         self.num_classes = len(self.classes)

@@ -20,6 +20,7 @@ import mmap
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -32,10 +33,17 @@ from .transforms import sample_rng
 MODES = ("threads", "processes")
 
 
+def _exit_with(parent_sentinel):
+    """In a worker process: exit once the parent process is gone (its sentinel becomes readable)."""
+    from multiprocessing.connection import wait
+    wait([parent_sentinel])
+    os._exit(1)
+
+
 class Loader:
     def __init__(self, ds, split, batch_size, rank=0, world=1, seed=0, workers=2, policy="partition",
                  source="memory", shuffle=True, drop_last=False, mode="threads", slots=None, train=None,
-                 keep=False, verify=True, log=None, root=None):
+                 keep=False, verify=True, log=None, root=None, shm_dir=None):
         if mode not in MODES:
             raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
         if source not in ("memory", "files"):
@@ -57,8 +65,8 @@ class Loader:
         lo, hi = sampler.rank_range(self.n, world, rank) if policy == "partition" else (0, self.n)
         self.base = lo
         if source == "memory":
-            from .store import Store
-            self.store = Store(ds.path, split, lo, hi, keep=keep, verify=verify)
+            from .store import SHM_DIR, Store
+            self.store = Store(ds.path, split, lo, hi, keep=keep, verify=verify, shm_dir=shm_dir or SHM_DIR)
             self.labels = self.store.labels
         else:
             if ds.encoding != "file":
@@ -145,6 +153,13 @@ class Loader:
                 results.put((k, slot, 0, [0, 0, 0], [], "%s: %s" % (type(e).__name__, e)))
 
     def _proc_main(self, jobs, results):
+        # Ctrl-C reaches the whole process group: the parent handles it (and ends us); and when the parent
+        # dies without ending us (SIGKILL, or a signal's default action), so do we, at once: an orphan
+        # blocked on the job queue would keep the store's memory mapped forever
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        parent = mp.parent_process()
+        if parent is not None:
+            threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
         try:
             from threadpoolctl import threadpool_limits
             threadpool_limits(1)   # one worker process = one core

@@ -7,17 +7,25 @@ Packed layout (all in OUT):
   <split>-NNNNN.idx.npz         per record: offset, length (in the shard), label (1-based, fb.resnet
                                 numbering), width/height (-1: header unreadable), source name
   <split>-NNNNN.done.json       written last per shard; what --resume trusts after re-checking the CRC
+  .pack.lock                    flock'ed by the one process packing OUT (its pid inside); others wait on it
 Records are stored in a seeded shuffled order, so every contiguous range (one rank's partition) is
 class-mixed and a rank reads only the shards overlapping its range.
+
+Files are written under names with `.tmp<pid>` and renamed when complete, so a half-written file never
+has a final name. Every open checks the set cheaply (files present, sizes as the manifest says, no leftover
+temporary files; checksums only with `luatorch pack --verify`); see open_packed().
 
 Raw arrays are stored raw rather than PNG: CIFAR's 32x32 images barely compress (PNG ~ 90 % of raw)
 and decoding them would cost more than the transforms; see docs/results/data.md for the numbers.
 """
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
 import multiprocessing as mp
 import os
+import re
 import sys
 import time
 import zlib
@@ -29,6 +37,10 @@ from .formats import SourceError, read_source
 FORMAT = "luatorch-packed"
 VERSION = 1
 CHUNK = 8 << 20
+LOCK_NAME = ".pack.lock"
+_TMP = re.compile(r"\.tmp\d*(\.npz)?$")          # a file being written (by the pid after .tmp)
+_OURS = re.compile(r"-\d{5}\.(bin|idx\.npz|done\.json)$")
+ABSENT = "not packed yet"
 
 
 class ChecksumError(RuntimeError):
@@ -99,11 +111,15 @@ def _records(src, split, items):
 
 
 def _items_digest(src, split, items):
+    """What a shard holds: names and labels (raw arrays: the pixels too, so another array with the same
+    labels is another set)."""
     s = src.splits[split]
     h = hashlib.sha1()
     for pos in items:
         h.update((s.files[pos][0] if s.files is not None else str(pos)).encode())
         h.update(b"\0%d\n" % s.labels[pos])
+        if s.array is not None:
+            h.update(s.array[pos])
     return h.hexdigest()
 
 
@@ -132,7 +148,8 @@ def _write_shard(task):
     labels, widths, heights = np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros(n, np.int32)
     names, bad = [], []
     crc, pos = 0, 0
-    with open(os.path.join(out, base + ".bin.tmp"), "wb") as f:
+    tmp_bin, tmp_idx = _tmp(os.path.join(out, base + ".bin")), _tmp(os.path.join(out, base + ".idx"), ".npz")
+    with open(tmp_bin, "wb") as f:
         for i, (data, name, label, w, h) in enumerate(_records(src, split, items)):
             f.write(data)
             crc = zlib.crc32(data, crc)
@@ -141,15 +158,15 @@ def _write_shard(task):
             pos += len(data)
             if w < 0:
                 bad.append(name)
-    np.savez(os.path.join(out, base + ".idx.tmp.npz"), offset=offsets, length=lengths, label=labels,
-             width=widths, height=heights, name=np.array(names))
-    os.replace(os.path.join(out, base + ".bin.tmp"), os.path.join(out, base + ".bin"))
-    os.replace(os.path.join(out, base + ".idx.tmp.npz"), os.path.join(out, base + ".idx.npz"))
+    np.savez(tmp_idx, offset=offsets, length=lengths, label=labels, width=widths, height=heights,
+             name=np.array(names))
+    os.replace(tmp_bin, os.path.join(out, base + ".bin"))
+    os.replace(tmp_idx, os.path.join(out, base + ".idx.npz"))
+    index = os.path.join(out, base + ".idx.npz")
     done = {"file": base + ".bin", "index": base + ".idx.npz", "count": n, "bytes": pos, "crc32": "%08x" % crc,
-            "index_crc32": crc32_file(os.path.join(out, base + ".idx.npz")), "items": digest, "unreadable": bad}
-    with open(os.path.join(out, base + ".done.json.tmp"), "w") as f:
-        json.dump(done, f)
-    os.replace(os.path.join(out, base + ".done.json.tmp"), os.path.join(out, base + ".done.json"))
+            "index_crc32": crc32_file(index), "index_bytes": os.path.getsize(index), "items": digest,
+            "unreadable": bad}
+    _write_json(os.path.join(out, base + ".done.json"), done)
     return split, k, done, False
 
 
@@ -178,15 +195,173 @@ def _plan(src, split, seed, shard_bytes):
     return shards
 
 
-def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, progress=True, source=None):
-    """Pack `src` (a path, or an already read `source`) into the folder `out`; returns the manifest dict."""
-    global _SOURCE
-    source = source or read_source(src)
+def _tmp(path, ext=""):
+    """This process's temporary name for `path` (+ `ext`, which np.savez would otherwise append)."""
+    return "%s.tmp%d%s" % (path, os.getpid(), ext)
+
+
+def _write_json(path, obj, **kw):
+    tmp = _tmp(path)
+    with open(tmp, "w") as f:
+        json.dump(obj, f, **kw)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def pack_lock(out):
+    """Hold the exclusive lock of the packed folder `out` (created if needed): one process packs or repairs
+    it at a time, the others wait here, saying for whom. An flock: the kernel drops it when its holder dies."""
     os.makedirs(out, exist_ok=True)
-    tasks = []
-    for split in source.splits:
-        for k, items in enumerate(_plan(source, split, seed, shard_bytes)):
-            tasks.append((out, split, k, items, _items_digest(source, split, items)))
+    fd = os.open(os.path.join(out, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            print("pack: waiting for another process packing %s (pid %s)" % (out, holder), file=sys.stderr,
+                  flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def packer_pid(out):
+    """The pid of the process packing `out` now, or None when nobody holds its lock."""
+    try:
+        fd = os.open(os.path.join(out, LOCK_NAME), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None
+    except BlockingIOError:
+        return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+    finally:
+        os.close(fd)
+
+
+def is_packed_folder(out):
+    """A packed folder, or one a pack was started in (its lock file: being packed, or interrupted)."""
+    return any(os.path.exists(os.path.join(out, n)) for n in ("manifest.json", LOCK_NAME))
+
+
+def leftovers(out):
+    """Temporary files an interrupted pack left in `out` (meaningful only while nobody packs it)."""
+    try:
+        return sorted(n for n in os.listdir(out) if _TMP.search(n))
+    except FileNotFoundError:
+        return []
+
+
+def remove_leftovers(out, names=None):
+    """Remove `names` (default: all leftovers) from `out`; returns the bytes freed. Call under pack_lock."""
+    freed = 0
+    for n in leftovers(out) if names is None else names:
+        try:
+            freed += os.path.getsize(os.path.join(out, n))
+            os.unlink(os.path.join(out, n))
+        except FileNotFoundError:
+            pass
+    return freed
+
+
+def damage(out, m):
+    """What is wrong with the packed set `m` in `out`, decided cheaply (files present, sizes as the manifest
+    says; no checksums: that is verify()); None when it is complete."""
+    for sp in m["splits"].values():
+        for s in sp["shards"]:
+            for name, size in ((s["file"], s["bytes"]), (s["index"], s.get("index_bytes"))):
+                try:
+                    have = os.path.getsize(os.path.join(out, name))
+                except FileNotFoundError:
+                    return "%s is missing" % name
+                if size is not None and have != size:
+                    return "%s has %d bytes, the manifest says %d" % (name, have, size)
+    return None
+
+
+def _state(out):
+    """(manifest or None, what is wrong or None, leftover temporary files) of the folder `out`."""
+    try:
+        names = os.listdir(out)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, ABSENT, []
+    tmp = sorted(n for n in names if _TMP.search(n))
+    if "manifest.json" not in names:
+        if tmp or any(_OURS.search(n) for n in names):
+            return None, "an interrupted pack (shards but no manifest.json)", tmp
+        return None, ABSENT, tmp
+    try:
+        m = load_manifest(out)
+    except ValueError as e:   # SourceError, or a manifest that is not JSON
+        return None, "manifest.json is unreadable (%s)" % e, tmp
+    return m, damage(out, m), tmp
+
+
+def open_packed(out, rebuild=None):
+    """The manifest of the complete packed set in `out`, checked cheaply on every open.
+
+    When something looks off (no manifest, a shard missing or of the wrong size, leftover temporary files), it
+    looks again holding the pack lock, so it first waits for a process packing `out` right now. Leftovers
+    beside a complete set are removed; a set still incomplete is rebuilt by `rebuild()` (caches, whose source
+    is known), saying so in one line, or is an error naming the fix."""
+    m, problem, tmp = _state(out)
+    if problem is None and not tmp:
+        return m
+    lock = os.path.join(out, LOCK_NAME)
+    writable = os.path.isdir(out) and os.access(lock if os.path.exists(lock) else out, os.W_OK)
+    with pack_lock(out) if writable else contextlib.nullcontext():   # read-only: nobody packs it
+        m, problem, tmp = _state(out)
+        if problem is None:
+            if tmp and writable:
+                freed = remove_leftovers(out, tmp)
+                print("data: %s: removed %d leftover temporary file(s) of an interrupted pack (%d bytes)"
+                      % (out, len(tmp), freed), file=sys.stderr)
+            return m
+    if rebuild is not None:
+        if problem != ABSENT:
+            print("data: %s: %s; rebuilding it" % (out, problem), file=sys.stderr)
+        return rebuild()
+    if problem == ABSENT:
+        raise SourceError("%s: not a packed data set (no manifest.json)" % out)
+    src = m["source_root"] if m else "SRC"
+    raise SourceError("%s: %s; repack it: luatorch pack %s %s" % (out, problem, src, out))
+
+
+def _same_set(m, source, tasks, seed):
+    """Whether manifest `m` already holds exactly what packing `tasks` of `source` would write."""
+    if m.get("source_root") != source.root or m.get("seed") != seed or m.get("classes") != source.classes:
+        return False
+    have = [(split, s.get("items")) for split, sp in m["splits"].items() for s in sp["shards"]]
+    return have == [(t[1], t[4]) for t in tasks]
+
+
+def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, progress=True, source=None):
+    """Pack `src` (a path, or an already read `source`) into the folder `out`; returns the manifest dict.
+
+    One process at a time packs `out` (pack_lock); one that had to wait finds the set done and returns it
+    (`already_packed` is then true), unless the source or the options changed: then it repacks, reusing the
+    shards that still match (resume)."""
+    source = source or read_source(src)
+    with pack_lock(out):
+        tasks = []
+        for split in source.splits:
+            for k, items in enumerate(_plan(source, split, seed, shard_bytes)):
+                tasks.append((out, split, k, items, _items_digest(source, split, items)))
+        m, problem, tmp = _state(out)
+        remove_leftovers(out, tmp)   # nobody else writes here while we hold the lock
+        if resume and problem is None and _same_set(m, source, tasks, seed):
+            return dict(m, already_packed=True)
+        if m is not None:
+            os.unlink(os.path.join(out, "manifest.json"))   # its shards are about to change
+        return _pack_locked(source, out, tasks, workers, seed, resume, progress)
+
+
+def _pack_locked(source, out, tasks, workers, seed, resume, progress):
+    global _SOURCE
     total = sum(len(t[3]) for t in tasks)
     bar = Progress(total, "pack %s" % os.path.basename(os.path.abspath(out)), progress)
     results = {}
@@ -194,10 +369,10 @@ def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, pro
     _SOURCE = source
     fn = _check_shard if resume else _write_shard
     workers = workers or min(len(tasks), os.cpu_count() or 1)
+    pool = None
     try:
         if workers <= 1 or len(tasks) <= 1:
             it = map(fn, tasks)
-            pool = None
         else:
             pool = mp.get_context("fork").Pool(workers)
             it = pool.imap_unordered(fn, tasks)
@@ -208,7 +383,11 @@ def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, pro
         if pool is not None:
             pool.close()
             pool.join()
+            pool = None
     finally:
+        if pool is not None:   # interrupted: no worker outlives the pack (they hold the lock's fd too)
+            pool.terminate()
+            pool.join()
         _SOURCE = None
         bar.close()
     manifest = {"format": FORMAT, "version": VERSION, "kind": source.kind, "encoding": source.encoding,
@@ -227,18 +406,20 @@ def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, pro
         for k in range(sum(1 for t in tasks if t[1] == split)):
             d = dict(results[(split, k)])
             unreadable += d.pop("unreadable", [])
-            d.pop("items", None)
             d["first"] = first
             first += d["count"]
-            shards.append(d)
+            shards.append(d)   # with its "items" digest: what a later pack compares (_same_set)
         manifest["splits"][split] = {"count": first, "shards": shards}
     manifest["unreadable_headers"] = unreadable
     for name in unreadable[:20]:
         print("pack: unreadable image %s (kept; the loader replaces it by a gray image)" % name, file=sys.stderr)
-    tmp = os.path.join(out, "manifest.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=1)
-    os.replace(tmp, os.path.join(out, "manifest.json"))
+    _write_json(os.path.join(out, "manifest.json"), manifest, indent=1)
+    # shards of a set packed here before with another source or other options (more shards than now)
+    kept = {n for sp in manifest["splits"].values() for s in sp["shards"]
+            for n in (s["file"], s["index"], s["file"][:-len(".bin")] + ".done.json")}
+    for n in os.listdir(out):
+        if _OURS.search(n) and n not in kept:
+            os.unlink(os.path.join(out, n))
     return manifest
 
 

@@ -8,17 +8,26 @@ CRCs and fills it; the others wait on the lock and attach. With `policy="replica
 asks for the whole split, so the host holds one copy; with `policy="partition"` the ranks ask for
 disjoint ranges and each range is held once. Each attached process holds a shared flock on the
 segment; the last one to detach (its exclusive try succeeds) unlinks it, unless `keep=True`.
+
+Detaching happens on close(), at exit, and on SIGTERM / SIGHUP / SIGINT (signals.py: also while the main
+thread is inside Lua); only SIGKILL (or a crash) leaves a segment behind, for `luatorch data clean`
+(clean_segments) to remove once no live process holds it. The segment's `.lock` file also records what the
+segment holds (packed set, split, range, creator's pid) for `luatorch data list`.
 """
 import atexit
 import fcntl
 import hashlib
+import json
 import mmap
 import os
+import threading
 import time
+import weakref
 
 import numpy as np
 
-from .pack import ChecksumError, crc32_file, load_manifest
+from . import signals
+from .pack import ChecksumError, crc32_file, open_packed
 
 SHM_DIR = "/dev/shm"
 
@@ -55,17 +64,55 @@ def local_rank():
     return 0, 1
 
 
-def _lock(path):
-    """An exclusive flock on `path`, retried when the file was unlinked (by a last closer) meanwhile."""
+def _lock(path, timeout=None):
+    """An exclusive flock on `path`, retried when the file was unlinked (by a last closer) meanwhile.
+    With `timeout` (seconds; 0: one try) None when it is still held by then."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                return fd
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+            continue
+        if _same_file(path, fd):
+            return fd
+        os.close(fd)
+
+
+def _unlock(fd):
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+def _unlink(*paths):
+    for p in paths:
+        try:
+            os.unlink(p)
         except FileNotFoundError:
             pass
-        os.close(fd)
+
+
+def _same_file(path, fd):
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+# What a signal handler must release in this process: the stores attached, the segments being filled.
+_attached = weakref.WeakSet()
+_filling = set()
+
+
+def _release_on_signal():
+    for st in list(_attached):
+        st._unlink_if_last(timeout=2)
+    for tmp in list(_filling):   # a half-filled segment, and its lock file (this process holds it)
+        _unlink(tmp, tmp.rsplit(".tmp", 1)[0] + ".lock")
 
 
 class NotEnoughMemory(MemoryError):
@@ -78,8 +125,11 @@ class Store:
     def __init__(self, packed, split, start=0, end=None, verify=True, keep=False, shm_dir=SHM_DIR):
         t0 = time.time()
         self.fd = None
+        self._pid = os.getpid()
+        self._mutex = threading.RLock()   # close() against a signal's clean-up in another thread
+        self._released = False
         self.packed, self.split = os.path.abspath(packed), split
-        m = load_manifest(packed)
+        m = open_packed(packed)
         if split not in m["splits"]:
             raise KeyError("%s has no %r split (has %s)" % (packed, split, ", ".join(m["splits"])))
         shards = m["splits"][split]["shards"]
@@ -93,27 +143,29 @@ class Store:
         key = hashlib.sha1(("%s|%s|%s|%d|%d" % (self.packed, _content_key(m), split, start, end)).encode()).hexdigest()
         self.path = os.path.join(shm_dir, "luatorch-data-%s" % key[:20])
         self.created = False
+        signals.at_signal(_release_on_signal)
         lock = _lock(self.path + ".lock")
         try:
             if not os.path.exists(self.path):
                 self._check_room(nbytes, shm_dir)
+                _describe(lock, packed=self.packed, split=split, start=start, end=end, bytes=nbytes,
+                          pid=os.getpid(), created=time.time())
                 self._fill(mine, nbytes, verify)
                 self.created = True
             self.fd = os.open(self.path, os.O_RDONLY)
             fcntl.flock(self.fd, fcntl.LOCK_SH)
+            _attached.add(self)
         except BaseException:
             if not os.path.exists(self.path):   # nothing made: leave no lock file behind
-                os.unlink(self.path + ".lock")
+                _unlink(self.path + ".lock")
             raise
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            os.close(lock)
+            _unlock(lock)
         self.nbytes = nbytes
         self.mm = mmap.mmap(self.fd, nbytes, prot=mmap.PROT_READ) if nbytes else None
         self.buf = memoryview(self.mm) if nbytes else memoryview(b"")
         self.labels = self.index["label"].astype(np.int64)
         self.load_s = time.time() - t0
-        self._pid = os.getpid()
         atexit.register(self.close)   # detach (and unlink when last) even if never closed by hand
 
     def _read_index(self, mine, start, end):
@@ -141,6 +193,7 @@ class Store:
     def _fill(self, mine, nbytes, verify):
         tmp = self.path + ".tmp%d" % os.getpid()
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        _filling.add(tmp)
         try:
             os.ftruncate(fd, nbytes)
             mm = mmap.mmap(fd, nbytes) if nbytes else None
@@ -164,8 +217,10 @@ class Store:
             os.rename(tmp, self.path)
         except BaseException:
             os.close(fd)
-            os.unlink(tmp)
+            _unlink(tmp)
             raise
+        finally:
+            _filling.discard(tmp)
         os.close(fd)
 
     def __len__(self):
@@ -177,29 +232,47 @@ class Store:
         return self.buf[o:o + int(self.index["length"][i])]
 
     def close(self):
-        if self.fd is None or os.getpid() != self._pid:   # forked workers leave it to their parent
+        with self._mutex:
+            if self.fd is None or os.getpid() != self._pid:   # forked workers leave it to their parent
+                return
+            atexit.unregister(self.close)
+            _attached.discard(self)
+            try:
+                self.buf.release()
+                if self.mm is not None:
+                    self.mm.close()
+            except BufferError:   # a record view is still alive somewhere: the mapping goes with it
+                pass
+            self._unlink_if_last()
+            os.close(self.fd)
+            self.fd = None
+
+    def _unlink_if_last(self, timeout=None):
+        """Unlink the segment when no other process holds it (unless keep). The mapping stays valid, so
+        this is also safe from a signal's clean-up while workers still read records."""
+        if not self._mutex.acquire(timeout=-1 if timeout is None else timeout):
             return
-        atexit.unregister(self.close)
         try:
-            self.buf.release()
-            if self.mm is not None:
-                self.mm.close()
-        except BufferError:   # a record view is still alive somewhere: the mapping goes with it
-            pass
-        if not self.keep:
-            lock = _lock(self.path + ".lock")
+            if self.fd is None or self.keep or self._released or os.getpid() != self._pid:
+                return
+            lock = _lock(self.path + ".lock", timeout)
+            if lock is None:
+                return
             try:
                 try:
                     fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    os.unlink(self.path)   # nobody else holds it
-                    os.unlink(self.path + ".lock")
-                except OSError:
-                    pass
+                    if _same_file(self.path, self.fd):
+                        _unlink(self.path, self.path + ".lock")
+                except BlockingIOError:
+                    # another process holds it and unlinks it when it is the last. Let go of ours before the
+                    # lock file, so holders that leave at once (a signal to every rank) see each other go
+                    # (Linux already drops it in the failed conversion; flock(2) does not promise that)
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+                self._released = True
             finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-                os.close(lock)
-        os.close(self.fd)
-        self.fd = None
+                _unlock(lock)
+        finally:
+            self._mutex.release()
 
     def __del__(self):
         try:
@@ -213,29 +286,144 @@ def _content_key(m):
     return ",".join(s["crc32"] for sp in m["splits"].values() for s in sp["shards"])
 
 
-def remove_unused_segments(shm_dir=SHM_DIR):
-    """Unlink the data segments no process holds (left by `keep=True` or by killed processes); returns
-    the paths removed. A segment in use keeps its holders' shared flock, so it is never touched."""
-    removed = []
-    for name in sorted(os.listdir(shm_dir)):
-        if not name.startswith("luatorch-data-") or name.endswith(".lock") or ".tmp" in name:
-            continue
-        path = os.path.join(shm_dir, name)
-        lock = _lock(path + ".lock")
+def _describe(lock_fd, **what):
+    """Record in the segment's lock file what the segment holds (for `luatorch data list`)."""
+    data = json.dumps(what).encode()
+    os.ftruncate(lock_fd, 0)
+    os.pwrite(lock_fd, data, 0)
+
+
+def _description(lock_path):
+    try:
+        with open(lock_path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _holders(paths):
+    """{path: [pids]} of the processes with an fd open on each path (those whose /proc we may read)."""
+    want = {os.path.realpath(p): p for p in paths}
+    out = {p: [] for p in paths}
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        seen = set()
+        for fd in fds:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                os.unlink(path)
-                os.unlink(path + ".lock")
-                removed.append(path)
+                target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
             except OSError:
-                pass
-            finally:
-                os.close(fd)
-        except FileNotFoundError:
-            pass
+                continue
+            if target in want and target not in seen:
+                seen.add(target)
+                out[want[target]].append(pid)
+    return out
+
+
+class Segment:
+    """One of our files in the shm folder: a segment, one being (or left half) filled, or a lone lock file."""
+
+    def __init__(self, path, kind, nbytes, state, info, holders=()):
+        self.path, self.kind, self.nbytes, self.state, self.info = path, kind, nbytes, state, info
+        self.holders = list(holders)
+
+    @property
+    def removable(self):
+        return self.state == "unused"
+
+
+def _base(name):
+    return name.split(".", 1)[0]
+
+
+def segments(shm_dir=SHM_DIR, clean=False, created_by=None):
+    """Our files in `shm_dir` and whether a live process uses each; with `clean`, unlink those nobody uses.
+    With `created_by` (pids), only the segments those processes made (e.g. one job's ranks).
+
+    Judged under each segment's lock file, as Store creates, attaches and closes them: a segment is in use
+    while some process holds its shared flock (a live process attached to it; the kernel drops a dead one's
+    flock), a `.tmp<pid>` is being filled while its filler holds the lock file; neither is ever touched."""
+    try:
+        names = sorted(n for n in os.listdir(shm_dir) if n.startswith("luatorch-data-"))
+    except FileNotFoundError:
+        return []
+    found = []
+    for base in sorted({_base(n) for n in names}):
+        path = os.path.join(shm_dir, base)
+        if created_by is not None and _description(path + ".lock").get("pid") not in created_by:
+            continue
+        had_lock = os.path.exists(path + ".lock")
+        try:
+            lock = _lock(path + ".lock", timeout=0)
+        except PermissionError:   # another user's: not ours to judge
+            found += [Segment(os.path.join(shm_dir, n), "segment", os.path.getsize(os.path.join(shm_dir, n)),
+                              "another user's", {}) for n in names if n == base]
+            continue
+        info = _description(path + ".lock")
+        try:
+            left = 0   # files of this segment that stay
+            for n in names:
+                if _base(n) != base or n.endswith(".lock"):
+                    continue
+                p = os.path.join(shm_dir, n)
+                try:
+                    size = os.path.getsize(p)
+                except FileNotFoundError:
+                    continue
+                kind = "fill" if ".tmp" in n else "segment"
+                if lock is None:   # a Store is filling, attaching or closing it right now
+                    state = "being filled" if kind == "fill" else "busy"
+                elif kind == "fill":
+                    state = "unused"   # its lock file is free: the filler is gone
+                else:
+                    state = "in use" if _held(p) else "unused"
+                found.append(Segment(p, kind, size, state, info))
+                if clean and state == "unused":
+                    _unlink(p)
+                else:
+                    left += 1
+            if lock is not None and not had_lock:   # made by _lock just now: leave things as they were
+                _unlink(path + ".lock")
+            elif lock is not None and not left:   # nothing left that the lock file guards
+                if not any(s.path.startswith(path) for s in found):
+                    found.append(Segment(path + ".lock", "lock", os.path.getsize(path + ".lock"), "unused", info))
+                if clean:
+                    _unlink(path + ".lock")
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            os.close(lock)
-    return removed
+            if lock is not None:
+                _unlock(lock)
+    holders = _holders([s.path for s in found if s.state != "unused"])
+    for s in found:
+        s.holders = holders.get(s.path, [])
+    return found
+
+
+def _held(path):
+    """Whether some process holds the segment's shared flock (call holding its lock file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def clean_segments(shm_dir=SHM_DIR, dry_run=False, created_by=None):
+    """Unlink what no live process uses (segments left by `keep=True` or by killed processes, half-filled
+    segments of killed fillers, lone lock files); returns those Segments (with `dry_run`, only lists them).
+
+    `created_by`: only what these pids made. A launcher can pass its ranks' pids once the job has ended:
+    an MPI launcher SIGKILLs the other ranks when one dies, and SIGKILL runs no clean-up."""
+    return [s for s in segments(shm_dir, clean=not dry_run, created_by=created_by) if s.removable]
+
+
+def remove_unused_segments(shm_dir=SHM_DIR):
+    """Unlink the data segments no process holds; returns their paths (see clean_segments)."""
+    return [s.path for s in clean_segments(shm_dir) if s.kind == "segment"]
