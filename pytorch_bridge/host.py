@@ -1,19 +1,21 @@
 """The Python side of a Lua training run: data, rank/world, progress bar, log and plots.
 
-The Lua trainer (lua/train) reaches this object as `package.loaded['luatorch.host']` and
+The Lua trainer (lua/luatorch/train) reaches this object as `package.loaded['luatorch.host']` and
 calls its methods with `.` (bound methods, so no self from Lua):
 
     host.dataset(spec) -> {kind=, nClasses=, channels=, height=, width=, nTrain=, nVal=}
     host.loader(split, batch, workers, seed, source, policy) -> .size(), .set_epoch(e), .start(), .next(), .stop()
     host.epoch_start(epoch, nEpochs, nIters); host.progress(n, total, loss, top1, waitFraction)
     host.log(record)      -- one JSON line per epoch in <save>/log.jsonl, and the plots beside it
+
+claim_run_folder(argv) is the launcher's check that a new run does not write into another run's folder.
 """
 import json
 import math
 import os
+import re
 import sys
 import time
-
 
 
 def _kind(ds):
@@ -109,6 +111,13 @@ class TrainHost:
     def set_save(self, path):
         self.save_dir = str(path)
 
+    def check_save(self, save, resume, overwrite, test_only):
+        """For train.main, once its options are parsed: None, or why this run must not write into `save`
+        (check_run_folder; with `overwrite`, the old run's files go now). `luatorch train` refused a used
+        folder before its ranks started (claim_run_folder); `luatorch th train.lua` is checked only here."""
+        if test_only:
+            return None
+        return _job_verdict(str(save), str(resume), bool(overwrite))[0]
 
     def dataset(self, spec):
         from pytorch_bridge.data import open_dataset
@@ -171,10 +180,116 @@ def plot_log(log_path, out_dir):
     line_plot({"train top-1": list(zip(ep, [r.get("train_top1") for r in recs])),
                "val top-1": list(zip(ep, [r.get("val_top1") for r in recs])),
                "val top-5": list(zip(ep, [r.get("val_top5") for r in recs]))},
-              os.path.join(out_dir, "accuracy.svg"), "accuracy", "epoch", "%")
+              os.path.join(out_dir, "accuracy.svg"), "accuracy", "epoch", "accuracy", ycap=100, yunit="%")
     parts = {k: [r.get("time_" + k) or 0.0 for r in recs] for k in ("data", "compute", "allreduce", "update")}
     parts["validation"] = [r.get("val_seconds") or 0.0 for r in recs]
     stacked_bars([str(e) for e in ep], parts, os.path.join(out_dir, "time.svg"), "time per epoch", "seconds")
+
+
+# What a training run writes into its -save folder (lua/luatorch/train/checkpoints.lua, TrainHost.log); *.tmp is a
+# checkpoint caught being written (checkpoints.saveAtomic). The plots alone do not make a run.
+RUN_RECORD = re.compile(r"(log\.jsonl|latest\.t7|model_best\.t7|model_\d+\.t7|optimState_\d+\.t7)(\.tmp)?\Z")
+PLOTS = ("loss.svg", "accuracy.svg", "time.svg")
+DEFAULT_SAVE = "checkpoints"  # lua/luatorch/train/opts.lua's -save default
+
+
+def run_files(save):
+    """(records, plots): the names of a run's checkpoints and log in folder `save`, and of its plots."""
+    try:
+        names = sorted(os.listdir(save))
+    except OSError:  # missing, or unreadable (then the run's own save fails, saying why)
+        return [], []
+    return [n for n in names if RUN_RECORD.match(n)], [n for n in names if n in PLOTS]
+
+
+def describe_run(save, records):
+    """How far the run in `save` got and which file says so: "epoch 2 of 2, log.jsonl"."""
+    try:
+        if "log.jsonl" in records:
+            epochs = [r for r in read_log(os.path.join(save, "log.jsonl")) if r.get("epoch", 0) >= 1]
+            if epochs:
+                last = epochs[-1]
+                total = " of %d" % last["n_epochs"] if last.get("n_epochs") else ""
+                return "epoch %d%s, log.jsonl" % (last["epoch"], total)
+        if "latest.t7" in records:
+            from pytorch_bridge import t7
+
+            return "epoch %d, latest.t7" % t7.load(os.path.join(save, "latest.t7"))["epoch"]
+    except Exception:  # noqa: BLE001 -- a damaged file still marks the folder as used: name the files instead
+        pass
+    return ", ".join(records[:3]) + (", ..." if len(records) > 3 else "")
+
+
+def check_run_folder(save, resume=None, overwrite=False, delete=True):
+    """None if a training run may write into `save`, else why not (one line). A run continuing the run in
+    `save` (resume is save) may; a new one may if `save` holds no run's files, or with `overwrite`: then
+    those files (and only those) are deleted first, unless not `delete` (a verdict only)."""
+    continuing = resume not in (None, "none") and os.path.realpath(save) == os.path.realpath(resume)
+    shown = save.rstrip("/") or "/"
+    if continuing:
+        if overwrite:
+            return "--overwrite would delete the run that --resume %s continues; leave out one of them" % shown
+        return None
+    records, plots = run_files(save)
+    if not records:
+        return None
+    if not overwrite:
+        return ("%s/ already holds a run (%s); continue it with --resume %s, pick a new --save, or pass "
+                "--overwrite" % (shown, describe_run(save, records), shown))
+    if not delete:
+        return None
+    for name in records + plots:
+        try:
+            os.remove(os.path.join(save, name))
+        except OSError as e:
+            return "--overwrite cannot delete %s: %s" % (os.path.join(save, name), e.strerror)
+    print("luatorch train: --overwrite: deleted the previous run's %d files in %s/" % (len(records) + len(plots),
+                                                                                      shown), file=sys.stderr)
+    return None
+
+
+def _option(argv, name, flag=False):
+    """The last value of -name (or --name) in a torch.CmdLine argv; `flag`: a boolean option, bare = true."""
+    value = None
+    for i, a in enumerate(argv):
+        if a in ("-" + name, "--" + name):
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            value = (nxt == "true" if nxt in ("true", "false") else True) if flag else nxt
+    return value
+
+
+def _job_verdict(save, resume, overwrite, delete=True):
+    """(check_run_folder's verdict, rank), once per job: here, or under an MPI launcher on rank 0, which
+    broadcasts it so that every rank ends alike."""
+    from run.launch import under_launcher
+
+    if not under_launcher():
+        return check_run_folder(save, resume, overwrite, delete), 0
+    from mpi4py import MPI
+
+    rank = MPI.COMM_WORLD.Get_rank()
+    verdict = check_run_folder(save, resume, overwrite, delete) if rank == 0 else None
+    return MPI.COMM_WORLD.bcast(verdict, root=0), rank
+
+
+def claim_run_folder(argv):
+    """The Lua argv of `luatorch train`, checked before any rank starts: -save defaults to the -resume folder,
+    and a new run into a folder that holds another run stops here (SystemExit, one line; nothing touched)
+    unless -overwrite. In the process that launches the ranks, or under the user's own MPI launcher on
+    rank 0 (_job_verdict). The -overwrite deletion waits for train.main (TrainHost.check_save), after the
+    whole command line has been parsed: a mistyped option must not cost the old run."""
+    if any(a in ("-h", "-help", "--help") for a in argv):
+        return argv
+    resume = _option(argv, "resume")
+    if _option(argv, "save") is None and resume not in (None, "none"):
+        argv = [*argv, "-save", resume]
+    if _option(argv, "testOnly") == "true":  # writes no checkpoint
+        return argv
+    verdict, rank = _job_verdict(_option(argv, "save") or DEFAULT_SAVE, resume, _option(argv, "overwrite", flag=True),
+                                 delete=False)
+    if verdict:
+        raise SystemExit(("luatorch train: " + verdict) if rank == 0 else 1)
+    return argv
 
 
 def world_position():

@@ -4,7 +4,7 @@
     from pytorch_bridge.interop import to_torch, from_torch, state_dict, load_state_dict
 
     rt = Runtime()
-    model = rt.execute("require 'nn'; return require('models.resnet')({depth = 18})")
+    model = rt.execute("require 'nn'; return require('luatorch.models.resnet')({depth = 18})")
     net = to_torch(rt, model)             # a torch.nn.Module computing the same function
     same = from_torch(rt, net)            # and back to a Lua nn model
     sd = state_dict(rt, model)            # PyTorch-style names ('0.weight', '4.0.0.0.0.running_mean', ...)

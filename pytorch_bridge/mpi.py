@@ -27,6 +27,76 @@ import threading
 import numpy as np
 from cffi import FFI
 
+# ------------------------------------------------ which MPI, for the launcher that started us
+
+# What the launchers set in every rank: Open MPI's mpirun/mpiexec (Debian's default `mpiexec` once
+# openmpi-bin is installed), and MPICH's hydra (the venv's bin/mpiexec, from the mpich wheel).
+LAUNCHER_SIZE_VARS = {"openmpi": "OMPI_COMM_WORLD_SIZE", "mpich": "PMI_SIZE"}
+LAUNCHER_RANK_VARS = {"openmpi": "OMPI_COMM_WORLD_RANK", "mpich": "PMI_RANK"}
+LAUNCHER_NAMES = {"openmpi": "Open MPI's mpirun/mpiexec", "mpich": "MPICH's mpiexec (hydra)"}
+
+
+def launcher_family():
+    """'openmpi' or 'mpich': the MPI whose launcher started this process, from the variables it sets; None
+    when none did (or one that does not tell, such as srun)."""
+    for family, var in LAUNCHER_SIZE_VARS.items():
+        if var in os.environ:
+            return family
+    return None
+
+
+def _mpi4py_builds():
+    """The MPI families mpi4py has a build for (its MPI-agnostic wheel has one per family), without loading it."""
+    import glob
+    import importlib.util
+
+    spec = importlib.util.find_spec("mpi4py")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    return {f for d in folders for f in ("openmpi", "mpich") if glob.glob(os.path.join(d, "MPI.%s.*" % f))}
+
+
+def _say_once(message):
+    """A line from rank 0 only (every rank has the same thing to say)."""
+    if os.environ.get(LAUNCHER_RANK_VARS.get(launcher_family(), ""), "0") == "0":
+        print("luatorch: " + message, file=sys.stderr, flush=True)
+
+
+def select_mpi_for_launcher():
+    """Before mpi4py loads an MPI: under Open MPI's launcher, make it load Open MPI (MPI4PY_MPIABI=openmpi).
+    mpi4py's default here is the venv's MPICH, which aborts under Open MPI's launcher with "unsupported PMI
+    version". A choice the user made (MPI4PY_MPIABI or MPI4PY_LIBMPI set) is kept; if it cannot work, one
+    line says what to change (MPICH then aborts with its own message)."""
+    family = launcher_family()
+    if family != "openmpi" or "mpi4py.MPI" in sys.modules:
+        return
+    chosen = os.environ.get("MPI4PY_MPIABI") or os.environ.get("MPI4PY_LIBMPI")
+    if chosen is None and "openmpi" in _mpi4py_builds():
+        os.environ["MPI4PY_MPIABI"] = "openmpi"
+    elif chosen is None:
+        _say_once("started by %s, but this mpi4py is built for another MPI: launch with that MPI's mpiexec"
+                  % LAUNCHER_NAMES[family])
+    elif "openmpi" not in chosen.lower() and "libmpi.so.40" not in chosen:
+        _say_once("started by %s, but MPI4PY_MPIABI/MPI4PY_LIBMPI=%s makes mpi4py load another MPI: unset it "
+                  "(luatorch then loads Open MPI) or launch with the venv's bin/mpiexec (MPICH)"
+                  % (LAUNCHER_NAMES[family], chosen))
+
+
+def check_launcher_match(comm):
+    """After MPI_Init: the ranks must see the world their launcher started. An MPI that does not belong to
+    the launcher starts every rank alone (a world of 1), which would train N separate copies."""
+    family = launcher_family()
+    expected = int(os.environ.get(LAUNCHER_SIZE_VARS.get(family, ""), "0") or 0)
+    if family and expected and comm.Get_size() != expected:
+        fix = {"mpich": "unset MPI4PY_MPIABI/MPI4PY_LIBMPI, or start the ranks with Open MPI's mpirun",
+               "openmpi": "set MPI4PY_MPIABI=openmpi, or start the ranks with the venv's bin/mpiexec (MPICH)"}
+        raise MPIError("luatorch: started by %s as one of %d ranks, but mpi4py loaded %s, which sees a world of %d "
+                       "(every rank alone): %s" % (LAUNCHER_NAMES[family], expected, mpi_family(), comm.Get_size(),
+                                                   fix[family]))
+
+
+select_mpi_for_launcher()  # at import, before anything here loads mpi4py
+
+
 def _native_dir():
     """native/ of the source checkout, or its installed copy (package luatorch_native)."""
     here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")
@@ -389,6 +459,9 @@ def world(timeout=None):
     """The default Communicator, on MPI.COMM_WORLD (created on first use)."""
     global _world
     if _world is None:
+        from mpi4py import MPI
+
+        check_launcher_match(MPI.COMM_WORLD)
         _world = Communicator(timeout=timeout)
         atexit.register(_close_world)  # before mpi4py's MPI_Finalize (atexit runs in reverse)
     elif timeout:

@@ -4,16 +4,60 @@ Importing this module loads the extension built from native/ by ffi/, loads
 the scipy-openblas32 BLAS into it once per process, and defines the Python
 callback that C calls when a numpy-backed storage is freed.
 """
+import glob
 import os
+import sys
 import threading
+
+
+def _built_copies_elsewhere(here):
+    """pytorch_bridge folders other than `here` that hold a built _native: on sys.path, or in an installed
+    luatorch distribution's files."""
+    found = []
+
+    def add(folder):
+        folder = os.path.realpath(folder)
+        if folder != here and folder not in found and glob.glob(os.path.join(folder, "_native*.so")):
+            found.append(folder)
+
+    for entry in sys.path:
+        add(os.path.join(entry or os.getcwd(), "pytorch_bridge"))
+    try:
+        from importlib import metadata
+
+        for dist in metadata.distributions(name="luatorch"):
+            for f in dist.files or ():
+                if f.parts[0] == "pytorch_bridge" and f.name.startswith("_native"):
+                    add(os.path.dirname(str(dist.locate_file(f))))
+    except Exception:  # damaged metadata only makes the message shorter
+        pass
+    return found
+
+
+def _not_built_message(exc):
+    """What was imported from where, and why it has no native library: a source checkout that shadows an
+    installed luatorch (Python puts the folder it starts in first on sys.path), or a broken install."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    if glob.glob(os.path.join(here, "_native*.so")):
+        return "luatorch: the native library in %s does not load (%s): reinstall luatorch" % (here, exc)
+    checkout = os.path.dirname(here)
+    if not os.path.isfile(os.path.join(checkout, "ffi", "build_native.py")):
+        return "luatorch: %s has no native library (pytorch_bridge._native): reinstall luatorch" % here
+    msg = "luatorch: imported %s, a source checkout whose native library is not built" % here
+    elsewhere = _built_copies_elsewhere(here)
+    if not elsewhere:
+        return msg + ": build it with `pip install -e .`"
+    if os.path.realpath(os.getcwd()) == checkout:
+        return msg + ("; it shadows the installed luatorch in %s because Python was started in %s: start Python "
+                      "from another folder, or build the checkout with `pip install -e .`" % (elsewhere[0], checkout))
+    return msg + ("; it comes before the installed luatorch in %s on sys.path (PYTHONPATH?): take it off the path, "
+                  "or build the checkout with `pip install -e .`" % elsewhere[0])
+
 
 try:
     from pytorch_bridge._native import ffi, lib
-except ImportError as exc:  # pragma: no cover - only on a broken install
-    raise ImportError(
-        "luatorch's native library is not built: install the project with `pip install -e .` "
-        f"(or `pip install .`) so that ffi/build_native.py compiles native/ ({exc})"
-    ) from exc
+except ImportError as exc:
+    raise ImportError(_not_built_message(exc)) from None
 
 NATIVE_PATH = os.path.abspath(__import__("pytorch_bridge._native", fromlist=["_native"]).__file__)
 

@@ -1,14 +1,16 @@
 """Turn `luatorch bench allreduce --json` files into a markdown table and an SVG plot.
 
-    python -m run.allreduce_report docs/results/allreduce-mpich-np2.json [...] --md OUT.md --svg-dir DIR
+    python -m run.allreduce_report docs/results/allreduce-mpich-np2.json [...] [--svg-dir DIR] > OUT.md
 
 The plot is plain SVG written here (matplotlib is not a dependency): bus
-bandwidth against message size, one line per algorithm, log-scaled size.
+bandwidth against message size, one line per algorithm, log-scaled size; DIR is created if missing.
 """
 import argparse
 import json
 import math
 import os
+
+from run.svgplot import nice_ticks, tick_label
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf", "#000000", "#aec7e8", "#ff9896", "#98df8a"]
@@ -24,7 +26,8 @@ def human(n):
 def svg(records, title, path, width=760, height=440):
     algs = list(dict.fromkeys(r["algorithm"] for r in records))
     sizes = sorted({r["bytes"] for r in records})
-    ymax = max(r["busbw_GBps"] for r in records) * 1.1 or 1
+    yticks = nice_ticks(0.0, max(r["busbw_GBps"] for r in records))
+    ymax = yticks[-1]
     x0, x1, y0, y1 = 70, width - 190, height - 50, 30
     lx0, lx1 = math.log2(sizes[0]), math.log2(sizes[-1])
 
@@ -39,9 +42,8 @@ def svg(records, title, path, width=760, height=440):
            '<text x="%d" y="18" font-size="13">%s</text>' % (x0, title),
            '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0, x1, y0),
            '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0, x0, y1)]
-    for i in range(6):
-        v = ymax * i / 5
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (x0 - 4, Y(v) + 4, v))
+    for v in yticks:
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (x0 - 4, Y(v) + 4, tick_label(v, yticks)))
         out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (x0, Y(v), x1, Y(v)))
     for b in sizes[:: max(1, len(sizes) // 8)]:
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (X(b), y0 + 16, human(b)))
@@ -119,6 +121,7 @@ def main(argv=None):
                   % (recs[0]["cluster_links"], recs[0]["link_rate"]))
             print(pct_table(recs))
         if args.svg_dir:
+            os.makedirs(args.svg_dir, exist_ok=True)
             out = os.path.join(args.svg_dir, os.path.splitext(os.path.basename(path))[0] + ".svg")
             svg(recs, title, out)
             print("\n![%s](%s)\n" % (title, os.path.basename(out)))

@@ -55,28 +55,31 @@ def parse_size(s):
 
 
 def parser():
+    from run.cli import at_least
+
     ap = argparse.ArgumentParser(prog="luatorch bench allreduce", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--algorithms", default=DEFAULT_ALGORITHMS,
                     help="comma-separated; mpi:<name> forces a built-in one (needs --np), mpi:all all of them")
     ap.add_argument("--sizes", default=None, help="bytes, comma-separated (suffixes K, M; default 8 B..128 MiB x4 "
                     "plus 26214400 and 102228128)")
-    ap.add_argument("--iters", type=int, default=0, help="timed iterations per size (default: by size)")
+    ap.add_argument("--iters", type=at_least(0), default=0, help="timed iterations per size (default: by size)")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    ap.add_argument("--colors", type=int, default=0)
-    ap.add_argument("--chunk", type=int, default=0, help="chunk bytes of the pipelined algorithms (0: model)")
+    ap.add_argument("--colors", type=at_least(0), default=0, help="multicolor: colors (0: model)")
+    ap.add_argument("--chunk", type=at_least(0), default=0, help="chunk bytes of the pipelined algorithms (0: model)")
     ap.add_argument("--json", default=None, help="write the records here")
-    ap.add_argument("--np", type=int, default=0, help="launch N ranks with the MPI that mpi4py loads")
-    ap.add_argument("--launches", type=int, default=1, help="with --np: repeat, report medians over launches")
+    ap.add_argument("--np", type=at_least(0), default=0, help="launch N ranks with the MPI that mpi4py loads")
+    ap.add_argument("--launches", type=at_least(1), default=1, help="with --np: repeat, report medians over launches")
     ap.add_argument("--calibrate", action="store_true", help="measure and cache auto's table, then exit")
-    ap.add_argument("--rounds", type=int, default=3, help="with --calibrate: interleaved rounds per size (medians)")
+    ap.add_argument("--rounds", type=at_least(1), default=3,
+                    help="with --calibrate: interleaved rounds per size (medians)")
     ap.add_argument("--list", action="store_true", help="list the forcible built-in algorithms")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the per-call agreement check (count/type) in every algorithm, mpi included")
     ap.add_argument("--cluster", action="store_true", help="run across the emulated cluster's hosts (--np: ranks, "
                     "default one per host)")
-    ap.add_argument("--nodes", type=int, default=0, help="with --cluster: bring up this many hosts for the run")
-    ap.add_argument("--links", type=int, default=1, help="with --cluster --nodes: links per host")
+    ap.add_argument("--nodes", type=at_least(0), default=0, help="with --cluster: bring up this many hosts for the run")
+    ap.add_argument("--links", type=at_least(1), default=1, help="with --cluster --nodes: links per host")
     ap.add_argument("--rate", default="1gbit", help="with --cluster --nodes: rate per link and direction")
     ap.add_argument("--quiet", action="store_true")
     return ap
@@ -249,7 +252,8 @@ def fit_model(recs, p):
 
 # ---------------------------------------------------------------- launching
 
-from run.launch import LAUNCH_ENV_VARS, child_env, launcher, mpi_family, project_root  # noqa: E402
+from run.launch import (LAUNCH_ENV_VARS, child_env, launcher, mpi_family, project_root, python_module,  # noqa: E402
+                        shown)
 
 
 def forced_table(family):
@@ -298,15 +302,14 @@ def launch_all(args, argv, algorithms):
         for algs, extra in runs:
             with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
                 out = tf.name
-            full = [*prefix, sys.executable, "-m", "run.bench_allreduce", *child_argv,
-                    "--algorithms", algs, "--json", out]
+            full = [*prefix, *python_module("run.bench_allreduce", *child_argv, "--algorithms", algs, "--json", out)]
             e = child_env(**env, **extra)
             print("# launch %d/%d: %s%s" % (launch + 1, args.launches,
                   " ".join("%s=%s" % kv for kv in extra.items() if kv[0] != "LUATORCH_BENCH_FORCED"),
                   " " + " ".join(full[:len(prefix)]) + " ... --algorithms " + algs), flush=True)
             r = subprocess.run(full, env=e, cwd=root)
             if r.returncode != 0:
-                raise SystemExit("launch failed (%d): %s" % (r.returncode, " ".join(full)))
+                raise SystemExit("launch failed (%d): %s" % (r.returncode, shown(full)))
             with open(out) as f:
                 for rec in json.load(f):
                     rec["launch"] = launch
@@ -403,7 +406,7 @@ def main(argv=None):
                 root = project_root()
                 e = child_env(**env)
                 extra = ["--rounds", str(args.rounds)] + (["--cluster"] if args.cluster else [])
-                return subprocess.run([*prefix, sys.executable, "-m", "run.bench_allreduce", "--calibrate", *extra],
+                return subprocess.run([*prefix, *python_module("run.bench_allreduce", "--calibrate", *extra)],
                                       env=e, cwd=root).returncode
             records = launch_all(args, argv, algorithms)
             print_report(records)

@@ -88,7 +88,7 @@ def measure(rt, name, shape, batch, threads, repeat):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="bench_conv", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="luatorch bench conv", description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=5)

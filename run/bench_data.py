@@ -1,15 +1,17 @@
 """`luatorch bench data`: the in-memory loader against the per-file loader (fb.resnet.torch's way).
 
     luatorch bench data --data PACKED --files FOLDER [--workers 1,2] [--modes threads,processes]
-                        [--batches 8] [--batch-size 32] [--iter-ms 200] [--json PATH]
+                        [--batches 8] [--batch-size 32] [--iter-ms 200] [--drop-caches] [--json PATH]
 
 PACKED is FOLDER packed (`luatorch pack FOLDER PACKED`), FOLDER e.g. from `luatorch synth-data`.
 For each loader (memory | files), page cache (cold | warm), worker mode and worker count it measures
   - images/s: `--batches` training batches pulled as fast as the loader gives them;
   - data_wait_fraction: the same with a simulated training iteration of `--iter-ms` ms per batch
     (a sleep), time the consumer waited for data / wall time; fb.resnet.torch's "Data" time share.
-Cold cache: `echo 3 > /proc/sys/vm/drop_caches` when permitted, else posix_fadvise(DONTNEED) on every
-file read (source images, or the shards before the store loads), named `fadvise` in the records.
+Cold cache: posix_fadvise(DONTNEED) on every file the run reads (source images, or the shards before the
+store loads), `cold_method: fadvise` in the records; it evicts only those files. With --drop-caches (root):
+`echo 3 > /proc/sys/vm/drop_caches` instead, which empties the page cache of the whole machine, every
+process's; `cold_method: drop_caches`.
 For the memory loader, cold/warm only changes the time to load the store (load_s); the epoch is in RAM.
 """
 import argparse
@@ -19,20 +21,28 @@ import time
 from run.benchutil import print_table, write_json
 
 
-def drop_cache(paths):
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def drop_machine_cache():
+    with open(DROP_CACHES, "w") as f:
+        f.write("3\n")
+
+
+def drop_cache(paths, machine):
+    """Make the next read of `paths` come from the disk: the whole machine's page cache (`machine`), or
+    just these files'."""
+    if machine:
+        drop_machine_cache()
         return "drop_caches"
-    except OSError:
-        for p in paths:
-            try:
-                fd = os.open(p, os.O_RDONLY)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                os.close(fd)
-            except OSError:
-                pass
-        return "fadvise"
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        except OSError:
+            pass
+    return "fadvise"
 
 
 def warm(paths):
@@ -83,8 +93,21 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--iter-ms", type=float, default=200.0, help="simulated training iteration (ms per batch)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--json")
+    p.add_argument("--drop-caches", action="store_true",
+                   help="cold cache by emptying the page cache of the WHOLE MACHINE (%s, needs root); "
+                        "default: posix_fadvise(DONTNEED) on the benchmark's own files" % DROP_CACHES)
+    p.add_argument("--json", help="write the records here (an existing file is replaced)")
     a = p.parse_args(argv)
+    caches = a.caches.split(",")
+    if a.drop_caches:
+        try:  # fail before measuring anything, not in the middle
+            drop_machine_cache()
+        except OSError as e:
+            raise SystemExit("luatorch bench data: --drop-caches cannot write %s (%s); run as root, or leave "
+                             "the flag out for per-file eviction (posix_fadvise)" % (DROP_CACHES, e.strerror))
+    elif "cold" in caches:
+        print("cold cache: posix_fadvise(DONTNEED) on the benchmark's files only; --drop-caches (root) empties "
+              "the whole machine's page cache instead", flush=True)
     from pytorch_bridge.data import Dataset
     ds = Dataset(a.data)
     idx = ds.index("train")
@@ -93,7 +116,7 @@ def main(argv=None):
     records = []
     # the loader varies fastest, so the two loaders are measured next to each other in time (the
     # machine's load drifts)
-    for cache in a.caches.split(","):
+    for cache in caches:
         for mode in a.modes.split(","):
             for w in [int(v) for v in a.workers.split(",")]:
                 for loader in a.loaders.split(","):
@@ -102,7 +125,7 @@ def main(argv=None):
                     for what, iter_ms in (("throughput", 0), ("wait", a.iter_ms)):
                         paths = files if loader == "files" else shards
                         if cache == "cold":
-                            rec["cold_method"] = drop_cache(paths)
+                            rec["cold_method"] = drop_cache(paths, a.drop_caches)
                         else:
                             warm(paths)
                         r = run_once(ds, loader, w, mode, a.batch_size, a.batches, iter_ms, a.seed, a.files)

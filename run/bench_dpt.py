@@ -21,9 +21,9 @@ from pytorch_bridge import Runtime
 from run.benchutil import median, print_table, write_json
 
 MODELS = {
-    "resnet20": ("require('models.resnet')({depth = 20, dataset = 'cifar10'})", 32, 10),
-    "resnet56": ("require('models.resnet')({depth = 56, dataset = 'cifar10'})", 32, 10),
-    "resnet50": ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", 224, 1000),
+    "resnet20": ("require('luatorch.models.resnet')({depth = 20, dataset = 'cifar10'})", 32, 10),
+    "resnet56": ("require('luatorch.models.resnet')({depth = 56, dataset = 'cifar10'})", 32, 10),
+    "resnet50": ("require('luatorch.models.resnet')({depth = 50, dataset = 'imagenet'})", 224, 1000),
     # many parameters for little compute (the regime of fast devices): what the reduction,
     # broadcast and dispatch cost shows here
     "mlp": ("nn.Sequential():add(nn.View(-1):setNumInputDims(3)):add(nn.Linear(3 * 16 * 16, 2048)):add(nn.ReLU())"

@@ -17,14 +17,14 @@ from pytorch_bridge import Runtime
 from run.benchutil import require_torch, median, print_table, write_json
 
 MODELS = {
-    "resnet18": ("require('models.resnet')({depth = 18, dataset = 'imagenet'})", 224, 1000),
-    "resnet34": ("require('models.resnet')({depth = 34, dataset = 'imagenet'})", 224, 1000),
-    "resnet50": ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", 224, 1000),
-    "resnet101": ("require('models.resnet')({depth = 101, dataset = 'imagenet'})", 224, 1000),
-    "resnet152": ("require('models.resnet')({depth = 152, dataset = 'imagenet'})", 224, 1000),
-    "googlenet_bn": ("require('models.googlenet_bn')({nClasses = 1000})", 224, 1000),
-    "resnet20": ("require('models.resnet')({depth = 20, dataset = 'cifar10'})", 32, 10),
-    "resnet56": ("require('models.resnet')({depth = 56, dataset = 'cifar10'})", 32, 10),
+    "resnet18": ("require('luatorch.models.resnet')({depth = 18, dataset = 'imagenet'})", 224, 1000),
+    "resnet34": ("require('luatorch.models.resnet')({depth = 34, dataset = 'imagenet'})", 224, 1000),
+    "resnet50": ("require('luatorch.models.resnet')({depth = 50, dataset = 'imagenet'})", 224, 1000),
+    "resnet101": ("require('luatorch.models.resnet')({depth = 101, dataset = 'imagenet'})", 224, 1000),
+    "resnet152": ("require('luatorch.models.resnet')({depth = 152, dataset = 'imagenet'})", 224, 1000),
+    "googlenet_bn": ("require('luatorch.models.googlenet_bn')({nClasses = 1000})", 224, 1000),
+    "resnet20": ("require('luatorch.models.resnet')({depth = 20, dataset = 'cifar10'})", 32, 10),
+    "resnet56": ("require('luatorch.models.resnet')({depth = 56, dataset = 'cifar10'})", 32, 10),
 }
 
 # The Lua training step, as a Torch7 script would write it, and a profiler that

@@ -188,9 +188,9 @@ return M
 """
 
 ITER_MODELS = {
-    "resnet20": ("require('models.resnet')({depth = 20, dataset = 'cifar10'})", (3, 32, 32)),
-    "resnet18": ("require('models.resnet')({depth = 18, dataset = 'imagenet'})", (3, 224, 224)),
-    "resnet50": ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", (3, 224, 224)),
+    "resnet20": ("require('luatorch.models.resnet')({depth = 20, dataset = 'cifar10'})", (3, 32, 32)),
+    "resnet18": ("require('luatorch.models.resnet')({depth = 18, dataset = 'imagenet'})", (3, 224, 224)),
+    "resnet50": ("require('luatorch.models.resnet')({depth = 50, dataset = 'imagenet'})", (3, 224, 224)),
 }
 
 

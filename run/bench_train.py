@@ -25,7 +25,8 @@ import sys
 import tempfile
 
 from run.benchutil import print_table, write_json
-from run.launch import child_env
+from run.cli import at_least
+from run.launch import child_env, python_module, shown
 
 OPTIMIZED = {"data": "memory", "allreduce": "multicolor", "dpt": "optimized"}
 BASELINE = {"data": "files", "allreduce": "mpi", "dpt": "baseline"}
@@ -54,7 +55,7 @@ def configurations(which, ranks, devices, files=True):
 
 def run_one(args, name, ranks, conf, extra):
     with tempfile.TemporaryDirectory(prefix="luatorch-bench-train-") as save:
-        cmd = [sys.executable, "-m", "run.cli", "train", "--save", save, "--model", args.model,
+        cmd = [*python_module("run.cli"), "train", "--save", save, "--model", args.model,
                "--dataset", args.dataset, "--epochs", "2", "--max-iters", str(args.iters), "-validate", "false",
                "--batch-size", str(args.batch_per_rank * ranks), "--data", conf["data"],
                "--allreduce", conf["allreduce"], "--dpt", conf["dpt"], "--devices", str(conf["devices"]),
@@ -67,7 +68,7 @@ def run_one(args, name, ranks, conf, extra):
         print("# %s: %d rank(s), %s" % (name, ranks, ", ".join("%s=%s" % kv for kv in conf.items())), flush=True)
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
-            raise SystemExit("luatorch bench train: run failed (%d): %s\n%s" % (r.returncode, " ".join(cmd),
+            raise SystemExit("luatorch bench train: run failed (%d): %s\n%s" % (r.returncode, shown(cmd),
                                                                                r.stderr[-3000:]))
         with open(os.path.join(save, "log.jsonl")) as f:
             rec = [json.loads(line) for line in f][-1]
@@ -81,6 +82,14 @@ def run_one(args, name, ranks, conf, extra):
             "update_ms": round(1e3 * rec["time_update"] / n, 2), "images_per_s": round(rec["images_per_s"], 1)}
 
 
+def rank_list(text):
+    """--ranks 1,2,4: rank counts >= 1."""
+    try:
+        return [at_least(1)(r) for r in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError("must be rank counts >= 1, comma-separated (got %s)" % text) from None
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = []
@@ -88,19 +97,19 @@ def main(argv=None):
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     p = argparse.ArgumentParser(prog="luatorch bench train", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="resnet")
-    p.add_argument("--depth", type=int, default=8)
-    p.add_argument("--dataset", default="builtin")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--batch-per-rank", type=int, default=32)
-    p.add_argument("--ranks", default="1,2,4")
-    p.add_argument("--devices", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--model", default="resnet", help="as luatorch train --model")
+    p.add_argument("--depth", type=at_least(0), default=8, help="as luatorch train --depth (0: the data's default)")
+    p.add_argument("--dataset", default="builtin", help="as luatorch train --dataset")
+    p.add_argument("--iters", type=at_least(1), default=20, help="training iterations per epoch (2 epochs per run)")
+    p.add_argument("--batch-per-rank", type=at_least(1), default=32)
+    p.add_argument("--ranks", type=rank_list, default=[1, 2, 4], help="rank counts, comma-separated (default 1,2,4)")
+    p.add_argument("--devices", type=at_least(1), default=1, help="DataParallelTable devices per rank")
+    p.add_argument("--workers", type=at_least(0), default=1, help="data loading workers per rank")
     p.add_argument("--configs", default="all", choices=["all", "paper", "scaling"])
-    p.add_argument("--json")
+    p.add_argument("--json", help="write the records here")
     p.add_argument("--svg", help="stacked-bar plot of the per-iteration breakdown")
     args = p.parse_args(argv)
-    ranks = [int(r) for r in args.ranks.split(",")]
+    ranks = args.ranks
     files = args.dataset != "builtin"
     if not files:
         print("# the built-in set is packed from arrays (no per-image files): in-memory data is on in every run")

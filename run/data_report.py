@@ -1,6 +1,6 @@
 """Turn `luatorch bench data --json` output into a markdown table and an SVG bar chart.
 
-    python -m run.data_report docs/results/data.json --md-table --svg docs/results/data.svg
+    python -m run.data_report data.json [--svg data.svg]     # the markdown table on stdout
 
 The SVG (run/svgplot.py, no matplotlib): images/s per configuration, in-memory and file loader side by side.
 """

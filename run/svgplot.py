@@ -18,21 +18,54 @@ def _frame(title, xlabel, ylabel, width, height):
     return out, (x0, x1, y0, y1)
 
 
-def _yaxis(out, box, ymin, ymax):
+def nice_ticks(lo, hi, most=7, integer=False):
+    """Round tick values, steps of 1, 2 or 5 x 10^k, from at or below `lo` to at or above `hi`; at most
+    `most` of them (the finest step that fits). `integer`: no step below 1 (epochs, counts)."""
+    if not hi > lo:
+        hi = lo + 1
+    k = math.floor(math.log10((hi - lo) / most)) - 1
+    while True:
+        for m in (1, 2, 5):
+            step = m * 10.0 ** k
+            if integer and step < 1:
+                continue
+            # the epsilon keeps 0.3 / 0.1 = 2.9999... from adding a tick below lo
+            first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+            if last - first + 1 <= most:
+                # i*m / 10^-k is the double nearest the decimal (0.3, not 3 * 0.1 = 0.30000000000000004)
+                return [i * m * 10 ** k if k >= 0 else i * m / 10 ** -k for i in range(first, last + 1)]
+        k += 1
+
+
+def tick_label(v, ticks, unit=""):
+    """`v` with as many decimals as the tick step needs (0.2 -> "0.6", 5 -> "15") and the unit."""
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    return ("%g" % v if decimals > 4 else "%.*f" % (decimals, v)) + unit
+
+
+def _yaxis(out, box, ymin, ymax, cap=None, unit=""):
+    """Round ticks over [ymin, ymax] (never above `cap`, e.g. 100 for percent); the axis spans the ticks."""
     x0, x1, y0, y1 = box
+    ticks = nice_ticks(ymin, min(ymax, cap) if cap is not None else ymax)
+    if cap is not None:
+        ticks = [t for t in ticks if t <= cap]
+    lo, hi = ticks[0], ticks[-1]
 
     def Y(v):
-        return y0 - (v - ymin) / (ymax - ymin) * (y0 - y1)
+        return y0 - (v - lo) / (hi - lo) * (y0 - y1)
 
-    for i in range(6):
-        v = ymin + (ymax - ymin) * i / 5
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (x0 - 4, Y(v) + 4, v))
+    for v in ticks:
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (x0 - 4, Y(v) + 4, tick_label(v, ticks, unit)))
         out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (x0, Y(v), x1, Y(v)))
     return Y
 
 
-def line_plot(series, path, title="", xlabel="", ylabel="", logx=False, width=760, height=420):
-    """series: {name: [(x, y), ...]}; one polyline (with point markers) per name."""
+def line_plot(series, path, title="", xlabel="", ylabel="", logx=False, ycap=None, yunit="", width=760,
+              height=420):
+    """series: {name: [(x, y), ...]}; one polyline (with point markers) per name. The y axis starts at 0
+    (or below, for negative data) and ends on a round tick; `ycap` bounds it (100 for accuracies in %),
+    `yunit` follows every y tick label."""
     pts = [p for s in series.values() for p in s if p[1] is not None and math.isfinite(p[1])]
     if not pts:
         return
@@ -42,18 +75,23 @@ def line_plot(series, path, title="", xlabel="", ylabel="", logx=False, width=76
     xmin, xmax = min(xs), max(xs)
     if xmax == xmin:
         xmin, xmax = xmin - 1, xmax + 1
-    ymin, ymax = min(0.0, min(ys)), max(ys)
-    ymax = ymax + 0.1 * (ymax - ymin) if ymax > ymin else ymin + 1
     out, box = _frame(title, xlabel, ylabel, width, height)
     x0, x1, y0, y1 = box
-    Y = _yaxis(out, box, ymin, ymax)
+    Y = _yaxis(out, box, min(0.0, min(ys)), max(ys), ycap, yunit)
 
     def X(v):
         return x0 + (fx(v) - xmin) / (xmax - xmin) * (x1 - x0)
 
-    ticks = sorted({p[0] for p in pts})
-    for v in ticks[:: max(1, len(ticks) // 10)]:
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>' % (X(v), y0 + 16, v))
+    if logx:  # the data's own x values, thinned
+        ticks = sorted({p[0] for p in pts})
+        ticks = ticks[:: max(1, len(ticks) // 10)]
+        labels = ["%g" % v for v in ticks]
+    else:  # round values inside the data's range
+        every = nice_ticks(xmin, xmax, most=10, integer=all(float(p[0]).is_integer() for p in pts))
+        ticks = [v for v in every if xmin - 1e-9 <= v <= xmax + 1e-9]
+        labels = [tick_label(v, every) for v in ticks]
+    for v, label in zip(ticks, labels):
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (X(v), y0 + 16, label))
     for k, (name, s) in enumerate(series.items()):
         color = COLORS[k % len(COLORS)]
         good = [(x, y) for x, y in s if y is not None and math.isfinite(y)]
@@ -73,7 +111,7 @@ def stacked_bars(labels, parts, path, title="", ylabel="", width=760, height=420
         return
     out, box = _frame(title, "", ylabel, width, height)
     x0, x1, y0, y1 = box
-    Y = _yaxis(out, box, 0.0, max(totals) * 1.1)
+    Y = _yaxis(out, box, 0.0, max(totals))
     slot = (x1 - x0) / len(labels)
     for i, label in enumerate(labels):
         base = 0.0
@@ -94,7 +132,7 @@ def grouped_bars(labels, series, path, title="", ylabel="", width=760, height=42
         return
     out, box = _frame(title, "", ylabel, width, height)
     x0, x1, y0, y1 = box
-    Y = _yaxis(out, box, 0.0, max(vals) * 1.1)
+    Y = _yaxis(out, box, 0.0, max(vals))
     slot = (x1 - x0) / len(labels)
     bw = slot * 0.8 / len(series)
     for i, label in enumerate(labels):

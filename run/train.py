@@ -10,66 +10,228 @@ Options (the fb.resnet.torch single-dash spellings are accepted as well):
     --np N                               launch N ranks with the MPI library's launcher (1: no MPI)
     --devices D            -nGPU         DataParallelTable devices per rank (CPU workers)
     --epochs E             -nEpochs
-    --batch-size B         -batchSize    global batch over all ranks and devices
+    --batch-size B         -batchSize    global batch over all ranks and devices (a multiple of the ranks)
     --lr LR                -LR
     --allreduce ALG        -allreduce    multicolor | ring | rhd | tree | mpi | auto
     --dpt KIND             -dpt          baseline | optimized
     --data memory|files    -dataSource
-    --save DIR             -save         checkpoints, log.jsonl and plots
-    --resume DIR           -resume
+    --save DIR             -save         checkpoints, log.jsonl and plots (default: the --resume DIR, else checkpoints)
+    --resume DIR           -resume       continue the run in DIR
+    --overwrite            -overwrite    delete the run already in --save (its files only) and start afresh
     --depth N, --seed S, --workers W     -depth, -manualSeed, -nThreads
+    --max-iters N, --val-iters N         -maxIters, -valIters: cut each epoch / validation pass at N iterations
+    --timeout S            -timeout      seconds a collective waits for a peer before every rank stops
+    --hostfile FILE, --threads T         the launcher's host file; compute threads per rank
 Everything else fb.resnet.torch's opts.lua knows (-momentum, -weightDecay, -retrain, -resetClassifier,
 -nClasses, -testOnly, ...) plus -lrScaling linear, -warmupEpochs 5, -schedule goyal: `luatorch train -help`.
+Every value is checked before any rank starts. Ctrl-C stops every rank at the end of the iteration and says
+what was kept; --resume continues from the last checkpoint.
 """
+import argparse
+import json
 import os
+import re
 import select
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 
+from run.cli import at_least, suggestion, usage_error
+
+PROG = "luatorch train"
+
 LONG = {
-    "--model": "-netType", "--dataset": "-data", "--devices": "-nGPU", "--epochs": "-nEpochs",
-    "--batch-size": "-batchSize", "--lr": "-LR", "--allreduce": "-allreduce", "--dpt": "-dpt",
-    "--data": "-dataSource", "--save": "-save", "--resume": "-resume", "--depth": "-depth",
-    "--seed": "-manualSeed", "--workers": "-nThreads", "--max-iters": "-maxIters", "--val-iters": "-valIters",
-    "--timeout": "-timeout",
+    "--model": "netType", "--dataset": "data", "--devices": "nGPU", "--epochs": "nEpochs",
+    "--batch-size": "batchSize", "--lr": "LR", "--allreduce": "allreduce", "--dpt": "dpt",
+    "--data": "dataSource", "--save": "save", "--resume": "resume", "--depth": "depth",
+    "--seed": "manualSeed", "--workers": "nThreads", "--max-iters": "maxIters", "--val-iters": "valIters",
+    "--timeout": "timeout",
 }
 
 
-def translate(argv):
-    """(fb-style argv for Lua, launcher options) from our command line."""
-    out, launch = [], {"np": 1, "hostfile": None, "threads": None}
+def _existing_file(text):
+    if not os.path.isfile(text):
+        raise ValueError("must be an existing file (no such file: %s)" % text)
+    return text
+
+
+# Options of the launcher (not of the Lua training): name -> converter
+LAUNCH = {"--np": at_least(1), "--threads": at_least(1), "--hostfile": _existing_file}
+
+
+class Options:
+    """lua/luatorch/train/opts.lua seen from Python: the option names and defaults, its -help, and its check of the
+    values (the one table of what each option accepts), in a LuaJIT state of its own."""
+
+    def __init__(self):
+        from pytorch_bridge import Runtime
+
+        self.rt = Runtime()
+        self.opts = self.rt.require("luatorch.train.opts")
+        self.cmd = self.rt.call(self.opts.cmd)
+        self.defaults = {str(k): o.default for k, o in self.cmd.options.items()}
+
+    def help(self):
+        return self.rt.call(self.cmd.help, self.cmd, PROG)
+
+    def check(self, values, world=None, kind=None):
+        """None, or (option, what is wrong with its value)."""
+        return self.rt.call(self.opts.check, self.rt.table_from(values), world, kind)
+
+
+def _name(spelling, options):
+    """The Lua option a spelling stands for (--batch-size, -batchSize, --batchSize: batchSize), a LAUNCH
+    spelling itself, or None."""
+    if spelling in LAUNCH:
+        return spelling
+    if spelling in LONG:
+        return LONG[spelling]
+    m = re.fullmatch(r"--?([A-Za-z_][\w.]*)", spelling)
+    return m.group(1) if m and m.group(1) in options.defaults else None
+
+
+def _unknown(spelling, options):
+    known = [*LONG, *LAUNCH, *("-" + k for k in options.defaults), "--help"]
+    return "unknown option %s%s; see %s --help" % (spelling, suggestion(spelling, known), PROG)
+
+
+def parse(argv, options):
+    """Our command line -> (fb-style argv for Lua, {option: value as given}, {option: spelling used}, launcher
+    options). A mistake ends the command with one line (exit 2)."""
+    lua_argv, values, spelled = [], {}, {}
+    launch = {"np": 1, "hostfile": None, "threads": None}
     i = 0
     while i < len(argv):
-        a = argv[i]
-        key, eq, val = a.partition("=")
-        if key in ("--np", "--hostfile", "--threads"):
-            if not eq:
-                if i + 1 >= len(argv):
-                    raise SystemExit("luatorch train: %s needs a value" % key)
-                val = argv[i + 1]
-                i += 1
-            launch[key[2:]] = int(val) if key in ("--np", "--threads") else val
-        elif key in LONG:
-            if not eq:
-                if i + 1 >= len(argv):
-                    raise SystemExit("luatorch train: %s needs a value" % key)
-                val = argv[i + 1]
-                i += 1
-            out += [LONG[key], val]
-        elif a in ("-h", "--help") and not out:
-            print(__doc__.strip())
-            raise SystemExit(0)
-        else:
-            out.append(a)
+        arg = argv[i]
         i += 1
-    return out, launch
+        spelling, eq, value = arg.partition("=")
+        name = _name(spelling, options)
+        if name is None:
+            if arg.startswith("-") and len(arg) > 1 and not re.fullmatch(r"-[\d.]+", arg):
+                usage_error(PROG, _unknown(spelling, options))
+            usage_error(PROG, "unexpected argument %r (options come as --name value); see %s --help" % (arg, PROG))
+        if not eq:
+            if isinstance(options.defaults.get(name), bool):  # a flag: bare means true (torch.CmdLine)
+                value = "true"
+                if i < len(argv) and argv[i] in ("true", "false"):
+                    value = argv[i]
+                    i += 1
+            elif i < len(argv):
+                value = argv[i]
+                i += 1
+            else:
+                usage_error(PROG, "%s needs a value" % spelling)
+        if name in LAUNCH:
+            try:
+                launch[name[2:]] = LAUNCH[name](value)
+            except (ValueError, argparse.ArgumentTypeError) as err:
+                usage_error(PROG, "%s %s" % (spelling, err))
+        else:
+            values[name], spelled[name] = value, spelling
+            lua_argv += ["-" + name, value]
+    return lua_argv, values, spelled, launch
 
 
-def launch(argv, launch_opts):
+def _data_kind(path):
+    """imagenet/cifar10/... of the data: 'mnist' for the built-in set (Fashion-MNIST, or its MNIST-type
+    fallbacks: pytorch_bridge.data.builtin), a packed set's from its manifest; None for a source folder
+    (known once it is packed, and checked then)."""
+    if path == "builtin":
+        return "mnist"
+    try:
+        with open(os.path.join(path, "manifest.json")) as f:
+            return json.load(f).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check(options, values, spelled, world):
+    bad = options.check(values, world, _data_kind(values.get("data", "builtin")))
+    if bad:
+        usage_error(PROG, "%s %s" % (spelled.get(bad[0], "-" + bad[0]), bad[1]))
+
+
+def _save_folder(lua_argv, options):
+    saves = [lua_argv[i + 1] for i in range(0, len(lua_argv) - 1, 2) if lua_argv[i] == "-save"]
+    return saves[-1] if saves else options.defaults["save"]
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+def interrupted_line(save, where=None, note=""):
+    """The line a Ctrl-C ends a run with: where it stopped, and what it kept (the run folder's latest.t7)."""
+    kept = "nothing kept yet (a checkpoint is written after each epoch)"
+    if save:  # None: stopped before the command line was read
+        from pytorch_bridge import t7
+
+        try:
+            latest = t7.load(os.path.join(save, "latest.t7"))
+            kept = "kept %s (epoch %d); continue with --resume %s" % (os.path.join(save, latest["modelFile"]),
+                                                                      latest["epoch"], save)
+        except (OSError, ValueError, KeyError, TypeError):  # none yet (or a damaged one: as good as none)
+            pass
+    return "%s: interrupted %s%s; %s" % (PROG, where or "before training started", note, kept)
+
+
+def _make_host_class():
+    from pytorch_bridge.host import TrainHost
+
+    class RankHost(TrainHost):
+        """The host of one rank, which knows where training is (for the line a Ctrl-C ends with) and stops
+        every rank at the same iteration. With several ranks a rank that left mid-iteration would leave the
+        others waiting in a collective, so during the training loop Ctrl-C (SIGINT) is only noted, and after
+        each iteration the ranks agree (one 8-byte allreduce) whether any of them was interrupted."""
+
+        def __init__(self, rt, rank, world):
+            super().__init__(rt, rank, world)
+            self.epoch = self.iteration = self.iterations = 0
+            self.training = self.interrupted = False
+
+        def epoch_start(self, epoch, n_epochs, n_iters):
+            super().epoch_start(epoch, n_epochs, n_iters)
+            self.epoch, self.iteration, self.training = int(epoch), 0, True
+
+        def progress(self, n, total, loss, top1, wait):
+            super().progress(n, total, loss, top1, wait)
+            self.iteration, self.iterations = int(n), int(total)
+            stop = self.interrupted
+            if self.world > 1:
+                import numpy as np
+
+                from pytorch_bridge import mpi
+
+                flag = np.array([1.0 if stop else 0.0])
+                mpi.allreduce(flag, algorithm="mpi")
+                stop = flag[0] > 0
+            self.training = self.iteration < self.iterations
+            if stop:
+                self.interrupted = True
+                raise KeyboardInterrupt
+
+        def on_signal(self, signum, frame):
+            self.interrupted = True
+            if not (self.world > 1 and self.training):
+                raise KeyboardInterrupt  # one rank, or outside the loop: no peer waits on this rank's iteration
+
+        def where(self):
+            if not self.epoch:
+                return None
+            if self.training and not self.iteration:
+                return "at the start of epoch %d" % self.epoch
+            if self.training:
+                return "at epoch %d, iteration %d of %d" % (self.epoch, self.iteration, self.iterations)
+            return "after the training iterations of epoch %d (validating or saving)" % self.epoch
+
+    return RankHost
+
+
+# ------------------------------------------------------------------ launching
+
+def launch(child_argv, launch_opts, save, grace):
     """Start N ranks of this command under the MPI launcher and wait for them."""
-    from run.launch import child_env, launcher, mpi_family
+    from run.launch import child_env, launcher, mpi_family, python_module
 
     family = mpi_family()
     cmd, env = launcher(family)
@@ -82,17 +244,90 @@ def launch(argv, launch_opts):
         full.append("-disable-auto-cleanup")
     if launch_opts["hostfile"]:
         full += ["--hostfile" if family == "openmpi" else "-f", launch_opts["hostfile"]]
-    full += [sys.executable, "-m", "run.train", *argv]
+    full += python_module("run.train", *child_argv)
     with tempfile.TemporaryDirectory(prefix="luatorch-ranks-") as pids:
         e = child_env(**env, LUATORCH_PIDS_DIR=pids)
-        proc = subprocess.Popen(full, env=e)
+        # the job in a process group of its own: a Ctrl-C reaches this process only, which passes it to the
+        # ranks (they stop together and rank 0 says where) instead of to the MPI launcher, which kills them
+        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+        proc = subprocess.Popen(full, env=e, **group)
         watch = RankWatch(pids)
         watch.start()
-        code = proc.wait()
-        watch.stop()
-        if code != 0:
-            print("luatorch train: the job stopped (exit %d); %s" % (code, watch.verdict()), file=sys.stderr)
+        stopper = JobStopper(proc, watch, grace)
+        previous = {s: signal.signal(s, stopper.on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            code = proc.wait()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            stopper.cancel()
+            watch.stop()
+    if code != 0:
+        _release_segments(watch.pids.values())
+    if stopper.stopped:
+        if code != 130:  # the ranks did not get to say it themselves
+            late = " (the ranks did not stop within %g s and were killed)" % grace if stopper.late else ""
+            print(interrupted_line(save, note=late), file=sys.stderr)
+        return 130
+    if code != 0:
+        print("luatorch train: the job stopped (exit %d); %s" % (code, watch.verdict()), file=sys.stderr)
     return code
+
+
+def _release_segments(pids):
+    """After a failed job: the shared-memory data segments its ranks made and nobody holds any more. An MPI
+    launcher SIGKILLs the other ranks when one dies, and a SIGKILLed process cleans up nothing."""
+    from pytorch_bridge.data.store import clean_segments
+
+    try:
+        freed = clean_segments(created_by=list(pids))
+    except OSError:
+        return
+    if freed:
+        print("luatorch train: released %d shared-memory segment(s) the ranks left (%.1f MB)"
+              % (len(freed), sum(s.nbytes or 0 for s in freed) / 1e6), file=sys.stderr)
+
+
+class JobStopper:
+    """Ctrl-C (or SIGTERM, SIGHUP) while a launched job runs: passed on to the ranks as SIGINT; the job is
+    killed at a second one, after `grace` seconds, or at once when no rank has started yet."""
+
+    def __init__(self, proc, watch, grace):
+        self.proc, self.watch, self.grace = proc, watch, grace
+        self.stopped = self.late = False
+        self._timer = None
+
+    def on_signal(self, signum, frame):
+        ranks = self.watch.alive()
+        if self.stopped or not ranks:
+            self.stopped = True
+            return self.kill()
+        self.stopped = True
+        for pid in ranks:
+            _signal(pid, signal.SIGINT)
+        self._timer = threading.Timer(self.grace, self.kill, kwargs={"late": True})
+        self._timer.daemon = True
+        self._timer.start()
+
+    def kill(self, late=False):
+        self.late = late
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        for pid in self.watch.alive():
+            _signal(pid, signal.SIGKILL)
+
+    def cancel(self):
+        if self._timer:
+            self._timer.cancel()
+
+
+def _signal(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except OSError:  # gone meanwhile
+        pass
 
 
 class RankWatch(threading.Thread):
@@ -103,7 +338,7 @@ class RankWatch(threading.Thread):
     def __init__(self, pids_dir):
         super().__init__(daemon=True)
         self.pids_dir = pids_dir
-        self.pids, self.fds, self.first_dead = {}, {}, None
+        self.pids, self.fds, self.ended, self.first_dead = {}, {}, set(), None
         self._halt = threading.Event()
 
     def _register(self, poller):
@@ -128,6 +363,7 @@ class RankWatch(threading.Thread):
                 ended = sorted(self.fds[fd] for fd, _ in poller.poll(100))
                 if ended and self.first_dead is None and len(ended) < len(self.pids):
                     self.first_dead = ended
+                self.ended.update(ended)
                 for fd in [fd for fd, r in self.fds.items() if r in ended]:
                     poller.unregister(fd)
         finally:
@@ -138,35 +374,60 @@ class RankWatch(threading.Thread):
         self._halt.set()
         self.join()
 
+    def alive(self):
+        """The pids of the ranks that have started and not ended."""
+        return [pid for rank, pid in list(self.pids.items()) if rank not in self.ended]
+
     def verdict(self):
         if self.first_dead:
             return "rank %s ended first (%s)" % (", ".join(map(str, self.first_dead)),
                                                 ", ".join("pid %d" % self.pids[r] for r in self.first_dead))
+        if not self.pids:
+            return "no rank had started (see the messages above)"
         return "ranks and pids: %s" % ", ".join("%d:%d" % kv for kv in sorted(self.pids.items()))
 
 
-def run_rank(lua_argv, threads=None):
-    """One rank: a LuaJIT state, the host, and train.main."""
-    from pytorch_bridge import LuaError, Runtime
-    from pytorch_bridge.host import TrainHost, world_position
+# ------------------------------------------------------------------ one rank
 
-    rank, world = world_position()
+def run_rank(lua_argv, threads=None):
+    """One rank: a LuaJIT state, the host, and train.main. Returns the exit status (130: interrupted)."""
+    from pytorch_bridge import LuaError, Runtime
+    from pytorch_bridge.host import world_position
+    from pytorch_bridge.mpi import MPIError
+
+    try:
+        rank, world = world_position()
+    except MPIError as err:  # an MPI that does not belong to the launcher, ...
+        from run.launch import launcher_rank
+
+        if launcher_rank() in (None, 0):
+            print(str(err), file=sys.stderr)
+        raise SystemExit(1)  # not through main's MPI_Abort: there is no common world to end
     if os.environ.get("LUATORCH_PIDS_DIR"):  # for the launcher's message if this rank dies
         with open(os.path.join(os.environ["LUATORCH_PIDS_DIR"], str(rank)), "w") as f:
             f.write(str(os.getpid()))
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // max(1, _local_ranks(world)))
     rt = Runtime(threads=threads)
-    host = TrainHost(rt, rank, world).install()
-    rt.require("train")
-    args = rt.table_from(list(lua_argv))
+    host = _make_host_class()(rt, rank, world).install()
+    previous = signal.signal(signal.SIGINT, host.on_signal)
     try:
-        rt.call(rt.eval("function(a, h) return require('train').main(a, h) end"), args, host)
-    except LuaError as err:
-        print("luatorch train (rank %d): %s" % (rank, err.lua_message), file=sys.stderr)
+        rt.require("luatorch.train")
+        args = rt.table_from(list(lua_argv))
+        rt.call(rt.eval("function(a, h) return require('luatorch.train').main(a, h) end"), args, host)
+    except (LuaError, KeyboardInterrupt) as err:
+        if host.interrupted or isinstance(err, KeyboardInterrupt):
+            if rank == 0:
+                print(("\n" if sys.stderr.isatty() else "") + interrupted_line(host.save_dir, host.where()),
+                      file=sys.stderr)
+            return 130
+        message = err.lua_message or "an error in the Python side (LUATORCH_TRACEBACK=1 shows where)"
+        print("luatorch train (rank %d): %s" % (rank, message), file=sys.stderr)
         if os.environ.get("LUATORCH_TRACEBACK"):
             print(err.lua_traceback, file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return 0
 
 
@@ -179,20 +440,38 @@ def _local_ranks(world):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    lua_argv, launch_opts = translate(argv)
-    from run.launch import under_launcher
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    # before anything loads mpi4py: importing pytorch_bridge.mpi picks the MPI of the launcher that started us
+    from pytorch_bridge import mpi  # noqa: F401
+    from run.launch import launcher_rank, under_launcher
 
-    if launch_opts["np"] > 1 and not under_launcher():
-        child = [a for a in argv]
-        # the children must not launch again: drop --np
-        for i, a in enumerate(list(child)):
-            if a.startswith("--np"):
-                del child[i:i + (1 if "=" in a else 2)]
-                break
-        return launch(child, launch_opts)
-    code = run_rank(lua_argv, launch_opts["threads"])
-    if under_launcher() and code != 0:
-        # one rank failed: end the job instead of leaving the others in a collective
+    save = None
+    try:
+        options = Options()
+        if "-help" in argv:
+            print(options.help())
+            return 0
+        lua_argv, values, spelled, launch_opts = parse(argv, options)
+        world = None if under_launcher() else launch_opts["np"]  # under a launcher: known once MPI starts
+        check(options, values, spelled, world)
+        from pytorch_bridge.host import claim_run_folder
+
+        lua_argv = claim_run_folder(lua_argv)  # before any rank starts: a new run must not mix into an old one
+        save = _save_folder(lua_argv, options)
+        if world and world > 1:
+            child = lua_argv + (["--threads", str(launch_opts["threads"])] if launch_opts["threads"] else [])
+            grace = float(values.get("timeout", options.defaults["timeout"])) + 10
+            return launch(child, launch_opts, save, grace)
+        code = run_rank(lua_argv, launch_opts["threads"])
+    except KeyboardInterrupt:  # before the training started (or while the launcher was starting)
+        if launcher_rank() in (None, 0):
+            print(interrupted_line(save), file=sys.stderr)
+        return 130
+    if under_launcher() and code not in (0, 130):
+        # one rank failed: end the job instead of leaving the others in a collective (after Ctrl-C, every
+        # rank stopped at the same point and ends by itself)
         from mpi4py import MPI
 
         MPI.COMM_WORLD.Abort(code)

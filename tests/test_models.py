@@ -13,7 +13,7 @@ RESNET_COUNTS = {18: 11689512, 34: 21797672, 50: 25557032, 101: 44549160, 152: 6
 def test_resnet_parameter_counts(rt):
     rt.require("nn")
     count = rt.eval("""function(opt)
-        local m = require('models.resnet')(opt)
+        local m = require('luatorch.models.resnet')(opt)
         local p = m:getParameters()
         return p:nElement()
     end""")
@@ -27,7 +27,7 @@ def test_resnet_parameter_counts(rt):
 def test_resnet50_structure(rt):
     rt.require("nn")
     r = rt.execute("""
-        local m = require('models.resnet')({depth = 50, dataset = 'imagenet', shortcutType = 'B'})
+        local m = require('luatorch.models.resnet')({depth = 50, dataset = 'imagenet', shortcutType = 'B'})
         local convs = m:findModules('cudnn.SpatialConvolution')
         local first = m:get(1)
         return #convs, first.gradInput == nil, convs[1].bias == nil, torch.typename(m:get(4)),
@@ -37,18 +37,18 @@ def test_resnet50_structure(rt):
 
 
 def test_cifar_resnet_equals_pytorch_double(rt, rng):
-    check_module(rt, rng, "require('models.resnet')({depth = 20, dataset = 'cifar10'})", (2, 3, 32, 32),
+    check_module(rt, rng, "require('luatorch.models.resnet')({depth = 20, dataset = 'cifar10'})", (2, 3, 32, 32),
                  np.float64)
 
 
 # GoogLeNet-BN with imagenet-multiGPU.torch's `-wInit kaiming`: with the default
 # U(+-1/sqrt(fan-in)) init its input gradient decays to ~1e-12, where float32
 # comparisons measure only rounding noise.
-GOOGLENET_KAIMING = ("(function() local m = require('models.googlenet_bn')({nClasses = 1000}) "
+GOOGLENET_KAIMING = ("(function() local m = require('luatorch.models.googlenet_bn')({nClasses = 1000}) "
                      "for _, v in ipairs(m:findModules('nn.SpatialConvolution')) do "
                      "v.weight:normal(0, math.sqrt(2 / (v.kW * v.kH * v.nOutputPlane))) end return m end)()")
 MODELS = [
-    ("require('models.resnet')({depth = 50, dataset = 'imagenet'})", (2, 3, 224, 224)),
+    ("require('luatorch.models.resnet')({depth = 50, dataset = 'imagenet'})", (2, 3, 224, 224)),
     (GOOGLENET_KAIMING, (2, 3, 224, 224)),
 ]
 
@@ -130,7 +130,7 @@ def test_clone_save_load_and_train(rt, tmp_path):
     r = rt.execute("""
         local path = ...
         torch.manualSeed(3)
-        local m = require('models.resnet')({depth = 20, dataset = 'cifar10'})
+        local m = require('luatorch.models.resnet')({depth = 20, dataset = 'cifar10'})
         local x = torch.randn(4, 3, 32, 32)
         m:evaluate()
         local y = m:forward(x):clone()

@@ -140,7 +140,7 @@ def test_retrain_legacy_model_with_new_classifier(tmp_path, lrt):
     path = str(tmp_path / "legacy.t7")
     lrt.execute("""
         torch.setdefaulttensortype('torch.FloatTensor')
-        local m = require('models.resnet')({depth = 8, dataset = 'mnist', nClasses = 7})
+        local m = require('luatorch.models.resnet')({depth = 8, dataset = 'mnist', nClasses = 7})
         torch.save(%r, m)
     """ % path)
     save, _ = train(tmp_path, "ft", "-retrain", path, "-resetClassifier", "true", "-nClasses", "10", "--epochs", "1",
@@ -194,7 +194,7 @@ def test_killed_rank_ends_the_job(tmp_path):
     while time.time() < deadline and not _rank_pids(1):
         time.sleep(1)
     time.sleep(15)  # well into the training loop
-    victims = _rank_pids(1)
+    victims, ranks = _rank_pids(1), _rank_pids(0) + _rank_pids(1)
     assert victims and proc.poll() is None, "rank 1 never started or the job ended early"
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
@@ -203,6 +203,10 @@ def test_killed_rank_ends_the_job(tmp_path):
     assert proc.returncode != 0
     assert time.time() - t0 < 60, "the job outlived the dead rank by more than the collective timeout"
     assert "rank 1" in (out + err).lower() or "rank=1" in (out + err).lower(), (out + err)[-2000:]
+    # the SIGKILLed ranks cleaned nothing up: the launcher released their shared-memory segments
+    from pytorch_bridge.data.store import clean_segments
+
+    assert clean_segments(dry_run=True, created_by=ranks) == [], err[-2000:]
 
 
 @pytest.mark.slow

@@ -2,4 +2,4 @@
 --   luatorch th train.lua -depth 20 -nEpochs 1 -data builtin
 --   mpiexec -n 4 luatorch th train.lua -batchSize 256 ...
 -- Options: `luatorch th train.lua -help` (the same as `luatorch train`).
-require('train').main(arg)
+require('luatorch.train').main(arg)

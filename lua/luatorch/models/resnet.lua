@@ -1,5 +1,5 @@
 -- ResNet as fb.resnet.torch builds it (models/resnet.lua):
---   local createModel = require 'models.resnet'
+--   local createModel = require 'luatorch.models.resnet'
 --   local model = createModel({depth = 50, dataset = 'imagenet', shortcutType = 'B'})
 -- ImageNet depths 18/34/50/101/152/200 (basic blocks below 50, bottlenecks from 50),
 -- CIFAR depths 6n+2 (20, 32, 44, 56, 110, ...). Shortcut types: A (zero-padded

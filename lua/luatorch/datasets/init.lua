@@ -2,7 +2,7 @@
 -- over luatorch's Python pipeline (pytorch_bridge.data: packed in-memory store or the
 -- per-file loader, decode/augment workers, a ring of batch buffers).
 --
---   local DataLoader = require 'datasets'
+--   local DataLoader = require 'luatorch.datasets'
 --   local trainLoader, valLoader = DataLoader.create(opt, host)
 --   trainLoader:epoch(e)
 --   for n, sample in trainLoader:run() do  -- sample.input: FloatTensor BxCxHxW, sample.target: LongTensor (1-based)
@@ -13,7 +13,7 @@
 require 'torch'
 
 local M = {}
-local DataLoader = torch.class('datasets.DataLoader', M)
+local DataLoader = torch.class('luatorch.datasets.DataLoader', M)
 
 function DataLoader.create(opt, host)
    host = host or require('luatorch.host') -- installed by `luatorch train` / `luatorch th`

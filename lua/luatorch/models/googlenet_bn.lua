@@ -1,6 +1,6 @@
 -- GoogLeNet with batch normalization as imagenet-multiGPU.torch builds it
 -- (models/googlenetbn.lua):
---   local createModel = require 'models.googlenet_bn'
+--   local createModel = require 'luatorch.models.googlenet_bn'
 --   local model = createModel({nClasses = 1000})
 -- Every unit is Conv -> ReLU -> SpatialBatchNormalization(n, 1e-3) -> ReLU;
 -- inception modules join their branches with nn.Concat(2); grid reductions

@@ -11,7 +11,7 @@ require 'nn'
 require 'optim'
 
 local M = {}
-local Trainer = torch.class('train.Trainer', M)
+local Trainer = torch.class('luatorch.train.Trainer', M)
 
 function Trainer:__init(model, criterion, opt, optimState, comm)
    self.model = model

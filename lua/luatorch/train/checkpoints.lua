@@ -52,6 +52,15 @@ function M.latest(dir)
    return latest, optimState
 end
 
+-- The line for `-resume dir` when its run already reached -nEpochs (nil while epochs are left).
+function M.finished(dir, latest, nEpochs)
+   if latest.epoch < nEpochs then return nil end
+   local best = (latest.bestTop1 or -1) >= 0 and string.format('best top-1 %.2f%%', latest.bestTop1) or 'no validation'
+   local where = latest.epoch == nEpochs and string.format('finished epoch %d of %d', nEpochs, nEpochs)
+      or string.format('is at epoch %d, beyond --epochs %d', latest.epoch, nEpochs)
+   return string.format('nothing left to do: %s %s (%s); a larger --epochs trains on', dir, where, best)
+end
+
 function M.loadModel(dir, latest)
    return torch.load(join(dir, latest.modelFile))
 end

@@ -2,7 +2,7 @@
 -- what the paper's distributed runs need (allreduce, DataParallelTable flavour, data
 -- source, Goyal et al.'s large-batch rules).
 --
---   local opt = require('train.opts').parse(arg)
+--   local opt = require('luatorch.train.opts').parse(arg)
 require 'torch'
 
 local M = {}
@@ -38,6 +38,7 @@ function M.cmd()
    cmd:text(' ------------- Checkpointing options ---------------')
    cmd:option('-save', 'checkpoints', 'directory in which to save checkpoints and log.jsonl')
    cmd:option('-resume', 'none', 'resume from the latest checkpoint in this directory')
+   cmd:option('-overwrite', false, 'start afresh even if -save holds a run (`luatorch train` deletes its files)')
    cmd:text(' ---------- Optimization options ----------------------')
    cmd:option('-LR', 0.1, 'initial learning rate')
    cmd:option('-momentum', 0.9, 'momentum')
@@ -63,6 +64,136 @@ function M.cmd()
    cmd:option('-dpt', 'optimized', 'baseline (Torch7 DataParallelTable) | optimized (the paper\'s)')
    cmd:option('-timeout', 60, 'seconds a collective may wait for a peer before every rank stops')
    return cmd
+end
+
+-- What each option accepts: M.check applies these to the values a command line gives, before the run
+-- starts (run/train.py runs it in the launching process too, so a bad value stops `luatorch train --np N`
+-- before any rank starts). A value equal to the default (0: "the data set's default") always passes.
+local function integer(low)
+   return function(v)
+      local n = tonumber(v)
+      if not n or n ~= math.floor(n) or n < low or n == math.huge then
+         return string.format('must be an integer >= %d (got %s)', low, tostring(v))
+      end
+   end
+end
+
+local function number(low, strict)
+   return function(v)
+      local n = tonumber(v)
+      if not n or n ~= n or n == math.huge or n == -math.huge or n < low or (strict and n == low) then
+         return string.format('must be a number %s %s (got %s)', strict and '>' or '>=', tostring(low), tostring(v))
+      end
+   end
+end
+
+local function oneOf(...)
+   local names = {...}
+   return function(v)
+      for _, name in ipairs(names) do if tostring(v) == name then return nil end end
+      return string.format('must be %s (got %s)', #names == 2 and names[1] .. ' or ' .. names[2]
+                           or 'one of ' .. table.concat(names, ', '), tostring(v))
+   end
+end
+
+local function exists(path)
+   local f = io.open(path, 'rb') -- opens folders too (Linux)
+   if f then f:close() end
+   return f ~= nil
+end
+
+local function fileOrNone(v)
+   if v ~= 'none' and not exists(v) then return 'must be none or an existing file (no such file: ' .. v .. ')' end
+end
+
+local function model(v)
+   local what = 'must be resnet, googlenet_bn or a Torch7 .t7 model file '
+   if v == 'resnet' or v == 'googlenet_bn' or v == 'googlenet' then return nil end
+   if not v:match('%.t7$') then return what .. '(got ' .. v .. ')' end
+   if not exists(v) then return what .. '(no such model file: ' .. v .. ')' end
+end
+
+local function data(v)
+   if v ~= 'builtin' and not exists(v) then
+      return 'must be builtin, a packed data set or an image folder (no such file or folder: ' .. v .. ')'
+   end
+end
+
+local function schedule(v)
+   local ok = v == 'default' or v == 'goyal'
+   local steps = v:match('^step:(.+)$')
+   if steps then
+      ok = true
+      for e in (steps .. ','):gmatch('([^,]*),') do ok = ok and tonumber(e) ~= nil end
+   end
+   if not ok then return 'must be default, goyal or step:E1,E2,... (got ' .. v .. ')' end
+end
+
+-- the algorithms the collectives know (pytorch_bridge.mpi.ALGORITHMS, the C library's table)
+local function allreduce(v)
+   local names = python.eval('",".join(__import__("pytorch_bridge.mpi", fromlist=["mpi"]).ALGORITHMS)')
+   local list = {}
+   for name in tostring(names):gmatch('[^,]+') do list[#list + 1] = name end
+   return oneOf(unpack(list))(v)
+end
+
+local BOOLEAN = oneOf('true', 'false')
+M.rules = {
+   nGPU = integer(1), nThreads = integer(0), manualSeed = integer(0), nEpochs = integer(1), epochNumber = integer(1),
+   batchSize = integer(1), maxIters = integer(0), valIters = integer(0), depth = integer(1), nClasses = integer(1),
+   colors = integer(1), LR = number(0), momentum = number(0), weightDecay = number(0), warmupEpochs = number(0),
+   timeout = number(0, true),
+   precision = oneOf('single', 'double'), dataSource = oneOf('memory', 'files'),
+   dataPolicy = oneOf('replicate', 'partition'), lrScaling = oneOf('none', 'linear'),
+   dpt = oneOf('baseline', 'optimized'),
+   dataset = oneOf('imagenet', 'cifar10', 'cifar100', 'mnist'), shortcutType = oneOf('A', 'B', 'C'),
+   allreduce = allreduce, schedule = schedule, netType = model, retrain = fileOrNone, optimState = fileOrNone,
+   data = data,
+   testOnly = BOOLEAN, tenCrop = BOOLEAN, validate = BOOLEAN, freezeBN = BOOLEAN, nesterov = BOOLEAN,
+   resetClassifier = BOOLEAN, shareGradInput = BOOLEAN, optnet = BOOLEAN, overwrite = BOOLEAN,
+}
+
+-- The ResNet depths models/resnet.lua builds, per kind of data.
+function M.depthProblem(depth, kind)
+   if kind == 'imagenet' then
+      for _, d in ipairs {18, 34, 50, 101, 152, 200} do if d == depth then return nil end end
+      return string.format('must be one of 18, 34, 50, 101, 152, 200 for ImageNet-type data (got %s)', depth)
+   elseif (depth - 2) % 6 ~= 0 then
+      return string.format('must be 6n+2 (8, 14, 20, 32, 44, 56, 110, ...) for %s-type data (got %s)', kind, depth)
+   end
+end
+
+local function isDefault(v, default)
+   if type(default) == 'number' then return tonumber(v) == default end
+   return tostring(v) == tostring(default)
+end
+
+-- nil, or the first option (by name) whose value is wrong and what is wrong: "nGPU", "must be an integer >= 1
+-- (got 0)". `values`: option name -> value (strings as typed, or parsed values); `world`: the rank count if
+-- known; `kind`: the kind of data (imagenet, cifar10, ...) if known.
+function M.check(values, world, kind)
+   local options = M.cmd().options
+   local keys = {}
+   for key in pairs(values) do keys[#keys + 1] = key end
+   table.sort(keys)
+   for _, key in ipairs(keys) do
+      local v, o = values[key], options[key]
+      if o and M.rules[key] and not isDefault(v, o.default) then
+         local problem = M.rules[key](v)
+         if problem then return key, problem end
+      end
+   end
+   local batch = tonumber(values.batchSize)
+   if world and batch and batch > 0 and batch % world ~= 0 then
+      return 'batchSize', string.format('must be a multiple of the %d ranks (got %d)', world, batch)
+   end
+   kind = values.dataset ~= nil and values.dataset ~= '' and values.dataset or kind
+   local depth = tonumber(values.depth)
+   if kind and depth and depth > 0 and (values.netType or 'resnet') == 'resnet'
+      and (values.retrain or 'none') == 'none' and (values.resume or 'none') == 'none' then
+      local problem = M.depthProblem(depth, kind)
+      if problem then return 'depth', problem end
+   end
 end
 
 local function bool(v) return v ~= 'false' and v ~= false end
@@ -93,6 +224,10 @@ function M.finish(opt)
    if opt.depth < 1 then opt.depth = d.depth end
    if opt.batchSize < 1 then opt.batchSize = d.batchSize end
    if opt.shortcutType == '' then opt.shortcutType = d.shortcutType end
+   if opt.netType == 'resnet' and opt.retrain == 'none' and opt.resume == 'none' then
+      local problem = M.depthProblem(opt.depth, opt.dataset)
+      if problem then error('opts: -depth ' .. problem, 0) end
+   end
    if opt.resetClassifier and opt.nClasses < 1 then
       error('opts: -resetClassifier needs -nClasses N', 0)
    end

@@ -28,12 +28,12 @@ end
 
 local function create(opt, info)
    if opt.netType == 'resnet' then
-      return require('models.resnet')({depth = opt.depth, dataset = opt.dataset, shortcutType = opt.shortcutType,
+      return require('luatorch.models.resnet')({depth = opt.depth, dataset = opt.dataset, shortcutType = opt.shortcutType,
                                        nClasses = info.nClasses, nChannels = info.channels})
    elseif opt.netType == 'googlenet_bn' or opt.netType == 'googlenet' then
       if info.height ~= 224 then error('models: GoogLeNet-BN needs 224x224 inputs, the data gives ' ..
                                         info.height .. 'x' .. info.width, 0) end
-      return require('models.googlenet_bn')({nClasses = info.nClasses})
+      return require('luatorch.models.googlenet_bn')({nClasses = info.nClasses})
    end
    error('models: unknown -netType ' .. opt.netType .. ' (resnet, googlenet_bn, or a .t7 file)', 0)
 end
