@@ -42,12 +42,32 @@ def lua_dir():
     return LUA_DIR
 
 
-class LuaError(RuntimeError):
-    """A Lua error: .lua_message is Lua's message, .lua_traceback its traceback."""
+# Where Debian installs pure-Lua modules (lua-penlight's pl.*): searched after luatorch's own packages.
+SYSTEM_LUA_DIRS = ("/usr/local/share/lua/5.1", "/usr/share/lua/5.1")
 
-    def __init__(self, message, traceback=""):
+
+def package_path(default, extra_path=()):
+    """require's search order, as under Torch7's th: the program's own files first (./?.lua,
+    ./?/init.lua, relative to the current folder), then `extra_path`, luatorch's packages, the system's
+    Lua module folders, and the rest of LuaJIT's default path."""
+    dirs = [*extra_path, lua_dir()]
+    entries = ["./?.lua", "./?/init.lua"]
+    entries += [os.path.join(d, "?.lua") for d in dirs] + [os.path.join(d, "?", "init.lua") for d in dirs]
+    entries += [os.path.join(d, pattern) for d in SYSTEM_LUA_DIRS for pattern in ("?.lua", "?/init.lua")]
+    for entry in default.split(";"):
+        if entry and entry not in entries:
+            entries.append(entry)
+    return ";".join(entries)
+
+
+class LuaError(RuntimeError):
+    """A Lua error: .lua_message is Lua's message, .lua_traceback its traceback, .lua_source the
+    chunk name ('@' + full file name) of the function that raised it ('' when unknown)."""
+
+    def __init__(self, message, traceback="", source=""):
         self.lua_message = message
         self.lua_traceback = traceback
+        self.lua_source = source
         super().__init__(message + ("\n" + traceback if traceback else ""))
 
 
@@ -59,6 +79,7 @@ _NUMPY_TO_TYPE = {
     np.dtype(np.int64): "Long",
     np.dtype(np.float32): "Float",
     np.dtype(np.float64): "Double",
+    np.dtype(np.float16): "Half",
 }
 _TYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_TYPE.items()}
 
@@ -70,19 +91,22 @@ local torch = require 'torch'
 local C = torch.C
 local B = {}
 
+-- The message, the traceback, and the full chunk name of the function that
+-- raised (messages and tracebacks shorten long file names).
 local function handler(e)
    local msg = type(e) == 'string' and e or tostring(e)
-   return {msg, debug.traceback('', 2)}
+   local info = debug.getinfo(2, 'S')
+   return {msg, debug.traceback('', 2), info and info.source or ''}
 end
 
 local function pack(...) return {n = select('#', ...), ...} end
 
 -- Run f(...) protected; returns true, results... (trailing nils kept) or
--- false, message, traceback.
+-- false, message, traceback, source of the raising function.
 function B.pcall(f, ...)
    local res = pack(xpcall(f, handler, ...))
    if res[1] then return unpack(res, 1, res.n) end
-   return false, res[2][1], res[2][2]
+   return false, res[2][1], res[2][2], res[2][3]
 end
 
 function B.exec(code, name)
@@ -93,7 +117,7 @@ end
 
 -- Adopt a C storage we hold one reference to, viewed as a tensor.
 function B.wrapForeign(addr, tname, sizes, strides, offset)
-   local ty = torch._types[tname]
+   local ty = torch._types[tname] or torch._typesById[C['LT_' .. tname:upper()]]
    local s = ffi.cast('lt_storage*', addr)
    local storage = torch.getmetatable(ty.storagename)._wrap(s)
    local t = torch[tname .. 'Tensor']()
@@ -150,10 +174,7 @@ class Runtime:
         self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
         self._thread = threading.get_ident()
         g = self.lua.globals()
-        base = lua_dir()
-        paths = [os.path.join(p, "?.lua") for p in (*extra_path, base)]
-        paths += [os.path.join(p, "?", "init.lua") for p in (*extra_path, base)]
-        g.package.path = ";".join(paths) + ";" + g.package.path
+        g.package.path = package_path(g.package.path, extra_path)
         g.package.loaded["torch.native_path"] = native.NATIVE_PATH
         make_loader = self.lua.eval("function(src, name) return function(...) "
                                     "return assert(loadstring(src, name))(...) end end")
@@ -174,7 +195,8 @@ class Runtime:
             if len(rest) == 0:
                 return None
             return rest[0] if len(rest) == 1 else rest
-        raise LuaError(str(res[1]), str(res[2]) if len(res) > 2 and res[2] is not None else "")
+        raise LuaError(str(res[1]), str(res[2]) if len(res) > 2 and res[2] is not None else "",
+                       str(res[3]) if len(res) > 3 and res[3] is not None else "")
 
     def execute(self, code, name="=(luatorch)"):
         """Run a chunk of Lua code; returns what it returns."""
@@ -214,7 +236,7 @@ class Runtime:
         tname = _NUMPY_TO_TYPE.get(np.dtype(dtype.newbyteorder("=")))
         if tname is None:
             raise TypeError("from_numpy: dtype %s has no torch tensor type (uint8, int8, int16, int32, int64, "
-                            "float32, float64)" % dtype)
+                            "float16, float32, float64)" % dtype)
         if not array.flags.writeable:
             raise ValueError("from_numpy: the array is read-only; Lua tensors are writable (pass array.copy())")
         item = array.itemsize

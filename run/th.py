@@ -44,7 +44,10 @@ def _parse(argv):
                 opts["script"], opts["args"] = rest[0], rest[1:]
             break
         elif a.startswith("-") and a != "-":
-            raise SystemExit("luatorch th: unknown option %s\n\n%s" % (a, USAGE))
+            from run.cli import suggestion, usage_error
+
+            usage_error("luatorch th", "unknown option %s%s; see luatorch th --help" % (
+                a, suggestion(a, ["-e", "-l", "-i", "-h", "--help", "--"])))
         else:
             opts["script"], opts["args"] = a, argv[i + 1:]
             break
@@ -52,9 +55,11 @@ def _parse(argv):
     return opts
 
 
-def _report(err):
+def _report(err, th_env=None):
     sys.stdout.flush()
     msg = err.lua_message if isinstance(err, LuaError) else str(err)
+    if th_env is not None and isinstance(err, LuaError):
+        msg = th_env.explain(msg, err.lua_source)  # e.g. a class luatorch's nn lacks, by name
     tb = err.lua_traceback if isinstance(err, LuaError) else ""
     print("luatorch th: " + msg, file=sys.stderr)
     if tb:
@@ -84,7 +89,7 @@ return M
 """
 
 
-def _repl(rt):
+def _repl(rt, th_env=None):
     try:
         import readline  # noqa: F401  (line editing and history for input())
     except ImportError:
@@ -119,7 +124,7 @@ def _repl(rt):
                 res = res if isinstance(res, tuple) else (res,)
                 rt.call(helper.show, *res)
         except LuaError as e:
-            _report(e)
+            _report(e, th_env)
 
 
 def run(argv):
@@ -128,6 +133,7 @@ def run(argv):
     from pytorch_bridge.host import preload
 
     preload(rt)  # require 'luatorch.host': data, rank/world and logs for training scripts
+    th_env = rt.require("luatorch.th")  # th's globals (paths, sys, xlua, ...) and th's require
     g = rt.globals
     script = opts["script"]
     if script and script != "-" and not os.path.isfile(script):
@@ -156,13 +162,13 @@ def run(argv):
                 rt.execute("local f = assert(loadfile(%s)); return f(unpack(arg, 1, #arg))" % _lua_string(script),
                            "=" + script)
     except LuaError as e:
-        _report(e)
+        _report(e, th_env)
         return 1
     finally:
         sys.stdout.flush()
     interactive = opts["interactive"] or (not script and not opts["exec"])
     if interactive:
-        return _repl(rt)
+        return _repl(rt, th_env)
     return 0
 
 
@@ -174,6 +180,18 @@ def main(argv=None):
     return run(list(sys.argv[1:] if argv is None else argv))
 
 
+DEMO_USAGE = """luatorch demo: a short tour of the torch package (tensors, math, BLAS, .t7 files), the script
+lua/demos/tour.lua run as `luatorch th` runs scripts; it takes no options."""
+
+
 def demo(argv=None):
-    """Run the packaged tour script (the default main job until training exists)."""
-    return run([os.path.join(lua_dir(), "demos", "tour.lua")] + list(argv or []))
+    """Run the packaged tour script."""
+    argv = list(argv or [])
+    if any(a in ("-h", "--help", "-help") for a in argv):
+        print(DEMO_USAGE)
+        return 0
+    if argv:
+        from run.cli import usage_error
+
+        usage_error("luatorch demo", "takes no arguments (got %s); see luatorch demo --help" % " ".join(argv))
+    return run([os.path.join(lua_dir(), "demos", "tour.lua")])

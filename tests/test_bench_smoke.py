@@ -19,10 +19,11 @@ def test_bench_tensor(tmp_path):
     from run import bench_tensor
 
     out = tmp_path / "t.json"
-    assert bench_tensor.main(["--size", "100000", "--repeat", "2", "--threads", "1", "--json", str(out)]) == 0
+    assert bench_tensor.main(["--size", "100000", "--matrix", "24", "--image", "40", "--kernel", "5", "--repeat", "2",
+                              "--threads", "1", "--json", str(out)]) == 0
     recs = json.loads(out.read_text())
-    assert {r["op"] for r in recs} == {"add", "mul", "sum"}
-    assert all({"ours_ms", "numpy_ms", "ratio"} <= set(r) for r in recs)
+    assert {r["op"] for r in recs} == {"add", "mul", "sum", "gesv", "svd", "inverse", "conv2"}
+    assert all({"ours_ms", "numpy_ms", "ratio", "reference"} <= set(r) for r in recs)
 
 
 def test_bench_model(tmp_path):

@@ -321,3 +321,338 @@ def test_errors(rt, rng):
         call(rt, "local r = torch.mm(a, b); return r", T(rt, a), T(rt, b))
     with pytest.raises(LuaError, match=r"\(eval\):1:"):
         call(rt, "local r = a:addmm(b, b); return r", T(rt, a), T(rt, b))
+
+
+# ---------------------------------------------------------------- LAPACK
+# gesv, trtrs, gels, symeig, eig, svd, inverse, potrf/potrs/potri, pstrf, qr,
+# geqrf/orgqr/ormqr on Float and Double, checked against NumPy and against
+# their defining properties (A x = B, Q R = A, U S V^T = A, ...) on fresh
+# random inputs in contiguous, transposed and narrowed layouts.
+
+LAYOUTS = ("contig", "transposed", "narrowed")
+
+
+def lapack_tol(dtype):
+    return 2e-3 if np.dtype(dtype) == np.float32 else 1e-9
+
+
+def near(got, want, dtype, scale=1.0):
+    t = lapack_tol(dtype)
+    got, want = np.asarray(got), np.asarray(want)
+    for part in (np.real, np.imag):
+        np.testing.assert_allclose(part(got).astype(np.float64), part(want).astype(np.float64), rtol=t, atol=t * scale)
+
+
+def well_conditioned(rng, n, dtype):
+    return (rng.standard_normal((n, n)) + n * np.eye(n)).astype(dtype)
+
+
+def spd(rng, n, dtype):
+    x = rng.standard_normal((n, n + 2))
+    return (x @ x.T + n * np.eye(n)).astype(dtype)
+
+
+def in_layouts(rng, arr):
+    return layouts(rng, arr, LAYOUTS)
+
+
+def is_colmajor(rt, t):
+    return call(rt, "return a:stride(1) == 1 and a:stride(2) == a:size(1)", t)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gesv(rt, rng, dtype):
+    n, nrhs = int(rng.integers(2, 12)), int(rng.integers(1, 5))
+    A, B = well_conditioned(rng, n, dtype), rng.standard_normal((n, nrhs)).astype(dtype)
+    want = np.linalg.solve(A.astype(np.float64), B.astype(np.float64))
+    for (_, a), (_, b) in zip(in_layouts(rng, A), in_layouts(rng, B)):
+        ta, tb = T(rt, a), T(rt, b)
+        x, lu = call(rt, "return torch.gesv(b, a)", ta, tb)
+        near(N(rt, x), want, dtype, scale=np.abs(want).max())
+        assert is_colmajor(rt, x) and is_colmajor(rt, lu)  # Torch7 hands LAPACK's layout back
+        np.testing.assert_array_equal(N(rt, ta), A)  # inputs untouched
+        np.testing.assert_array_equal(N(rt, tb), B)
+    # result tensors given: written and returned; reused a second time
+    got = call(rt, "local tb, ta = a.new(), a.new(); for i = 1, 2 do local x, y = torch.gesv(tb, ta, b, c);"
+                   " assert(x == tb and y == ta) end; return tb", T(rt, A), T(rt, B), T(rt, A))
+    near(N(rt, got), want, dtype, scale=np.abs(want).max())
+    # in place: torch.gesv(b, a, b, a) leaves x in b
+    got = call(rt, "local bb, aa = a:clone(), b:clone(); torch.gesv(bb, aa, bb, aa); return bb", T(rt, B), T(rt, A))
+    near(N(rt, got), want, dtype, scale=np.abs(want).max())
+    # a vector b is one column
+    got = N(rt, call(rt, "return (torch.gesv(a, b))", T(rt, B[:, 0].copy()), T(rt, A)))
+    assert got.shape == (n, 1)
+    near(got[:, 0], want[:, 0], dtype, scale=np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_trtrs(rt, rng, dtype):
+    n = int(rng.integers(2, 10))
+    A, B = well_conditioned(rng, n, dtype), rng.standard_normal((n, 3)).astype(dtype)
+    for uplo in "UL":
+        for trans in "NT":
+            for diag in "NU":
+                tri = np.triu(A) if uplo == "U" else np.tril(A)
+                tri = tri.astype(np.float64)
+                if diag == "U":
+                    np.fill_diagonal(tri, 1)
+                op = tri.T if trans == "T" else tri
+                want = np.linalg.solve(op, B.astype(np.float64))
+                _, a = in_layouts(rng, A)[int(rng.integers(3))]
+                got = call(rt, "return (torch.trtrs(b, a, c, d, e))", T(rt, a), T(rt, B), uplo, trans, diag)
+                near(N(rt, got), want, dtype, scale=np.abs(want).max())
+    # the defaults are 'U', 'N', 'N'
+    got = call(rt, "return (torch.trtrs(b, a))", T(rt, A), T(rt, B))
+    near(N(rt, got), np.linalg.solve(np.triu(A).astype(np.float64), B), dtype, scale=10)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(9, 4), (4, 4), (3, 7)])
+def test_gels(rt, rng, dtype, shape):
+    """Least squares for tall A, the minimum-norm solution for wide A (both what lstsq gives)."""
+    m, n = shape
+    A = rng.standard_normal(shape).astype(dtype)
+    B = rng.standard_normal((m, 2)).astype(dtype)
+    want = np.linalg.lstsq(A.astype(np.float64), B.astype(np.float64), rcond=None)[0]
+    for (_, a), (_, b) in zip(in_layouts(rng, A), in_layouts(rng, B)):
+        x = N(rt, call(rt, "return (torch.gels(b, a))", T(rt, a), T(rt, b)))
+        assert x.shape == (n, 2)
+        near(x, want, dtype, scale=np.abs(want).max())
+    got = call(rt, "local bb, aa = a:clone(), b:clone(); torch.gels(bb, aa, bb, aa); return bb", T(rt, B), T(rt, A))
+    near(N(rt, got), want, dtype, scale=np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_symeig(rt, rng, dtype):
+    n = int(rng.integers(2, 12))
+    S = spd(rng, n, dtype) - n * np.eye(n, dtype=dtype)
+    want = np.linalg.eigvalsh(S.astype(np.float64))
+    scale = np.abs(want).max()
+    e = N(rt, call(rt, "return (torch.symeig(a))", T(rt, S.copy())))  # 'N': eigenvalues only
+    near(e, want, dtype, scale=scale)
+    for _, s in in_layouts(rng, S):
+        e, v = call(rt, "return torch.symeig(a, 'V')", T(rt, s))
+        e, v = N(rt, e), N(rt, v)
+        near(e, want, dtype, scale=scale)
+        near(S.astype(np.float64) @ v, v * e, dtype, scale=scale)  # A v = v diag(e)
+        near(v.T @ v, np.eye(n), dtype)
+    # 'L' reads only the lower triangle: garbage above it changes nothing
+    G = np.tril(S) + np.triu(rng.standard_normal((n, n)), 1).astype(dtype)
+    e = N(rt, call(rt, "return (torch.symeig(a, 'N', 'L'))", T(rt, G)))
+    near(e, want, dtype, scale=scale)
+    # results given, non-contiguous: written through their views
+    got = call(rt, "local e = torch.zeros(c, 2):select(2, 2):typeAs(a); local v = a.new(c, 2, c):zero()[{{}, 2, {}}];"
+                   " torch.symeig(e, v, a, 'V'); return torch.dist(v * torch.diag(e) * v:t(), a)", T(rt, S), None, n)
+    assert got <= lapack_tol(dtype) * scale * n
+
+
+def complex_eigs(e):
+    return np.sort_complex(e[:, 0].astype(np.float64) + 1j * e[:, 1].astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_eig(rt, rng, dtype):
+    n = int(rng.integers(3, 10))
+    A = rng.standard_normal((n, n)).astype(dtype)
+    want = np.sort_complex(np.linalg.eigvals(A.astype(np.float64)))
+    scale = np.abs(want).max()
+    for _, a in in_layouts(rng, A):
+        e, v = call(rt, "return torch.eig(a, 'V')", T(rt, a))
+        e, v = N(rt, e), N(rt, v).astype(np.float64)
+        assert e.shape == (n, 2)
+        near(np.sort(complex_eigs(e).real), np.sort(want.real), dtype, scale=scale)
+        near(np.sort(np.abs(complex_eigs(e).imag)), np.sort(np.abs(want.imag)), dtype, scale=scale)
+        # A v = lambda v; a complex pair (w, conj w) shares the columns (re, im) as LAPACK packs them
+        j = 0
+        while j < n:
+            lam = e[j, 0] + 1j * e[j, 1]
+            vec = v[:, j] + (1j * v[:, j + 1] if e[j, 1] != 0 else 0)
+            near(A.astype(np.float64) @ vec, lam * vec, dtype, scale=scale)
+            j += 2 if e[j, 1] != 0 else 1
+    e = N(rt, call(rt, "return (torch.eig(a))", T(rt, A)))
+    near(np.sort(e[:, 0]), np.sort(want.real), dtype, scale=scale)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(7, 4), (5, 5), (3, 8)])
+def test_svd(rt, rng, dtype, shape):
+    m, n = shape
+    k = min(m, n)
+    A = rng.standard_normal(shape).astype(dtype)
+    want = np.linalg.svd(A.astype(np.float64), compute_uv=False)
+    for _, a in in_layouts(rng, A):
+        u, s, v = (N(rt, x).astype(np.float64) for x in call(rt, "return torch.svd(a)", T(rt, a)))
+        assert u.shape == (m, k) and s.shape == (k,) and v.shape == (n, k)
+        near(s, want, dtype, scale=want.max())
+        near(u @ np.diag(s) @ v.T, A, dtype, scale=want.max())
+        near(u.T @ u, np.eye(k), dtype)
+        near(v.T @ v, np.eye(k), dtype)
+    u, s, v = (N(rt, x).astype(np.float64) for x in call(rt, "return torch.svd(a, 'A')", T(rt, A)))
+    assert u.shape == (m, m) and v.shape == (n, n)
+    near(u.T @ u, np.eye(m), dtype)
+    near(v.T @ v, np.eye(n), dtype)
+    near(u[:, :k] @ np.diag(s) @ v[:, :k].T, A, dtype, scale=want.max())
+    # results given and reused: the same values
+    same = call(rt, "local u, s, v = torch.svd(a); local uu, ss, vv = a.new(), a.new(), a.new();"
+                    " for i = 1, 2 do torch.svd(uu, ss, vv, a) end;"
+                    " return (u - uu):abs():max() + (s - ss):abs():max() + (v - vv):abs():max()", T(rt, A))
+    assert same == 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_inverse(rt, rng, dtype):
+    n = int(rng.integers(2, 12))
+    A = well_conditioned(rng, n, dtype)
+    want = np.linalg.inv(A.astype(np.float64))
+    for _, a in in_layouts(rng, A):
+        inv = call(rt, "return torch.inverse(a)", T(rt, a))
+        assert is_colmajor(rt, inv) or n == 1
+        near(N(rt, inv), want, dtype, scale=np.abs(want).max())
+    got = call(rt, "local r = a.new(c, c); torch.inverse(r, a); torch.inverse(r, a); return r", T(rt, A), None, n)
+    near(N(rt, got), want, dtype, scale=np.abs(want).max())
+    with pytest.raises(LuaError, match=r"inverse: the matrix is singular: U\(2,2\) of its LU factorization is "
+                                       r"exactly zero"):
+        call(rt, "return torch.inverse(a)", T(rt, np.array([[1, 2], [2, 4]], dtype)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cholesky_family(rt, rng, dtype):
+    n = int(rng.integers(2, 12))
+    A = spd(rng, n, dtype)
+    L = np.linalg.cholesky(A.astype(np.float64))
+    scale = np.abs(A).max()
+    for _, a in in_layouts(rng, A):
+        U = N(rt, call(rt, "return torch.potrf(a)", T(rt, a)))  # 'U' by default
+        near(U, L.T, dtype, scale=np.abs(L).max())
+        np.testing.assert_array_equal(np.tril(U, -1), 0)
+        Lg = N(rt, call(rt, "return torch.potrf(a, 'L')", T(rt, a)))
+        near(Lg, L, dtype, scale=np.abs(L).max())
+        np.testing.assert_array_equal(np.triu(Lg, 1), 0)
+    B = rng.standard_normal((n, 3)).astype(dtype)
+    inv = np.linalg.inv(A.astype(np.float64))
+    for uplo in "UL":
+        x = call(rt, "local c = torch.potrf(a, d); return torch.potrs(b, c, d)", T(rt, A), T(rt, B), None, uplo)
+        near(A.astype(np.float64) @ N(rt, x), B, dtype, scale=np.abs(B).max())
+        got = N(rt, call(rt, "return torch.potri(torch.potrf(a, b), b)", T(rt, A), uplo))
+        near(got, inv, dtype, scale=np.abs(inv).max())  # the whole symmetric inverse
+    # not positive definite: the order of the failing leading minor
+    bad = np.eye(4, dtype=dtype)
+    bad[2, 2] = -1
+    with pytest.raises(LuaError, match="potrf: the matrix is not positive definite: its leading minor of order 3 "
+                                       "is not positive"):
+        call(rt, "return torch.potrf(a)", T(rt, bad))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pstrf(rt, rng, dtype):
+    n = int(rng.integers(2, 10))
+    A = spd(rng, n, dtype)
+    for uplo in (None, "U", "L"):
+        for given in (False, True):
+            if given:
+                code = "local u, p = a.new(), torch.IntTensor(); local u2, p2 = torch.pstrf(u, p, a%s);" \
+                       " assert(u2 == u and p2 == p); return u, p"
+            else:
+                code = "return torch.pstrf(a%s)"
+            f, piv = call(rt, code % (", '%s'" % uplo if uplo else ""), T(rt, A))
+            assert call(rt, "return torch.type(a)", piv) == "torch.IntTensor"
+            f, piv = N(rt, f).astype(np.float64), N(rt, piv)
+            assert sorted(piv) == list(range(1, n + 1))  # a 1-based permutation
+            P = A.astype(np.float64)[np.ix_(piv - 1, piv - 1)]
+            near(f @ f.T if uplo == "L" else f.T @ f, P, dtype, scale=np.abs(A).max())
+            tri = np.triu(f, 1) if uplo == "L" else np.tril(f, -1)
+            np.testing.assert_array_equal(tri, 0)
+    # a rank-2 positive semidefinite matrix with a tolerance above its tiny pivots
+    x = rng.standard_normal((n + 2, 2)).astype(dtype)
+    low = x @ x.T
+    with pytest.raises(LuaError, match=r"pstrf: the matrix is rank deficient or not positive semidefinite "
+                                       r"\(rank 2 of %d" % (n + 2)):
+        call(rt, "return torch.pstrf(a, 'U', 1e-3)", T(rt, low))
+    with pytest.raises(LuaError, match="pstrf: the pivots go to an IntTensor, got a LongTensor"):
+        call(rt, "return torch.pstrf(a.new(), torch.LongTensor(), a)", T(rt, A))
+
+
+def canonical(q, r):
+    """QR is unique up to the signs of R's rows."""
+    d = np.sign(np.diag(r))
+    d[d == 0] = 1
+    return q * d, r * d[:, None]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(9, 4), (5, 5), (3, 8), (1, 6), (6, 1)])
+def test_qr(rt, rng, dtype, shape):
+    m, n = shape
+    k = min(m, n)
+    A = rng.standard_normal(shape).astype(dtype)
+    wq, wr = canonical(*np.linalg.qr(A.astype(np.float64)))
+    for _, a in in_layouts(rng, A):
+        q, r = (N(rt, x).astype(np.float64) for x in call(rt, "return torch.qr(a)", T(rt, a)))
+        assert q.shape == (m, k) and r.shape == (k, n)
+        np.testing.assert_array_equal(np.tril(r, -1), 0)
+        near(q.T @ q, np.eye(k), dtype)
+        near(q @ r, A, dtype, scale=np.abs(A).max())
+        cq, cr = canonical(q, r)
+        near(cq, wq, dtype)
+        near(cr, wr, dtype, scale=np.abs(wr).max())
+    # results given
+    q = call(rt, "local q, r = a.new(), a.new(); local q2, r2 = torch.qr(q, r, a); assert(q2 == q and r2 == r);"
+                 " return q", T(rt, A))
+    assert N(rt, q).shape == (m, k)
+    # geqrf + orgqr: the reflectors (m x n) and their scales (k), then Q's first columns
+    f, tau = call(rt, "local f, t = a.new(), a.new(); local f2, t2 = torch.geqrf(f, t, a); assert(f2 == f and t2 == t);"
+                      " return f, t", T(rt, A))
+    assert N(rt, f).shape == (m, n) and N(rt, tau).shape == (k,)
+    near(np.triu(N(rt, f)[:k]), N(rt, call(rt, "return torch.qr(a)", T(rt, A))[1]), dtype, scale=np.abs(A).max())
+    q = N(rt, call(rt, "local g = a.new(); assert(torch.orgqr(g, b, c) == g); return g", T(rt, A), f, tau))[:, :k]
+    near(q, N(rt, call(rt, "local q = torch.qr(a); return q", T(rt, A))), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(6, 6), (8, 3)])
+def test_ormqr(rt, rng, dtype, shape):
+    """op(Q) C and C op(Q) with the full m x m Q of geqrf's reflectors."""
+    m, n = shape
+    A = rng.standard_normal(shape).astype(dtype)
+    f, tau = call(rt, "return torch.geqrf(a)", T(rt, A))
+    Q = N(rt, call(rt, "return torch.ormqr(a, b, torch.eye(c):typeAs(a))", f, tau, m)).astype(np.float64)
+    near(Q.T @ Q, np.eye(m), dtype)
+    near(Q[:, :n], N(rt, call(rt, "local q = torch.qr(a); return q", T(rt, A))), dtype)
+    C = rng.standard_normal((m, m)).astype(dtype)
+    for side, trans, want in [("L", "N", Q @ C), ("R", "N", C @ Q), ("L", "T", Q.T @ C), ("R", "T", C @ Q.T)]:
+        for _, c in in_layouts(rng, C):
+            got = call(rt, "return torch.ormqr(a, b, c, d, e)", f, tau, T(rt, c), side, trans)
+            near(N(rt, got), want, dtype, scale=np.abs(want).max())
+    got = call(rt, "local r = a.new(); assert(torch.ormqr(r, a, b, c) == r); return r", f, tau, T(rt, C))
+    near(N(rt, got), Q @ C, dtype, scale=np.abs(C).max() * m)
+    with pytest.raises(LuaError, match=r"ormqr: the reflectors \(A: \[%d x %d\]\) do not fit C" % (m, n)):
+        call(rt, "return torch.ormqr(a, b, c, 'L')", f, tau, T(rt, np.zeros((m + 1, 2), dtype)))
+
+
+def test_lapack_errors(rt, rng):
+    A, B = np.eye(3), np.ones((3, 2))
+    with pytest.raises(LuaError, match="gesv: only FloatTensor and DoubleTensor are supported, got a IntTensor"):
+        call(rt, "return torch.gesv(a:int(), b:int())", T(rt, B), T(rt, A))
+    with pytest.raises(LuaError, match="gesv: expected all tensors to be FloatTensor, got a DoubleTensor"):
+        call(rt, "return torch.gesv(a, b:float())", T(rt, B), T(rt, A))
+    with pytest.raises(LuaError, match=r"gesv: A should be square, got \[3 x 2\]"):
+        call(rt, "return torch.gesv(a, a)", T(rt, B))
+    with pytest.raises(LuaError, match=r"gesv: A and B do not match: A is \[3 x 3\], B is \[2 x 3\]"):
+        call(rt, "return torch.gesv(a:t(), b)", T(rt, B), T(rt, A))
+    with pytest.raises(LuaError, match=r"gesv: A is singular: U\(1,1\)"):
+        call(rt, "return torch.gesv(a, b)", T(rt, B), T(rt, np.zeros((3, 3))))
+    with pytest.raises(LuaError, match="potrf: uplo should be 'U' or 'L', got 'X'"):
+        call(rt, "return torch.potrf(a, 'X')", T(rt, A))
+    with pytest.raises(LuaError, match="trtrs: diag should be 'N' or 'U', got 'Q'"):
+        call(rt, "return torch.trtrs(b, a, 'U', 'N', 'Q')", T(rt, A), T(rt, B))
+    with pytest.raises(LuaError, match=r"svd: invalid arguments: 2 tensors \(expected \[resu, ress, resv,\] a"):
+        call(rt, "return torch.svd(a, a)", T(rt, A))
+    with pytest.raises(LuaError, match=r"symeig: unexpected argument 3 \(expected"):
+        call(rt, "return torch.symeig(a, 'V', 'U', 3)", T(rt, A))
+    with pytest.raises(LuaError, match=r"qr: A should be a matrix \(2D\), got \[3\]"):
+        call(rt, "return torch.qr(a)", T(rt, np.ones(3)))
+    with pytest.raises(LuaError, match=r"orgqr: tau should be a vector of at most 2 elements, got \[3\]"):
+        call(rt, "return torch.orgqr(a, b)", T(rt, B), T(rt, np.ones(3)))
+    # the message names the caller's line
+    with pytest.raises(LuaError, match=r"\(eval\):1:"):
+        call(rt, "local x = torch.inverse(a); return x", T(rt, np.zeros((2, 2))))

@@ -19,14 +19,15 @@ end
 
 -- Targets may be a number or a tensor of any type; the kernel takes a LongTensor.
 function ClassNLLCriterion:_longTarget(target)
+   if torch.typename(target) == 'torch.LongTensor' then return target end
+   -- (the buffer changes type when the module is converted, e.g. by :float())
+   self.target = torch.typename(self.target) == 'torch.LongTensor' and self.target or torch.LongTensor()
    if type(target) == 'number' then
       self.target:resize(1)
       self.target[1] = target
-      return self.target
+   else
+      self.target:resize(target:size()):copy(target)
    end
-   if torch.typename(target) == 'torch.LongTensor' then return target end
-   self.target = torch.typename(self.target) == 'torch.LongTensor' and self.target or torch.LongTensor()
-   self.target:resize(target:size()):copy(target)
    return self.target
 end
 

@@ -23,7 +23,7 @@ local kinds = {}
 for _, k in ipairs {
    {'Byte', 'uint8_t', 1, '%d'}, {'Char', 'int8_t', 1, '%d'}, {'Short', 'int16_t', 2, '%d'},
    {'Int', 'int32_t', 4, '%d'}, {'Long', 'int64_t', 8, nil}, {'Float', 'float', 4, '%.9g'},
-   {'Double', 'double', 8, '%.17g'},
+   {'Double', 'double', 8, '%.17g'}, {'Half', 'uint16_t', 2, '%.9g'},
 } do
    kinds[k[1]] = {name = k[1], ctype = k[2], size = k[3], fmt = k[4], ptr = ffi.typeof(k[2] .. '*'),
                   raw = k[3] == 1, float = k[1] == 'Float' or k[1] == 'Double',
@@ -31,6 +31,10 @@ for _, k in ipairs {
                      or ('a ' .. k[1]:lower())}
 end
 kinds.Int.what = 'an int'
+-- Half elements are binary16 bits in memory and in binary files; ascii files
+-- hold them as float text (as Torch7's THFile did).
+kinds.Half.float, kinds.Half.half = true, true
+local halfToFloat, floatToHalf = torch.C.lt_half_to_float, torch.C.lt_float_to_half
 File._kinds = kinds
 
 local scratch = ffi.new('uint8_t[8]')
@@ -167,6 +171,7 @@ end
 
 local function fmtElem(kind, v)
    if kind.name == 'Long' then return int64str(v) end
+   if kind.half then v = halfToFloat(v) end
    if kind.float then
       v = tonumber(v)
       if v ~= v then return 'nan' end
@@ -309,7 +314,8 @@ function File:_readRaw(kind, ptr, n)
          local tok = self:_scanToken(kind.float)
          local v
          if tok then
-            if kind.float then v = parseFloat(tok)
+            if kind.half then v = parseFloat(tok); v = v and floatToHalf(v)
+            elseif kind.float then v = parseFloat(tok)
             elseif kind.name == 'Long' then v = parseInt64(tok)
             else v = tonumber(tok); if v and v ~= math.floor(v) then v = nil end end
          end
@@ -338,7 +344,7 @@ for name, kind in pairs(kinds) do
       if not self._writable then error('write' .. name .. ': attempt to write in a read-only file', 2) end
       if type(v) == 'number' or (type(v) == 'cdata' and not torch.isStorage(v)) then
          local p = ffi.cast(kind.ptr, scratch)
-         p[0] = v
+         p[0] = kind.half and floatToHalf(v) or v
          return self:_writeRaw(kind, scratch, 1)
       elseif torch.typename(v) == storageName then
          return self:_writeRaw(kind, v._c.data, v:size())
@@ -354,6 +360,7 @@ for name, kind in pairs(kinds) do
          local p = ffi.cast(kind.ptr, scratch)
          p[0] = 0
          if self:_readRaw(kind, scratch, 1) < 1 then return 0 end
+         if kind.half then return halfToFloat(p[0]) end
          return tonumber(p[0])
       end
       if type(n) == 'number' then
@@ -475,10 +482,18 @@ local function refKey(obj)
    return obj
 end
 
+-- The path of the object being written, as Torch7 names it in errors and
+-- warnings: ' at <?>.model.modules.1.weight'. A function's upvalues show by
+-- their names (the upvalue list and its indices are left out).
+local UPVALUES = '(upvalues)'
 local function debugName(e)
    local n = e.names
    if #n == 0 then return '' end
-   return ' at <' .. table.concat(n, '.') .. '>'
+   local parts = {}
+   for i = 1, #n do
+      if n[i] ~= UPVALUES and n[i - 1] ~= UPVALUES then parts[#parts + 1] = n[i] end
+   end
+   return ' at ' .. table.concat(parts, '.')
 end
 
 local function upvalueId(fn, i)
@@ -492,6 +507,8 @@ end
 
 function File:writeObject(object, debugname, hook)
    self:_checkOpen('writeObject')
+   -- references are kept by the object as given, before the hook replaces it (Torch7)
+   local original = object
    if hook then object = hook(object) end
    local e = env(self)
    local typeidx = self:isWritableObject(object)
@@ -500,12 +517,12 @@ function File:writeObject(object, debugname, hook)
    end
    local depth = self._depth
    local names = e.names
-   names[depth + 1] = debugname and tostring(debugname) or '?'
+   names[depth + 1] = debugname and tostring(debugname) or '<?>'
    self._depth = depth + 1
    if depth > 0 then
-      self:_writeObjectBody(object, typeidx, e, hook)
+      self:_writeObjectBody(object, typeidx, e, hook, original)
    else
-      local ok, err = pcall(self._writeObjectBody, self, object, typeidx, e, hook)
+      local ok, err = pcall(self._writeObjectBody, self, object, typeidx, e, hook, original)
       if not ok then
          self._depth = 0
          for i = #names, 1, -1 do names[i] = nil end
@@ -516,7 +533,7 @@ function File:writeObject(object, debugname, hook)
    self._depth = depth
 end
 
-function File:_writeObjectBody(object, typeidx, e, hook)
+function File:_writeObjectBody(object, typeidx, e, hook, original)
    self:writeInt(typeidx)
    if typeidx == TYPE_NIL then return
    elseif typeidx == TYPE_NUMBER then self:writeDouble(object); return
@@ -528,7 +545,8 @@ function File:_writeObjectBody(object, typeidx, e, hook)
    end
    -- reference-tracked kinds: the index is registered before the body, so
    -- self-references are written as back-references
-   local key = refKey(object)
+   if original == nil then original = object end
+   local key = refKey(original)
    local index = self._referenced and e.writeObjects[key]
    if index then
       self:writeInt(index)
@@ -540,7 +558,7 @@ function File:_writeObjectBody(object, typeidx, e, hook)
    if type(key) == 'number' and self._referenced then
       -- keep the handle (and so the C object at that address) alive while writing
       e.keepAlive = e.keepAlive or {}
-      e.keepAlive[#e.keepAlive + 1] = object
+      e.keepAlive[#e.keepAlive + 1] = original
    end
    self:writeInt(index)
    if typeidx == TYPE_TORCH then
@@ -568,16 +586,20 @@ function File:_writeObjectBody(object, typeidx, e, hook)
       local n = 0
       for _ in pairs(object) do n = n + 1 end
       self:writeInt(n)
+      -- an upvalue entry {name, id, value}: its value is named after the upvalue
+      local upvalueEntry = e.names[self._depth - 1] == UPVALUES and type(rawget(object, 'name')) == 'string'
       for k, v in pairs(object) do
          self:writeObject(k, nil, hook)
-         self:writeObject(v, (type(k) == 'string' or type(k) == 'number') and tostring(k) or nil, hook)
+         local name = (type(k) == 'string' or type(k) == 'number') and tostring(k) or nil
+         if upvalueEntry and k == 'value' then name = object.name end
+         self:writeObject(v, name, hook)
       end
    else -- TYPE_RECUR_FUNCTION: bytecode, then the upvalues {name, id, value}
       local foreign = foreignFunctions[object]
       if foreign then
          self:writeInt(#foreign.dump)
          self:writeChar(foreign.dump)
-         self:writeObject(foreign.upvalues, 'upvalues', hook)
+         self:writeObject(foreign.upvalues, UPVALUES, hook)
          return
       end
       local upvalues = {}
@@ -592,7 +614,7 @@ function File:_writeObjectBody(object, typeidx, e, hook)
       local dumped = string.dump(object)
       self:writeInt(#dumped)
       self:writeChar(dumped)
-      self:writeObject(upvalues, 'upvalues', hook)
+      self:writeObject(upvalues, UPVALUES, hook)
    end
 end
 

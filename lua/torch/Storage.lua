@@ -8,12 +8,27 @@ local C = torch.C
 local check = torch._check
 
 local release_fn = ffi.cast('void(*)(void*)', C.lt_storage_release)
+local halfToFloat, floatToHalf = C.lt_half_to_float, C.lt_float_to_half
 
-for _, ty in ipairs(torch._types) do
+-- Element reads and writes: Half storages hold binary16 bits.
+local function identity(v) return v end
+
+local function fileExists(path)
+   local f = io.open(path, 'rb')
+   if f then f:close() end
+   return f ~= nil
+end
+
+local storageTypes = {unpack(torch._types)}
+storageTypes[#storageTypes + 1] = torch._halfType
+
+for _, ty in ipairs(storageTypes) do
    local mt = {}       -- the class table (torch.getmetatable(name)): methods
    local methods = {}
    local ptrtype = ty.ptr
    local integer = ty.integer
+   local toElement = ty.half and floatToHalf or identity
+   local fromElement = ty.half and halfToFloat or (integer and tonumber or identity)
    local name = ty.storagename
    local handleName = 'TH' .. ty.name .. 'Storage'
    ffi.cdef(string.format('typedef struct %s { lt_storage *_c; } %s;', handleName, handleName))
@@ -33,8 +48,18 @@ for _, ty in ipairs(torch._types) do
       return wrap(p)
    end
 
-   local function ctor(a, b, c)
+   local function ctor(a, b, c, d)
       if a == nil then return new(0) end
+      -- Storage(filename [, shared [, size [, sharedMem]]]): a memory-mapped file. A single
+      -- string that names no file makes a Byte/Char storage of its bytes (a luatorch extension).
+      if type(a) == 'string' and (b ~= nil or not (ty.name == 'Byte' or ty.name == 'Char') or fileExists(a)) then
+         if c ~= nil and (type(c) ~= 'number' or c < 0 or c ~= math.floor(c)) then
+            error(name .. '(filename, shared, size): size must be a non-negative integer', 2)
+         end
+         local p = C.lt_storage_new_mapped(ty.id, a, b and 1 or 0, d and 1 or 0, c or 0)
+         if p == nil then error(name .. ': ' .. ffi.string(C.lt_errmsg()), 2) end
+         return wrap(p)
+      end
       if type(a) == 'number' then
          if a < 0 or a ~= math.floor(a) then error(name .. ': invalid size ' .. tostring(a), 2) end
          return new(a)
@@ -60,7 +85,7 @@ for _, ty in ipairs(torch._types) do
          for i = 1, #a do
             local v = a[i]
             if type(v) ~= 'number' then error(name .. ': table of numbers expected', 2) end
-            d[i - 1] = v
+            d[i - 1] = toElement(v)
          end
          return s
       end
@@ -69,7 +94,8 @@ for _, ty in ipairs(torch._types) do
          ffi.copy(s._c.data, a, #a)
          return s
       end
-      error(name .. ': invalid arguments: expected [size | table | storage [offset [size]]]', 2)
+      error(name .. ': invalid arguments: expected [size | table | storage [offset [size]] | '
+            .. 'filename [shared [size [sharedMem]]]]', 2)
    end
 
    torch._newclass(name, mt, ctor)
@@ -79,6 +105,7 @@ for _, ty in ipairs(torch._types) do
 
    function methods.size(self) return tonumber(self._c.size) end
    function methods.data(self) return ffi.cast(ptrtype, self._c.data) end
+   function methods.cdata(self) return self._c end
    function methods.elementSize() return ty.elemsize end
 
    function methods.resize(self, n)
@@ -104,7 +131,7 @@ for _, ty in ipairs(torch._types) do
       elseif type(src) == 'table' then
          if #src ~= self:size() then error('copy: table size does not match storage size', 2) end
          local d = ffi.cast(ptrtype, self._c.data)
-         for i = 1, #src do d[i - 1] = src[i] end
+         for i = 1, #src do d[i - 1] = toElement(src[i]) end
       else
          error('copy: storage or table expected', 2)
       end
@@ -113,7 +140,7 @@ for _, ty in ipairs(torch._types) do
 
    function methods.totable(self)
       local t, d = {}, ffi.cast(ptrtype, self._c.data)
-      for i = 0, tonumber(self._c.size) - 1 do t[i + 1] = tonumber(d[i]) end
+      for i = 0, tonumber(self._c.size) - 1 do t[i + 1] = tonumber(fromElement(d[i])) end
       return t
    end
 
@@ -132,7 +159,7 @@ for _, ty in ipairs(torch._types) do
       return out
    end
 
-   for _, other in ipairs(torch._types) do
+   for _, other in ipairs(storageTypes) do
       methods[other.name:lower()] = function(self) return methods.type(self, other.storagename) end
    end
 
@@ -150,8 +177,7 @@ for _, ty in ipairs(torch._types) do
          if k < 1 or k > c.size or k ~= math.floor(k) then
             error(string.format('index %s out of bounds for a storage of size %d', tostring(k), tonumber(c.size)), 2)
          end
-         local v = ffi.cast(ptrtype, c.data)[k - 1]
-         return integer and tonumber(v) or v
+         return fromElement(ffi.cast(ptrtype, c.data)[k - 1])
       end
       return nil
    end
@@ -162,7 +188,7 @@ for _, ty in ipairs(torch._types) do
          if k < 1 or k > c.size or k ~= math.floor(k) then
             error(string.format('index %s out of bounds for a storage of size %d', tostring(k), tonumber(c.size)), 2)
          end
-         ffi.cast(ptrtype, c.data)[k - 1] = v
+         ffi.cast(ptrtype, c.data)[k - 1] = toElement(v)
       else
          error(string.format('cannot set field %s of a %s', tostring(k), name), 2)
       end
@@ -170,11 +196,18 @@ for _, ty in ipairs(torch._types) do
 
    ffimt.__len = function(self) return tonumber(self._c.size) end
 
+   -- Handles on one C storage are equal, as Torch7's userdata on one
+   -- THStorage were (t:storage() == t:storage()).
+   ffimt.__eq = function(a, b)
+      return torch.isStorage(a) and torch.isStorage(b) and a._c == b._c
+   end
+
    ffimt.__tostring = function(self)
       local n = self:size()
       local lines = {}
       if n > 0 then
-         local t = torch.Tensor and torch[ty.name .. 'Tensor'](self) or nil
+         -- Half prints through a float copy
+         local t = torch.Tensor and (ty.half and torch.FloatTensor(self:float()) or torch[ty.name .. 'Tensor'](self))
          if t and torch._formatVector then
             lines[1] = torch._formatVector(t)
          else

@@ -18,6 +18,7 @@ torch._tensorMethods = M
 local tensorMTs = {}         -- lt_type id -> class table (methods)
 torch._tensorMTs = tensorMTs
 local handles = {}           -- lt_type id -> handle ctype
+torch._tensorHandles = handles  -- Half.lua registers HalfTensor's handle here
 local ops = {}               -- metamethods (__add, __sub, __mul, __div, __unm), filled by TensorMath
 torch._tensorOps = ops
 
@@ -35,6 +36,8 @@ end
 torch._newTensor = newTensor
 
 local function typeOfTensor(t) return torch._typesById[t._c.type] end
+
+local function isTensorArg(x) return torch.isTensor(x) end
 
 -- Read sizes given as numbers (varargs) or one LongStorage/table into sizebuf; returns n.
 local function readSizes(fname, ...)
@@ -178,6 +181,11 @@ end
 function M.nElement(self) return tonumber(C.lt_tensor_nelement(self._c)) end
 M.numel = M.nElement
 
+function M.elementSize(self) return typeOfTensor(self).elemsize end
+
+-- Torch7's alias torch.Tensor.isTensor (here on every tensor type).
+function M.isTensor(x) return torch.isTensor(x) end
+
 function M.storage(self)
    local s = self._c.storage
    if s == nil then return nil end
@@ -302,6 +310,13 @@ end
 
 function M.zero(self) return M.fill(self, 0) end
 
+-- Copy a freshly computed tensor into `result` (resized like it, keeping
+-- result's strides when the size is already right); returns result.
+local function moveInto(t, result)
+   M.resizeAs(result, t)
+   return M.copy(result, t)
+end
+
 -- A view of self with the same storage (a new Lua handle).
 local function alias(self)
    local t = newTensor(self._c.type)
@@ -323,17 +338,23 @@ function M.narrow(self, dim, index, size)
    return t
 end
 
--- Torch7's select: drops dimension `dim`; on a 1-D tensor returns the number.
+-- Torch7's select: drops dimension `dim`; on a 1-D tensor it is the number at
+-- `index`, whatever `dim` says (Torch7 read the element without looking at
+-- the dimension, and Torch7 code such as its own test.lua relies on it).
 function M.select(self, dim, index)
-   local d = checkdim(self, dim, 'select')
    local c = self._c
+   if c.ndim == 1 then
+      if type(dim) ~= 'number' then checkdim(self, dim, 'select') end
+      if type(index) ~= 'number' or index < 1 or index > c.size[0] or index ~= math.floor(index) then
+         error(string.format('select: index %s out of range (1D tensor of size %d)', tostring(index),
+                             tonumber(c.size[0])), 2)
+      end
+      return tonumber(M.data(self)[(index - 1) * c.stride[0]])
+   end
+   local d = checkdim(self, dim, 'select')
    if type(index) ~= 'number' or index < 1 or index > c.size[d] or index ~= math.floor(index) then
       error(string.format('select: index %s out of range (dimension %d of size %d)', tostring(index), dim,
                           tonumber(c.size[d])), 2)
-   end
-   if c.ndim == 1 then
-      local v = M.data(self)[(index - 1) * c.stride[0]]
-      return tonumber(v)
    end
    local t = alias(self)
    local tc = t._c
@@ -401,33 +422,54 @@ function M.unfold(self, dim, size, step)
    return t
 end
 
-function M.squeeze(self, dim)
-   local t = alias(self)
+-- squeeze([dim]) returns a view without the size-1 dimensions (or without
+-- dimension dim if it has size 1); r:squeeze(src [, dim]) sets r to it.
+-- As in Torch7, a one-element result is returned as the number when no
+-- dimension was given, or when dim was given and the source was already 1-D.
+function M.squeeze(self, a, b)
+   local src, dim, t = self, a, nil
+   if isTensorArg(a) then
+      src, dim = a, b
+      t = self
+      check(C.lt_tensor_set(t._c, src._c), 2)
+   else
+      t = alias(self)
+   end
    local c = t._c
+   local srcdims = c.ndim
    if dim ~= nil then
-      local d = checkdim(self, dim, 'squeeze')
+      local d = checkdim(src, dim, 'squeeze')
       if c.size[d] == 1 and c.ndim > 1 then
          for i = d, c.ndim - 2 do c.size[i] = c.size[i + 1]; c.stride[i] = c.stride[i + 1] end
          c.ndim = c.ndim - 1
       end
-      return t
-   end
-   local n = 0
-   for i = 0, c.ndim - 1 do
-      if c.size[i] ~= 1 then
-         c.size[n] = c.size[i]; c.stride[n] = c.stride[i]; n = n + 1
+   else
+      local n = 0
+      for i = 0, c.ndim - 1 do
+         if c.size[i] ~= 1 then
+            c.size[n] = c.size[i]; c.stride[n] = c.stride[i]; n = n + 1
+         end
       end
+      if n == 0 and c.ndim > 0 then
+         -- all ones: Torch7 keeps one dimension of size 1
+         c.size[0] = 1; c.stride[0] = 1; n = 1
+      end
+      c.ndim = n
    end
-   if n == 0 and c.ndim > 0 then
-      -- all ones: Torch7 keeps one dimension of size 1
-      c.size[0] = 1; c.stride[0] = 1; n = 1
+   if c.ndim == 1 and c.size[0] == 1 and (dim == nil or srcdims == 1) then
+      return t[1]  -- through the handle, which reads the element as a number for every type
    end
-   c.ndim = n
    return t
 end
 
--- expand(sizes...): singleton dimensions become stride-0 repeats.
+-- expand(sizes...): singleton dimensions become stride-0 repeats; extra
+-- leading sizes add stride-0 dimensions. result:expand(src, sizes...) sets
+-- result to that view of src (Torch7's result form).
 function M.expand(self, ...)
+   if isTensorArg((...)) then
+      local src = ...
+      return M.set(self, M.expand(src, select(2, ...)))
+   end
    local n = readSizes('expand', ...)
    local c = self._c
    if n < c.ndim then
@@ -457,8 +499,106 @@ function M.expand(self, ...)
    return t
 end
 
-function M.expandAs(self, other)
+-- expandAs(template); result:expandAs(src, template).
+function M.expandAs(self, other, template)
+   if template ~= nil then return M.set(self, M.expand(other, template:size())) end
    return M.expand(self, other:size())
+end
+
+-- permute(p1, ..., pn): a view whose dimension i is self's dimension p_i.
+function M.permute(self, ...)
+   local perm = {...}
+   local c = self._c
+   local nd = c.ndim
+   if #perm ~= nd then
+      error(string.format('permute: %d dimensions given for a %dD tensor', #perm, nd), 2)
+   end
+   local seen = {}
+   for i = 1, nd do
+      local p = perm[i]
+      if type(p) ~= 'number' or p < 1 or p > nd or p ~= math.floor(p) or seen[p] then
+         error('permute: invalid permutation (each dimension 1..' .. nd .. ' exactly once)', 2)
+      end
+      seen[p] = true
+   end
+   local t = alias(self)
+   local tc = t._c
+   for i = 1, nd do
+      tc.size[i - 1] = c.size[perm[i] - 1]
+      tc.stride[i - 1] = c.stride[perm[i] - 1]
+   end
+   return t
+end
+
+-- repeatTensor(reps...): a new tensor holding self tiled reps[i] times along
+-- dimension i (more reps than dimensions add leading ones);
+-- result:repeatTensor(src, reps...) fills result.
+function M.repeatTensor(self, ...)
+   if isTensorArg((...)) then
+      local src = ...
+      return moveInto(M.repeatTensor(src, select(2, ...)), self)
+   end
+   local n = readSizes('repeatTensor', ...)
+   local c = self._c
+   if n < c.ndim then
+      error(string.format('repeatTensor: %d repetitions given for a %dD tensor (at least one per dimension)', n,
+                          c.ndim), 2)
+   end
+   if c.ndim == 0 then error('repeatTensor: cannot repeat an empty tensor', 2) end
+   local reps, sizes = {}, {}
+   local shift = n - c.ndim
+   for i = 1, n do
+      reps[i] = tonumber(sizebuf[i - 1])
+      if reps[i] < 1 or reps[i] ~= math.floor(reps[i]) then
+         error('repeatTensor: repetitions must be positive integers, got ' .. tostring(reps[i]), 2)
+      end
+      sizes[i] = i > shift and tonumber(c.size[i - shift - 1]) or 1
+   end
+   local out = newTensor(c.type)
+   for i = 1, n do sizebuf[i - 1] = sizes[i] * reps[i] end
+   check(C.lt_tensor_resize(out._c, n, sizebuf), 2)
+   -- the block of out that holds copy k (0-based) along dimension i, with
+   -- dimensions before i already tiled in full and those after not yet
+   local function block(i, k)
+      local b = out
+      for j = i, n do b = M.narrow(b, j, (j == i and k or 0) * sizes[j] + 1, sizes[j]) end
+      return b
+   end
+   M.copy(block(1, 0), M.view(M.contiguous(self), torch.LongStorage(sizes)))
+   for i = 1, n do
+      local first = block(i, 0)
+      for k = 1, reps[i] - 1 do M.copy(block(i, k), first) end
+   end
+   return out
+end
+
+-- split(size [, dim = 1]): views of consecutive pieces of `size` along dim (the
+-- last one shorter); chunk(n [, dim]) cuts into n pieces of ceil(size / n).
+-- torch.split(result, x, ...) and torch.chunk(result, x, ...) fill the table result.
+local function splitInto(result, t, size, dim, fname)
+   if type(size) ~= 'number' or size < 1 then error(fname .. ': the piece size must be a positive number', 3) end
+   dim = dim or 1
+   local n = M.size(t, dim)
+   for k in pairs(result) do result[k] = nil end
+   local start = 1
+   while start <= n do
+      local len = math.min(size, n - start + 1)
+      result[#result + 1] = M.narrow(t, dim, start, len)
+      start = start + len
+   end
+   return result
+end
+
+function M.split(self, a, b, c)
+   if type(self) == 'table' then return splitInto(self, a, b, c, 'split') end
+   return splitInto({}, self, a, b, 'split')
+end
+
+function M.chunk(self, a, b, c)
+   local result, t, n, dim = {}, self, a, b
+   if type(self) == 'table' then result, t, n, dim = self, a, b, c end
+   if type(n) ~= 'number' or n < 1 then error('chunk: the number of chunks must be a positive number', 2) end
+   return splitInto(result, t, math.ceil(M.size(t, dim or 1) / n), dim, 'chunk')
 end
 
 -- view(sizes...) or result:view(src, sizes...). One size may be -1.
@@ -656,9 +796,18 @@ function torch._installTensorMethods()
    end
 end
 
+-- Operators: a metamethod set on a tensor class (function
+-- torch.DoubleTensor:__sub(o) ... end, as Torch7 code may do, its class
+-- table being the userdata metatable) wins over the built-in one in `ops`.
+local function classOperator(x, name)
+   if not torch.isTensor(x) then return nil end
+   local mt = tensorMTs[x._c.type]
+   return mt and rawget(mt, name)
+end
+
 local function opForward(name)
    return function(a, b)
-      local f = ops[name]
+      local f = classOperator(a, name) or classOperator(b, name) or ops[name]
       if not f then error('tensor operator ' .. name .. ' is not available', 2) end
       return f(a, b)
    end
@@ -718,10 +867,14 @@ end
 function torch.getdefaulttensortype() return defaultType end
 
 -- torch.<fn>(tensor, ...) forms of the view methods.
-for _, fname in ipairs {'narrow', 'select', 'sub', 'transpose', 't', 'unfold', 'squeeze', 'expand',
-                        'expandAs', 'clone', 'contiguous', 'isContiguous', 'nElement', 'numel', 'totable',
-                        'isSameSizeAs', 'isSetTo', 'typeAs'} do
+for _, fname in ipairs {'narrow', 'select', 'sub', 'transpose', 't', 'unfold', 'squeeze', 'clone', 'contiguous',
+                        'isContiguous', 'nElement', 'numel', 'totable', 'isSameSizeAs', 'isSetTo', 'isSize',
+                        'typeAs'} do
    torch[fname] = torch[fname] or function(t, ...) return t[fname](t, ...) end
 end
-function torch.view(...) return M.view(...) end
-function torch.viewAs(...) return M.viewAs(...) end
+-- These take Torch7's optional result (a tensor, or a table for split and
+-- chunk) first, so the method is the function.
+for _, fname in ipairs {'view', 'viewAs', 'expand', 'expandAs', 'repeatTensor', 'permute', 'split', 'chunk'} do
+   local f = M[fname]
+   torch[fname] = function(...) return f(...) end
+end

@@ -1,5 +1,7 @@
 -- BLAS-level products: dot, addmm, addmv, addr, baddbmm, addbmm, mm, mv, bmm,
--- and the tensor * tensor operator, with Torch7's argument forms.
+-- and the tensor * tensor operator, with Torch7's argument forms; LAPACK
+-- (gesv, gels, trtrs, symeig, eig, svd, inverse, potrf, potrs, potri, pstrf,
+-- qr, geqrf, orgqr, ormqr) at the end.
 --
 -- The add* family shares one signature, [res,] [v1,] M, [v2,] a, b, meaning
 -- res = v1 * M + v2 * (a . b). As a method the result is self and M may be
@@ -154,5 +156,73 @@ ops.__mul = function(a, b)
    if not scalarMul then error('tensor operator __mul is not available', 2) end
    return scalarMul(a, b)
 end
+
+-- LAPACK: torch.f([results...,] inputs..., [options...]), Torch7's forms.
+-- The results are given all together or not at all (then new tensors of the
+-- first input's type are returned); the options are one-letter strings (and
+-- pstrf's tolerance, a number), each optional, matched in order by type as
+-- cwrap did. All results are returned, in order.
+local function lapackFunction(name, cfn, results, ninputs, options, usage)
+   local nres = #results
+   local defaults, kinds = {}, {}
+   for i, o in ipairs(options) do defaults[i], kinds[i] = o, type(o) end
+   local function fail(level, why)
+      error(string.format('%s: %s (expected %s)', name, why, usage), level + 1)
+   end
+   torch[name] = function(...)
+      local n = select('#', ...)
+      local args = {...}
+      local lead = 0
+      while lead < n and isTensor(args[lead + 1]) do lead = lead + 1 end
+      local given
+      if lead == nres + ninputs then given = true
+      elseif lead == ninputs then given = false
+      else fail(2, string.format('invalid arguments: %d tensors', lead)) end
+      local inputs = {}
+      for i = 1, ninputs do inputs[i] = args[(given and nres or 0) + i] end
+      local out = {}
+      for i, kind in ipairs(results) do
+         if given then out[i] = args[i]
+         elseif kind == 'I' then out[i] = torch.IntTensor()
+         else out[i] = torch._newTensor(inputs[1]._c.type) end
+      end
+      -- options, in order, each taken when the next argument has its type
+      local opts, pos = {}, lead + 1
+      for i = 1, #defaults do
+         local v = args[pos]
+         if v ~= nil and type(v) == kinds[i] then
+            opts[i] = v
+            pos = pos + 1
+         else
+            opts[i] = defaults[i]
+            if v == nil and pos <= n then pos = pos + 1 end   -- an explicit nil keeps the default
+         end
+      end
+      if pos <= n then fail(2, 'unexpected argument ' .. tostring(args[pos])) end
+      local c = {}
+      for i = 1, nres do c[i] = out[i]._c end
+      for i = 1, ninputs do c[nres + i] = inputs[i]._c end
+      for i = 1, #opts do c[nres + ninputs + i] = opts[i] end
+      check(cfn(unpack(c, 1, nres + ninputs + #opts)), 2)
+      return unpack(out, 1, nres)
+   end
+end
+
+lapackFunction('gesv', C.lt_gesv, {'T', 'T'}, 2, {}, '[resb, resa,] b, a')
+lapackFunction('gels', C.lt_gels, {'T', 'T'}, 2, {}, '[resb, resa,] b, a')
+lapackFunction('trtrs', C.lt_trtrs, {'T', 'T'}, 2, {'U', 'N', 'N'},
+               "[resb, resa,] b, a, ['U'|'L'], ['N'|'T'], ['N'|'U']")
+lapackFunction('symeig', C.lt_syev, {'T', 'T'}, 1, {'N', 'U'}, "[rese, resv,] a, ['N'|'V'], ['U'|'L']")
+lapackFunction('eig', C.lt_geev, {'T', 'T'}, 1, {'N'}, "[rese, resv,] a, ['N'|'V']")
+lapackFunction('svd', C.lt_gesvd, {'T', 'T', 'T'}, 1, {'S'}, "[resu, ress, resv,] a, ['S'|'A']")
+lapackFunction('inverse', C.lt_getri, {'T'}, 1, {}, '[res,] a')
+lapackFunction('potrf', C.lt_potrf, {'T'}, 1, {'U'}, "[res,] a, ['U'|'L']")
+lapackFunction('potrs', C.lt_potrs, {'T'}, 2, {'U'}, "[res,] b, chol, ['U'|'L']")
+lapackFunction('potri', C.lt_potri, {'T'}, 1, {'U'}, "[res,] chol, ['U'|'L']")
+lapackFunction('pstrf', C.lt_pstrf, {'T', 'I'}, 1, {'U', -1}, "[res, piv (IntTensor),] a, ['U'|'L'], [tol]")
+lapackFunction('qr', C.lt_qr, {'T', 'T'}, 1, {}, '[q, r,] a')
+lapackFunction('geqrf', C.lt_geqrf, {'T', 'T'}, 1, {}, '[res, tau,] a')
+lapackFunction('orgqr', C.lt_orgqr, {'T'}, 2, {}, '[res,] a, tau')
+lapackFunction('ormqr', C.lt_ormqr, {'T'}, 3, {'L', 'N'}, "[res,] a, tau, c, ['L'|'R'], ['N'|'T']")
 
 torch._installTensorMethods()

@@ -1,6 +1,8 @@
--- Torch7's TensorMath: pointwise math, comparisons, reductions, operators
--- and the zeros/ones/linspace/logspace/range constructors, on the C kernels
--- of native/src/math_*.c.
+-- Torch7's TensorMath: pointwise math (shifts and bitwise operations
+-- included), comparisons, reductions, operators, the matrix functions diag,
+-- eye, tril, triu, trace, cross, histc, bhistc, renorm, and the
+-- zeros/ones/linspace/logspace/range constructors, on the C kernels of
+-- native/src/math_*.c.
 --
 -- Argument forms follow Torch7's cwrap declarations. A pointwise op has a
 -- list of source signatures (e.g. add: tensor value | tensor [value] tensor).
@@ -127,6 +129,29 @@ pointwise('pow', {
 pointwise('clamp', {
    tnn = function(r, t, lo, hi) check(C.lt_math_clamp(r._c, t._c, lo, hi)) end,
 }, 'tensor min max')
+-- Torch7's aliases of fmod and cfmod.
+pointwise('mod', {tn = scalar(C.LT_OP_FMOD)}, 'tensor value')
+pointwise('cmod', {tt = binary(C.LT_OP_FMOD)}, 'tensor1 tensor2')
+
+-- Shifts (integers: bit shifts of the unsigned value; Float/Double: times or
+-- divided by 2^n) and bitwise operations (integer types only), by a number
+-- or element-wise by a tensor (the c- forms).
+for _, name in ipairs {'lshift', 'rshift', 'bitand', 'bitor', 'bitxor'} do
+   local op = C['LT_OP_' .. name:upper()]
+   pointwise(name, {tn = scalar(op)}, 'tensor value')
+   pointwise('c' .. name, {tt = binary(op)}, 'tensor1 tensor2')
+end
+
+-- lerp: a + weight * (b - a), also for plain numbers.
+pointwise('lerp', {
+   ttn = function(r, a, b, w) check(C.lt_math_lerp(r._c, a._c, b._c, w)) end,
+}, 'tensor1 tensor2 weight', function(a, b, w) return a + w * (b - a) end)
+
+-- renorm(p, dim, maxnorm): the slices along dim whose p-norm exceeds maxnorm
+-- are scaled down to it (x:renorm(...) in place, r:renorm(x, ...) into r).
+pointwise('renorm', {
+   tnnn = function(r, t, p, d, maxnorm) check(C.lt_math_renorm(r._c, t._c, p, d - 1, maxnorm)) end,
+}, 'tensor p dim maxnorm')
 
 local function addc(divide)
    local function f(r, a, v, b, c) check(C.lt_math_addc(r._c, a._c, v, b._c, divide, c._c)) end
@@ -314,6 +339,68 @@ for name, want in pairs {max = 1, min = 0} do
    torch[name] = fn
 end
 
+-- ---------------------------------------------------------------- matrices
+
+-- Torch7 functions whose result is an optional first tensor, in front of
+-- `nsrc` tensor sources: x:f(...) and torch.f(x, ...) return a new tensor of
+-- x's type, r:f(x, ...) and torch.f(r, x, ...) fill r and return it.
+local function resultFirst(name, nsrc, usage, fill)
+   local function f(...)
+      local n = 0
+      while isTensor((select(n + 1, ...))) do n = n + 1 end
+      if n > nsrc then
+         fill(...)
+         return (...)
+      end
+      if n < nsrc then badArgs(name, '[result] ' .. usage, ...) end
+      local r = newTensor((...)._c.type)
+      fill(r, ...)
+      return r
+   end
+   M[name] = f
+   torch[name] = f
+end
+
+local function intArg(name, v, default, what)
+   if v == nil then return default end
+   if type(v) ~= 'number' or v ~= math.floor(v) then
+      error(string.format('%s: %s must be an integer, got %s', name, what, tostring(v)), 4)
+   end
+   return v
+end
+
+resultFirst('diag', 1, 'tensor [k]', function(r, t, k)
+   check(C.lt_math_diag(r._c, t._c, intArg('diag', k, 0, 'the diagonal k')))
+end)
+resultFirst('tril', 1, 'tensor [k]', function(r, t, k)
+   check(C.lt_math_tri(r._c, t._c, intArg('tril', k, 0, 'the diagonal k'), 0))
+end)
+resultFirst('triu', 1, 'tensor [k]', function(r, t, k)
+   check(C.lt_math_tri(r._c, t._c, intArg('triu', k, 0, 'the diagonal k'), 1))
+end)
+-- cross(a, b [, dim]): dim defaults to the first dimension of size 3.
+resultFirst('cross', 2, 'tensor1 tensor2 [dim]', function(r, a, b, d)
+   check(C.lt_math_cross(r._c, a._c, b._c, intArg('cross', d, 0, 'the dimension') - 1))
+end)
+-- histc(x [, nbins = 100 [, min = 0 [, max = 0]]]): min == max means the data's range.
+for name, batch in pairs {histc = 0, bhistc = 1} do
+   resultFirst(name, 1, 'tensor [nbins] [min] [max]', function(r, t, nbins, lo, hi)
+      nbins = intArg(name, nbins, 100, 'the number of bins')
+      if (lo ~= nil and type(lo) ~= 'number') or (hi ~= nil and type(hi) ~= 'number') then
+         badArgs(name, '[result] tensor [nbins] [min] [max]', r, t, nbins, lo, hi)
+      end
+      check(C.lt_math_histc(r._c, t._c, nbins, lo or 0, hi or 0, batch))
+   end)
+end
+
+local traceOut = ffi.new('double[1]')
+function M.trace(self)
+   if not isTensor(self) then badArgs('trace', 'tensor', self) end
+   check(C.lt_math_trace(self._c, traceOut))
+   return traceOut[0]
+end
+torch.trace = M.trace
+
 -- ---------------------------------------------------------------- operators
 
 local function newOf(t) return newTensor(t._c.type) end
@@ -440,6 +527,16 @@ local function sequence(name, cfn, default)
    end
    defaultTypeFunction(name)
 end
+-- eye(n [, m = n]): the identity matrix; r:eye(n [, m]) resizes r.
+function M.eye(self, n, m)
+   if type(n) ~= 'number' or (m ~= nil and type(m) ~= 'number') then
+      badArgs('eye', '[result] n [m]', self, n, m)
+   end
+   check(C.lt_math_eye(self._c, n, m or 0))
+   return self
+end
+defaultTypeFunction('eye')
+
 sequence('linspace', C.lt_math_linspace, 100)
 sequence('logspace', C.lt_math_logspace, 100)
 sequence('range', C.lt_math_range, 1)

@@ -1,8 +1,9 @@
 -- Sorting, selection and scans along a dimension: sort, topk, kthvalue,
--- median (along a dimension), cumsum, cumprod, with Torch7's forms:
---   torch.sort([resval, resind,] x, [dim], [descending])
+-- median, mode, cumsum, cumprod, with Torch7's forms:
+--   torch.sort([resval, resind,] x, [dim], [descending])   (sort(x, true): last dim, descending)
 --   torch.topk([resval, resind,] x, [k=1], [dim], [largest=false], [sorted=false])
 --   torch.kthvalue([resval, resind,] x, k, [dim])
+--   torch.median([resval, resind,] x, [dim]), torch.mode([resval, resind,] x, [dim])
 --   torch.cumsum([res,] x, [dim=1]), torch.cumprod([res,] x, [dim=1])
 -- dim defaults to the last dimension for the sort family. Indices are
 -- LongTensors of 1-based positions. Ties keep their original order (in both
@@ -46,6 +47,7 @@ end
 
 function torch.sort(...)
    local rv, ri, x, dim, desc = resultPair('sort', ...)
+   if type(dim) == 'boolean' and desc == nil then dim, desc = nil, dim end  -- sort(x, true)
    local d = dimArg('sort', x, dim)
    desc = boolArg('sort', desc, 'descending')
    rv, ri = results(x, rv, ri)
@@ -74,30 +76,30 @@ function torch.kthvalue(...)
    return rv, ri
 end
 
--- Median: the ((n + 1) / 2)-th smallest (TH's lower median). torch.median(x)
--- is the median of all elements, a number (TH's medianall); with a dimension
--- or result tensors it gives values and indices along that dimension.
--- Kept only if TensorMath did not define one.
-if not torch.median then
-   function torch.median(...)
-      local a, b = ...
-      if select('#', ...) == 1 and isTensor(a) then
-         local n = a:nElement()
-         if n == 0 then error('median: empty tensor', 2) end
-         local v = torch.kthvalue(a:contiguous():view(n), math.floor((n + 1) / 2))
-         return v[1]
-      end
-      local rv, ri, x, dim = resultPair('median', ...)
-      local d = dimArg('median', x, dim)
-      local n = x._c.ndim > 0 and tonumber(x._c.size[d]) or 0
-      rv, ri = results(x, rv, ri)
-      check(C.lt_kthvalue(rv._c, ri._c, x._c, math.floor((n + 1) / 2), d), 2)
-      return rv, ri
-   end
-   M.median = function(self, ...) return torch.median(self, ...) end
+-- Median: the ((n + 1) / 2)-th smallest along dim (TH's lower median), the
+-- last dimension by default, as values and indices with dim kept (size 1),
+-- as Torch7's torch.median(x) did.
+function torch.median(...)
+   local rv, ri, x, dim = resultPair('median', ...)
+   local d = dimArg('median', x, dim)
+   if x._c.ndim == 0 then error('median: empty tensor', 2) end
+   rv, ri = results(x, rv, ri)
+   check(C.lt_kthvalue(rv._c, ri._c, x._c, math.floor((tonumber(x._c.size[d]) + 1) / 2), d), 2)
+   return rv, ri
 end
 
-for _, name in ipairs {'sort', 'topk', 'kthvalue'} do
+-- Mode: the most frequent value along dim (last by default) and the
+-- position of its last occurrence; the smallest of equally frequent values.
+function torch.mode(...)
+   local rv, ri, x, dim = resultPair('mode', ...)
+   local d = dimArg('mode', x, dim)
+   if x._c.ndim == 0 then error('mode: empty tensor', 2) end
+   rv, ri = results(x, rv, ri)
+   check(C.lt_mode(rv._c, ri._c, x._c, d), 2)
+   return rv, ri
+end
+
+for _, name in ipairs {'sort', 'topk', 'kthvalue', 'median', 'mode'} do
    local f = torch[name]
    M[name] = function(self, ...) return f(self, ...) end
 end

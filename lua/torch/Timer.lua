@@ -17,12 +17,25 @@ local CLOCK_MONOTONIC, RUSAGE_SELF = 1, 0
 local ts = ffi.new('lt_timer_timespec')
 local ru = ffi.new('lt_timer_rusage')
 
-local function now()
+local function realNow()
    ffi.C.lt_timer_clock_gettime(CLOCK_MONOTONIC, ts)
+   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local function now()
    ffi.C.lt_timer_getrusage(RUSAGE_SELF, ru)
-   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9,
+   return realNow(),
           tonumber(ru.ru_utime.tv_sec) + tonumber(ru.ru_utime.tv_usec) * 1e-6,
           tonumber(ru.ru_stime.tv_sec) + tonumber(ru.ru_stime.tv_usec) * 1e-6
+end
+
+-- Torch7's torch.tic() -> a time stamp in seconds; torch.toc(t) -> the
+-- seconds elapsed since t (on the same clock as Timer's real time).
+function torch.tic() return realNow() end
+
+function torch.toc(t)
+   if type(t) ~= 'number' then error('torch.toc: a time stamp from torch.tic() expected', 2) end
+   return realNow() - t
 end
 
 local Timer = torch.class('torch.Timer')

@@ -128,8 +128,20 @@ function torch.class(name, parentName, module)
       return self
    end
    mt.__factory = function() return setmetatable({}, mt) end
+   mt.new = ctor  -- Torch7: Class.new(...) is the constructor too
    torch._newclass(name, mt, ctor, parentmt, module)
    return mt, parentmt
+end
+
+-- torch.setmetatable(table, name): make a plain table an instance of a class
+-- (no __init runs); returns the table.
+function torch.setmetatable(obj, name)
+   if type(obj) ~= 'table' then error('torch.setmetatable: table expected, got ' .. type(obj), 2) end
+   local mt = registry[name]
+   if type(name) ~= 'string' or not mt then
+      error('torch.setmetatable: unknown class ' .. tostring(name), 2)
+   end
+   return setmetatable(obj, mt)
 end
 
 function torch.getmetatable(name)
@@ -156,11 +168,14 @@ function torch.isTypeOf(obj, typeSpec)
    if type(typeSpec) == 'string' then
       target = registry[typeSpec]
       if not target then
-         -- Torch7 also matches a pattern against the type name chain.
+         -- Torch7 also matches a pattern against the type name chain; a match
+         -- that is the spec itself must be the whole name ('torch.Long' is
+         -- not a LongTensor, 'torch.*Tensor' and '.*Long' are).
          local mt = metaOf(obj)
          while type(mt) == 'table' do
             local tn = rawget(mt, '__typename')
-            if tn and tn:match(typeSpec) then return true end
+            local m = tn and tn:match(typeSpec)
+            if m and (m ~= typeSpec or m == tn) then return true end
             mt = rawget(mt, '__parent')
          end
          return false

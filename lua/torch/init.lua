@@ -5,6 +5,8 @@
 -- printing, serialization). Each family lives in its own file and receives
 -- the `torch` table as its argument.
 local ffi = require 'ffi'
+require 'luatorch.lua52'   -- the Lua 5.2 library of Torch7's LuaJIT build
+require 'paths'            -- Torch7's torch loaded paths (a global) first
 
 torch = torch or {}
 local torch = torch
@@ -25,9 +27,11 @@ load 'utils'
 load 'Storage'
 load 'Tensor'
 for _, part in ipairs {'TensorMath', 'TensorLinalg', 'TensorSort', 'random', 'TensorIndex',
-                       'TensorPrint', 'Timer', 'File', 'DiskFile', 'MemoryFile', 'serialize', 'CmdLine'} do
+                       'TensorPrint', 'Timer', 'Half', 'File', 'DiskFile', 'MemoryFile', 'serialize', 'CmdLine',
+                       'Tester', 'TestSuite'} do
    if package.searchpath('torch.' .. part, package.path) then load(part) end
 end
+load 'TensorConv'
 
 torch.setdefaulttensortype('torch.DoubleTensor')
 

@@ -15,7 +15,9 @@ ffi.cdef 'typedef struct THGenerator { lt_generator _c; } THGenerator;'
 
 local Gen = {}   -- class table of torch.Generator
 local GenCT = ffi.metatype('THGenerator', {
-   __index = Gen,
+   -- a function, not the table: a missing key must read as nil (a table
+   -- __index on a struct raises), e.g. for the serializer's method probes
+   __index = function(_, k) return Gen[k] end,
    __tostring = function() return 'torch.Generator' end,
 })
 torch._registerCType(GenCT, 'torch.Generator')
@@ -29,6 +31,32 @@ torch._newclass('torch.Generator', Gen, newGenerator)
 
 local function isGenerator(x) return type(x) == 'cdata' and ffi.istype(GenCT, x) end
 torch.isGenerator = isGenerator
+
+-- Serialization (torch.save, torch.serialize): the generator's state bytes,
+-- as Torch7 wrote its THGenerator struct (same layout on 64-bit Linux).
+local GEN_BYTES = ffi.sizeof('lt_generator')
+
+function Gen.write(self, file)
+   local bytes = torch.ByteStorage(GEN_BYTES)
+   ffi.copy(bytes:data(), self._c, GEN_BYTES)
+   file:writeByte(bytes)
+end
+
+function Gen.read(self, file)
+   local bytes = torch.ByteStorage(GEN_BYTES)
+   if file:readByte(bytes) ~= GEN_BYTES then error('torch.Generator: the file ends inside the generator state', 2) end
+   local tmp = ffi.new('lt_generator')
+   ffi.copy(tmp, bytes:data(), GEN_BYTES)
+   if C.lt_gen_is_valid(tmp) == 0 then error('torch.Generator: the file holds an invalid generator state', 2) end
+   ffi.copy(self._c, tmp, GEN_BYTES)
+end
+
+-- an unseeded generator for the reader to fill
+Gen.__factory = function()
+   local g = GenCT()
+   C.lt_gen_init(g._c)
+   return g
+end
 
 local default = newGenerator()
 torch._defaultGenerator = default
@@ -221,5 +249,32 @@ function torch.multinomial(...)
    return r
 end
 M.multinomial = function(self, ...) return torch.multinomial(self, ...) end
+
+-- Walker's alias method, for many draws from one distribution:
+-- state = torch.multinomialAliasSetup(probs [, state]) builds (or refills)
+-- {J, q}: J a LongTensor of 1-based aliases, q the acceptance probabilities;
+-- torch.multinomialAlias(output, state [, gen]) fills the LongTensor output
+-- with 1-based draws and returns it.
+function torch.multinomialAliasSetup(probs, state)
+   if not isTensor(probs) then error('multinomialAliasSetup: a probability tensor expected', 2) end
+   if state ~= nil and type(state) ~= 'table' then
+      error('multinomialAliasSetup: state must be a table {J, q} from an earlier call', 2)
+   end
+   state = state or {}
+   if not isTensor(state[1]) then state[1] = torch.LongTensor() end
+   if not isTensor(state[2]) then state[2] = probs.new() end
+   check(C.lt_multinomial_alias_setup(probs._c, state[1]._c, state[2]._c), 2)
+   return state
+end
+
+function torch.multinomialAlias(output, state, gen)
+   if not isTensor(output) or type(state) ~= 'table' or not isTensor(state[1]) or not isTensor(state[2]) then
+      error('multinomialAlias: invalid arguments (expected output LongTensor, state from multinomialAliasSetup)', 2)
+   end
+   if gen ~= nil and not isGenerator(gen) then error('multinomialAlias: the third argument must be a torch.Generator', 2) end
+   local g = gen and gen._c or default._c
+   check(C.lt_multinomial_alias_draw(output._c, g, state[1]._c, state[2]._c), 2)
+   return output
+end
 
 torch._installTensorMethods()

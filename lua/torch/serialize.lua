@@ -15,7 +15,10 @@ local t7error = torch.getmetatable('torch.File')._t7error
 local MAXDIM = 16
 local geomType = ffi.typeof('int64_t[16]')
 
-for _, ty in ipairs(torch._types) do
+local serializedTypes = {unpack(torch._types)}
+serializedTypes[#serializedTypes + 1] = torch._halfType
+
+for _, ty in ipairs(serializedTypes) do
    local kind = kinds[ty.name]
    local smt = torch.getmetatable(ty.storagename)
    local tmt = torch.getmetatable(ty.tensorname)

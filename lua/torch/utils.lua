@@ -25,25 +25,74 @@ end
 torch._typesById = {}
 for _, ty in ipairs(torch._types) do torch._typesById[ty.id] = ty end
 
+-- torch.HalfStorage / torch.HalfTensor: IEEE binary16 held as uint16_t bits.
+-- Not in torch._types, which the math families iterate: as in Torch7 on the
+-- CPU, Half has storage, copy, views and serialization, but no math.
+torch._halfType = {name = 'Half', ctype = 'uint16_t', id = C.LT_HALF, integer = false, half = true,
+                   ptr = ffi.typeof('uint16_t*'), tensorname = 'torch.HalfTensor',
+                   storagename = 'torch.HalfStorage', elemsize = 2}
+torch._typesById[C.LT_HALF] = torch._halfType
+
 -- Raise the native library's last error message as a Lua error at `level`.
 function torch._check(rc, level)
    if rc ~= 0 then error(ffi.string(C.lt_errmsg()), (level or 1) + 1) end
 end
 
+-- The address Lua prints for a table, function, thread or userdata, read
+-- with its __tostring out of the way (class instances print their type name).
+-- LuaJIT's built-in functions print no address ('builtin#29'): they get small
+-- numbers of their own, far below any address.
+local builtinIds = setmetatable({}, {__mode = 'k'})
+local nextBuiltinId = 0
 local function addressof(obj)
-   local s = tostring(obj):match('0x%x+')
-   return s and tonumber(s)
+   local mt = debug.getmetatable(obj)
+   local s
+   if mt ~= nil and rawget(mt, '__tostring') ~= nil then
+      debug.setmetatable(obj, nil)
+      local ok, str = pcall(tostring, obj)
+      debug.setmetatable(obj, mt)
+      s = ok and str or ''
+   else
+      s = tostring(obj)
+   end
+   local hex = s:match('0x%x+')
+   if hex then return tonumber(hex) end
+   if builtinIds[obj] == nil then
+      nextBuiltinId = nextBuiltinId + 1
+      builtinIds[obj] = nextBuiltinId
+   end
+   return builtinIds[obj]
 end
 
 -- torch.pointer: a number identifying the object. Tensors and storages give
 -- their C struct address, so two Lua handles on one storage compare equal
--- (serialization keys shared storages this way, as Torch7 did).
+-- (serialization keys shared storages this way, as Torch7 did); other cdata
+-- the address they hold; tables, functions, threads and userdata their
+-- address; strings the address of their bytes.
+local stringAddress = ffi.typeof('const char *')
 function torch.pointer(obj)
-   if type(obj) == 'cdata' then
+   local ty = type(obj)
+   if ty == 'cdata' then
       if torch.isStorage(obj) then return tonumber(ffi.cast('uintptr_t', obj._c)) end
       return tonumber(ffi.cast('uintptr_t', ffi.cast('void*', obj)))
+   elseif ty == 'table' or ty == 'function' or ty == 'thread' or ty == 'userdata' then
+      return addressof(obj)
+   elseif ty == 'string' then
+      return tonumber(ffi.cast('uintptr_t', ffi.cast(stringAddress, obj)))
    end
-   return addressof(obj)
+   error('torch.pointer: Torch object, table, thread, cdata or function expected, got ' .. ty, 2)
+end
+
+-- torch.data(x [, asnumber]) / torch.cdata(x [, asnumber]): x:data() (pointer to
+-- the first element) and x:cdata() (pointer to the C struct), as FFI pointers
+-- or, with asnumber, as an intptr_t.
+for _, method in ipairs {'data', 'cdata'} do
+   torch[method] = function(obj, asnumber)
+      if obj == nil then return nil end
+      local p = obj[method](obj)
+      if asnumber then return ffi.cast('intptr_t', p) end
+      return p
+   end
 end
 
 function torch.setnumthreads(n)
@@ -54,6 +103,15 @@ end
 
 function torch.getnumthreads()
    return C.lt_get_num_threads()
+end
+
+-- Torch7's heap tracking made TH's allocator run the Lua garbage collector
+-- when C memory grew. Here C memory is released through ffi.gc finalizers
+-- and tracked by LuaJIT's own allocation accounting, so the switch is only
+-- recorded (torch._heaptracking), as Torch7 code reads it back.
+function torch.setheaptracking(enabled)
+   if type(enabled) ~= 'boolean' then error('torch.setheaptracking: boolean expected', 2) end
+   torch._heaptracking = enabled
 end
 
 -- ctype id -> true, filled by Storage.lua and Tensor.lua

@@ -9,7 +9,8 @@ typedef enum lt_type {
   LT_LONG = 4,   /* int64_t  torch.LongTensor  */
   LT_FLOAT = 5,  /* float    torch.FloatTensor */
   LT_DOUBLE = 6, /* double   torch.DoubleTensor */
-  LT_NTYPES = 7
+  LT_HALF = 7,   /* uint16_t torch.HalfTensor: IEEE binary16 bits; storage, copy and fill only (as Torch7 on CPU) */
+  LT_NTYPES = 8
 } lt_type;
 
 /* Storage flags. */
@@ -68,6 +69,17 @@ int lt_storage_fill(lt_storage *s, double value);
 /* Copy n elements, converting types: dst[dst_off + i] = (dst type) src[src_off + i]. */
 int lt_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t src_off, int64_t n);
 void *lt_storage_data(lt_storage *s);
+
+/* A storage over a memory-mapped file (Torch7's Storage(filename, shared, size, sharedMem)).
+ * shared = 0: the file is read (it must hold size elements; size 0 = the whole file) into a private
+ * copy-on-write mapping; shared = 1: mapped read-write and created/grown to size elements, writes reach
+ * the file; sharedmem = 1 (with shared): `filename` names a POSIX shared-memory object (/dev/shm/NAME),
+ * removed when the storage is freed. The storage cannot be resized. NULL + error on failure. */
+lt_storage *lt_storage_new_mapped(int type, const char *filename, int shared, int sharedmem, int64_t size);
+
+/* ---- half precision: IEEE 754 binary16 bits <-> float (round to nearest even) ---- */
+float lt_half_to_float(uint16_t h);
+uint16_t lt_float_to_half(float f);
 
 /* Finalizers for the Lua handle structs, whose first member is an
  * lt_tensor (tensor handles) or an lt_storage* (storage handles). */

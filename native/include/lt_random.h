@@ -58,3 +58,11 @@ int lt_tensor_randperm(lt_tensor *r, lt_generator *g, int64_t n);
 /* r (LongTensor) = n 1-based category draws per row of prob (1-D or 2-D
  * Float/Double); without replacement a category is drawn at most once. */
 int lt_tensor_multinomial(lt_tensor *r, lt_generator *g, const lt_tensor *prob, int64_t n, int replacement);
+/* Walker's alias method. Setup: from probs (1-D Float/Double, nonnegative,
+ * not all zero; normalized here), q (probs' type) gets each bin's acceptance
+ * probability and J (LongTensor) its 1-based alias, both resized to
+ * probs' size. Draw: every element of r (a LongTensor of any shape, filled in
+ * row-major order through its strides) becomes a 1-based category: a uniform
+ * bin k, kept with probability q[k], else J[k]. */
+int lt_multinomial_alias_setup(const lt_tensor *probs, lt_tensor *J, lt_tensor *q);
+int lt_multinomial_alias_draw(lt_tensor *r, lt_generator *g, const lt_tensor *J, const lt_tensor *q);

@@ -13,6 +13,9 @@ int lt_sort(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int dim, 
 int lt_topk(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int64_t k, int dim, int largest, int sorted);
 /* The k-th smallest element along dim (k is 1-based); results keep dim with size 1. */
 int lt_kthvalue(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int64_t k, int dim);
+/* The most frequent value along dim and its last position (the smallest of
+ * equally frequent values); results keep dim with size 1. */
+int lt_mode(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int dim);
 /* Cumulative sum / product along dim, accumulated in double (floating types)
  * or 64-bit integers (integer types) as TH's accreal. r may be t. */
 int lt_cumsum(lt_tensor *r, const lt_tensor *t, int dim);

@@ -19,6 +19,7 @@
 #include "lt_core.h"    /* types, storages, tensors, copy/fill, threads, BLAS */
 #include "lt_math.h"    /* pointwise, comparisons, reductions */
 #include "lt_linalg.h"  /* dot, mm/mv/addmm/addmv/addr/bmm/baddbmm */
+#include "lt_conv.h"    /* conv2, xcorr2, conv3, xcorr3 */
 #include "lt_sort.h"    /* sort, topk, kthvalue, cumsum, cumprod */
 #include "lt_random.h"  /* Mersenne Twister generator and random fills */
 #include "lt_index.h"   /* index/gather/scatter/masked ops, nonzero, cat */

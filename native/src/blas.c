@@ -19,6 +19,7 @@ static sgemm_fn p_sgemm;
 static dgemm_fn p_dgemm;
 static set_threads_fn p_set_threads;
 static get_config_fn p_get_config;
+static void *blas_handle; /* kept for LAPACK's symbols (lapack.c) */
 static char blas_info[1024] = "BLAS not loaded";
 
 int lt_blas_load(const char *path) {
@@ -31,6 +32,7 @@ int lt_blas_load(const char *path) {
   p_set_threads = (set_threads_fn)dlsym(h, "scipy_openblas_set_num_threads");
   p_get_config = (get_config_fn)dlsym(h, "scipy_openblas_get_config");
   p_dgemm = d;
+  __atomic_store_n(&blas_handle, h, __ATOMIC_RELEASE);
   __atomic_store_n(&p_sgemm, s, __ATOMIC_RELEASE);
   snprintf(blas_info, sizeof blas_info, "%s (%s)", path, p_get_config ? p_get_config() : "unknown config");
   if (p_set_threads) p_set_threads(lt_get_num_threads());
@@ -38,6 +40,11 @@ int lt_blas_load(const char *path) {
 }
 
 int lt_blas_loaded(void) { return p_sgemm != NULL; }
+
+void *lt_blas_symbol(const char *name) {
+  void *h = __atomic_load_n(&blas_handle, __ATOMIC_ACQUIRE);
+  return h ? dlsym(h, name) : NULL;
+}
 const char *lt_blas_info(void) { return blas_info; }
 
 void lt_blas_set_threads(int n) {

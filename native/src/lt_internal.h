@@ -23,6 +23,9 @@
 /* "[2 x 3]": a tensor's sizes as TH's error messages print them. */
 const char *lt_shape_str(const lt_tensor *t, char *buf, size_t len);
 
+/* A symbol of the loaded BLAS library (its LAPACK routines), NULL if absent or not loaded. */
+void *lt_blas_symbol(const char *name);
+
 /* Set the per-thread error message (printf style) and return -1. */
 int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

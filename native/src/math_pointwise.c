@@ -22,13 +22,30 @@ static int zerodiv_error(const char *fname) {
 /* Integer powers go through double, as pow on any TH real did. */
 #define POW(x, y) (LT_IS_FLOAT(scalar_t) ? LT_FN2(pow, (x), (y)) : (scalar_t)(int64_t)pow((double)(x), (double)(y)))
 
+/* Bit shifts of integer elements: the bits of x as an unsigned number of
+ * scalar_t's width (TH's `(unsigned real)x`), shifted; counts outside
+ * [0, 63] give 0 instead of C's undefined behaviour. */
+#define UBITS(x) ((uint64_t)(int64_t)(x) & (sizeof(scalar_t) >= 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * sizeof(scalar_t))) - 1))
+#define SHIFT_OK(s) ((s) >= 0 && (s) < 64)
+#define ILSHIFT(x, s) (SHIFT_OK(s) ? (scalar_t)(UBITS(x) << (int)(s)) : (scalar_t)0)
+#define IRSHIFT(x, s) (SHIFT_OK(s) ? (scalar_t)(UBITS(x) >> (int)(s)) : (scalar_t)0)
+/* Floating types scale by 2^s instead (TH). */
+#define TWO_TO(s) LT_FN2(pow, (scalar_t)2, (s))
+
+static int integer_only(const char *fname, int type) {
+  if (type != LT_FLOAT && type != LT_DOUBLE) return 0;
+  return lt_fail("%s is only supported for integer type tensors, got %sTensor", fname, lt_type_name(type));
+}
+
 static const char *binop_name(int op) {
-  static const char *names[] = {"add", "sub", "mul", "div", "cmax", "cmin", "pow", "tpow", "fmod", "remainder"};
-  return op >= 0 && op <= LT_OP_REMAINDER ? names[op] : "?";
+  static const char *names[] = {"add", "sub", "mul", "div", "cmax", "cmin", "pow", "tpow", "fmod", "remainder",
+                                "atan2", "lshift", "rshift", "bitand", "bitor", "bitxor"};
+  return op >= 0 && op <= LT_OP_BITXOR ? names[op] : "?";
 }
 
 int lt_math_scalar(lt_tensor *r, const lt_tensor *t, int op, double value) {
   const char *fname = binop_name(op);
+  if (op >= LT_OP_BITAND && integer_only(fname, t->type) != 0) return -1;
   if (check_types(fname, r, t, NULL) != 0 || lt_math_resize_as(r, t) != 0) return -1;
   int lt_math_zerodiv = 0;
   LT_DISPATCH(t->type, {
@@ -57,6 +74,18 @@ int lt_math_scalar(lt_tensor *r, const lt_tensor *t, int op, double value) {
         if (LT_IS_FLOAT(scalar_t)) LT_MAP2(r, t, FLOAT_REMAINDER(x, v));
         else LT_MAP2(r, t, INT_REMAINDER(x, v));
         break;
+      case LT_OP_LSHIFT:
+        if (LT_IS_FLOAT(scalar_t)) LT_MAP2(r, t, x * TWO_TO(v));
+        else LT_MAP2(r, t, ILSHIFT(x, v));
+        break;
+      case LT_OP_RSHIFT:
+        if (LT_IS_FLOAT(scalar_t)) LT_MAP2(r, t, x / TWO_TO(v));
+        else LT_MAP2(r, t, IRSHIFT(x, v));
+        break;
+      /* (the float instantiations are never run: integer_only refused them) */
+      case LT_OP_BITAND: LT_MAP2(r, t, (int64_t)x & (int64_t)v); break;
+      case LT_OP_BITOR: LT_MAP2(r, t, (int64_t)x | (int64_t)v); break;
+      case LT_OP_BITXOR: LT_MAP2(r, t, (int64_t)x ^ (int64_t)v); break;
       default: return lt_fail("unknown scalar operation %d", op);
     }
   });
@@ -65,10 +94,11 @@ int lt_math_scalar(lt_tensor *r, const lt_tensor *t, int op, double value) {
 
 int lt_math_binary(lt_tensor *r, const lt_tensor *a, int op, const lt_tensor *b) {
   static const char *cnames[] = {"cadd", "csub", "cmul", "cdiv", "cmax", "cmin", "cpow", "ctpow", "cfmod",
-                                 "cremainder", "atan2"};
-  const char *fname = op >= 0 && op <= LT_OP_ATAN2 ? cnames[op] : "?";
+                                 "cremainder", "atan2", "clshift", "crshift", "cbitand", "cbitor", "cbitxor"};
+  const char *fname = op >= 0 && op <= LT_OP_BITXOR ? cnames[op] : "?";
   if (op == LT_OP_ATAN2 && a->type != LT_FLOAT && a->type != LT_DOUBLE)
     return lt_fail("atan2: only defined for FloatTensor and DoubleTensor, got %sTensor", lt_type_name(a->type));
+  if (op >= LT_OP_BITAND && integer_only(fname, a->type) != 0) return -1;
   if (check_types(fname, r, a, b) != 0 || lt_math_check_numel(fname, a, "tensor", b, "src") != 0 ||
       lt_math_resize_as(r, a) != 0)
     return -1;
@@ -93,6 +123,17 @@ int lt_math_binary(lt_tensor *r, const lt_tensor *a, int op, const lt_tensor *b)
         else LT_MAP3(r, a, b, INT_REMAINDER(x, y));
         break;
       case LT_OP_ATAN2: LT_MAP3(r, a, b, LT_FN2(atan2, x, y)); break;
+      case LT_OP_LSHIFT:
+        if (LT_IS_FLOAT(scalar_t)) LT_MAP3(r, a, b, x * TWO_TO(y));
+        else LT_MAP3(r, a, b, ILSHIFT(x, y));
+        break;
+      case LT_OP_RSHIFT:
+        if (LT_IS_FLOAT(scalar_t)) LT_MAP3(r, a, b, x / TWO_TO(y));
+        else LT_MAP3(r, a, b, IRSHIFT(x, y));
+        break;
+      case LT_OP_BITAND: LT_MAP3(r, a, b, (int64_t)x & (int64_t)y); break;
+      case LT_OP_BITOR: LT_MAP3(r, a, b, (int64_t)x | (int64_t)y); break;
+      case LT_OP_BITXOR: LT_MAP3(r, a, b, (int64_t)x ^ (int64_t)y); break;
       default: return lt_fail("unknown element-wise operation %d", op);
     }
   });
@@ -137,4 +178,19 @@ int lt_math_addc(lt_tensor *r, const lt_tensor *a, double value, const lt_tensor
     }
   });
   return lt_math_zerodiv ? zerodiv_error(fname) : 0;
+}
+
+int lt_math_lerp(lt_tensor *r, const lt_tensor *a, const lt_tensor *b, double weight) {
+  if (a->type != LT_FLOAT && a->type != LT_DOUBLE)
+    return lt_fail("lerp: only defined for FloatTensor and DoubleTensor, got %sTensor", lt_type_name(a->type));
+  if (check_types("lerp", r, a, b) != 0 || lt_math_check_numel("lerp", a, "tensor", b, "end") != 0 ||
+      lt_math_resize_as(r, a) != 0)
+    return -1;
+  int lt_math_zerodiv = 0;
+  (void)lt_math_zerodiv;
+  LT_DISPATCH_FLOATING(a->type, "lerp", {
+    const scalar_t w = (scalar_t)weight;
+    LT_MAP3(r, a, b, x + w * (y - x));
+  });
+  return 0;
 }

@@ -1,17 +1,27 @@
 /* 1-D sequences: linspace, logspace, range (Torch7's inclusive range). */
 #include "math_common.h"
 
-static int resize1(lt_tensor *r, int64_t n) {
-  if (r->ndim == 1 && r->size[0] == n) return 0;
+/* TH resizes the result to 1-D only when its element count differs: a
+ * result that already holds n elements (a 2x2 view for 4 points, say) keeps
+ * its shape and strides and is filled in row-major order. */
+static int prepare(lt_tensor *r, int64_t n) {
+  if (lt_tensor_nelement(r) == n && (n == 0 || r->storage)) return 0;
   return lt_tensor_resize(r, 1, &n);
 }
 
-/* r[i] = F(i) for i < n, through r's strides. */
-#define FILL_SEQ(R, n, EXPR)                                                   \
+/* r's elements, in row-major order i = 0, 1, ..., become EXPR (of i),
+ * written through r's strides. */
+#define FILL_SEQ(R, EXPR)                                                      \
   do {                                                                         \
-    scalar_t *d_ = (scalar_t *)lt_tensor_data(R);                              \
-    int64_t s_ = (R)->stride[0];                                               \
-    for (int64_t i = 0; i < (n); i++) d_[i * s_] = (scalar_t)(EXPR);           \
+    lt_iter it_;                                                               \
+    lt_iter_init(&it_, R);                                                     \
+    int64_t i = 0;                                                             \
+    while (!lt_iter_done(&it_)) {                                              \
+      int64_t m_ = lt_iter_run(&it_, NULL, NULL);                              \
+      scalar_t *p_ = (scalar_t *)it_.ptr;                                      \
+      for (int64_t j_ = 0; j_ < m_; j_++, i++) p_[j_ * it_.inner_stride] = (scalar_t)(EXPR); \
+      lt_iter_advance(&it_, m_);                                               \
+    }                                                                          \
   } while (0)
 
 static int spaced(lt_tensor *r, double a, double b, int64_t n, int logscale) {
@@ -20,11 +30,11 @@ static int spaced(lt_tensor *r, double a, double b, int64_t n, int logscale) {
     return lt_fail("%s: invalid number of points %lld (2 or more, or 1 when the ends are equal)", fname, (long long)n);
   if (r->type != LT_FLOAT && r->type != LT_DOUBLE)
     return lt_fail("%s: only defined for FloatTensor and DoubleTensor, got %sTensor", fname, lt_type_name(r->type));
-  if (resize1(r, n) != 0) return -1;
+  if (prepare(r, n) != 0) return -1;
   double step = n > 1 ? (b - a) / (double)(n - 1) : 0;
   LT_DISPATCH_FLOATING(r->type, fname, {
-    if (logscale) FILL_SEQ(r, n, pow(10.0, a + (double)i * step));
-    else FILL_SEQ(r, n, a + (double)i * step);
+    if (logscale) FILL_SEQ(r, pow(10.0, a + (double)i * step));
+    else FILL_SEQ(r, a + (double)i * step);
   });
   return 0;
 }
@@ -46,10 +56,10 @@ int lt_math_range(lt_tensor *r, double a, double b, double step) {
   } else {
     n = (int64_t)((b - a) / step + 1);
   }
-  if (resize1(r, n) != 0) return -1;
+  if (prepare(r, n) != 0) return -1;
   LT_DISPATCH(r->type, {
-    if (integer) FILL_SEQ(r, n, (int64_t)a + i * (int64_t)step);
-    else FILL_SEQ(r, n, a + (double)i * step);
+    if (integer) FILL_SEQ(r, (int64_t)a + i * (int64_t)step);
+    else FILL_SEQ(r, a + (double)i * step);
   });
   return 0;
 }

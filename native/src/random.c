@@ -327,3 +327,95 @@ int lt_tensor_multinomial(lt_tensor *r, lt_generator *g, const lt_tensor *prob, 
   free(cum);
   return rc;
 }
+
+static double get_fd(const lt_tensor *t, int64_t i) {
+  int64_t o = t->offset + i * t->stride[0];
+  return t->type == LT_FLOAT ? ((float *)t->storage->data)[o] : ((double *)t->storage->data)[o];
+}
+
+static void set_fd(lt_tensor *t, int64_t i, double v) {
+  int64_t o = t->offset + i * t->stride[0];
+  if (t->type == LT_FLOAT) ((float *)t->storage->data)[o] = (float)v;
+  else ((double *)t->storage->data)[o] = v;
+}
+
+int lt_multinomial_alias_setup(const lt_tensor *probs, lt_tensor *J, lt_tensor *q) {
+  if (probs->type != LT_FLOAT && probs->type != LT_DOUBLE)
+    return lt_fail("multinomialAliasSetup: probabilities must be a FloatTensor or DoubleTensor");
+  if (probs->ndim != 1) return lt_fail("multinomialAliasSetup: probabilities must be 1D, got %dD", probs->ndim);
+  if (J->type != LT_LONG) return lt_fail("multinomialAliasSetup: the alias table must be a LongTensor");
+  if (q->type != probs->type)
+    return lt_fail("multinomialAliasSetup: the probability table must be a %sTensor", lt_type_name(probs->type));
+  int64_t K = probs->size[0];
+  double sum = 0;
+  for (int64_t i = 0; i < K; i++) {
+    double v = get_fd(probs, i);
+    if (!(v >= 0)) return lt_fail("multinomialAliasSetup: invalid distribution (probability entry < 0 or NaN)");
+    sum += v;
+  }
+  if (!(sum > 0) || sum == INFINITY) return lt_fail("multinomialAliasSetup: invalid distribution (sum of probabilities is not positive and finite)");
+  if (lt_tensor_resize(J, 1, &K) != 0 || lt_tensor_resize(q, 1, &K) != 0) return -1;
+  /* scaled probabilities K * p_i in double, and the bins below / above 1 */
+  double *scaled = malloc(K * sizeof *scaled);
+  int64_t *alias = malloc(K * sizeof *alias), *small = malloc(K * sizeof *small), *large = malloc(K * sizeof *large);
+  if (!scaled || !alias || !small || !large) {
+    free(scaled); free(alias); free(small); free(large);
+    return lt_fail("out of memory");
+  }
+  int64_t ns = 0, nl = 0;
+  for (int64_t i = 0; i < K; i++) {
+    scaled[i] = (double)K * get_fd(probs, i) / sum;
+    alias[i] = i;
+    if (scaled[i] < 1) small[ns++] = i;
+    else large[nl++] = i;
+  }
+  /* each small bin is topped up to 1 by one large bin, which shrinks */
+  while (ns > 0 && nl > 0) {
+    int64_t s = small[--ns], l = large[nl - 1];
+    alias[s] = l;
+    scaled[l] -= 1 - scaled[s];
+    if (scaled[l] < 1) {
+      nl--;
+      small[ns++] = l;
+    }
+  }
+  /* what is left is 1 up to rounding: always accepted */
+  while (ns > 0) scaled[small[--ns]] = 1;
+  while (nl > 0) scaled[large[--nl]] = 1;
+  int64_t *jd = (int64_t *)lt_tensor_data(J);
+  for (int64_t i = 0; i < K; i++) {
+    set_fd(q, i, scaled[i]);
+    jd[i * J->stride[0]] = alias[i] + 1;
+  }
+  free(scaled); free(alias); free(small); free(large);
+  return 0;
+}
+
+int lt_multinomial_alias_draw(lt_tensor *r, lt_generator *g, const lt_tensor *J, const lt_tensor *q) {
+  if (r->type != LT_LONG) return lt_fail("multinomialAlias: the result must be a LongTensor");
+  if (J->type != LT_LONG || J->ndim != 1)
+    return lt_fail("multinomialAlias: state[1] (the alias table) must be a 1D LongTensor");
+  if ((q->type != LT_FLOAT && q->type != LT_DOUBLE) || q->ndim != 1 || q->size[0] != J->size[0])
+    return lt_fail("multinomialAlias: state[2] (the probability table) must be a 1D Float or Double tensor "
+                   "as long as state[1]");
+  int64_t K = J->size[0];
+  const int64_t *jd = (const int64_t *)lt_tensor_data(J);
+  for (int64_t i = 0; i < K; i++) {
+    int64_t a = jd[i * J->stride[0]];
+    if (a < 1 || a > K) return lt_fail("multinomialAlias: alias table entry %lld out of range [1, %lld]",
+                                       (long long)a, (long long)K);
+  }
+  lt_iter it;
+  lt_iter_init(&it, r);
+  while (!lt_iter_done(&it)) {
+    int64_t m = lt_iter_run(&it, NULL, NULL);
+    int64_t *out = (int64_t *)it.ptr;
+    for (int64_t i = 0; i < m; i++) {
+      int64_t k = (int64_t)(unit(g) * (double)K);
+      if (k >= K) k = K - 1;
+      out[i * it.inner_stride] = bernoulli_draw(g, get_fd(q, k)) ? k + 1 : jd[k * J->stride[0]];
+    }
+    lt_iter_advance(&it, m);
+  }
+  return 0;
+}

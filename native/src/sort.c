@@ -4,7 +4,7 @@
  * scattered to the outputs; slices run in parallel for large tensors. */
 #include "lt_internal.h"
 
-enum { MODE_SORT, MODE_TOPK, MODE_TOPK_SORTED, MODE_KTH };
+enum { MODE_SORT, MODE_TOPK, MODE_TOPK_SORTED, MODE_KTH, MODE_MODE };
 
 /* What a sort-family call does: input t, outputs values/indices, slice length
  * n along dim, and the other dimensions to enumerate slices over. */
@@ -97,7 +97,7 @@ static int run_slices(const char *fname, lt_tensor *values, lt_tensor *indices, 
   p.desc = desc;
   p.n = t->size[dim];
   p.k = k;
-  int64_t count = mode == MODE_SORT ? p.n : mode == MODE_KTH ? 1 : k;
+  int64_t count = mode == MODE_SORT ? p.n : (mode == MODE_KTH || mode == MODE_MODE) ? 1 : k;
   int64_t size[LT_MAXDIM];
   for (int d = 0; d < t->ndim; d++) size[d] = d == dim ? count : t->size[d];
   if (values == t) {
@@ -142,6 +142,10 @@ int lt_topk(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int64_t k
     return lt_fail("topk: selected number k (%lld) out of range (dimension %d of size %lld)", (long long)k,
                    dim + 1, (long long)t->size[dim]);
   return run_slices("topk", values, indices, t, dim, sorted ? MODE_TOPK_SORTED : MODE_TOPK, largest != 0, k);
+}
+
+int lt_mode(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int dim) {
+  return run_slices("mode", values, indices, t, dim, MODE_MODE, 0, 1);
 }
 
 int lt_kthvalue(lt_tensor *values, lt_tensor *indices, const lt_tensor *t, int64_t k, int dim) {

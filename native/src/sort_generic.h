@@ -143,6 +143,24 @@ static int F(slices_)(const slice_plan *p) {
           first = k - 1;
           count = 1;
           break;
+        case MODE_MODE: {
+          /* The longest run of equal values in ascending order; the first
+           * (smallest) value wins ties. Runs are ordered by index, so the
+           * run's last pair is the value's last position (TH's choice). */
+          F(msort_)(v, ix, n, tv, ti, 0);
+          int64_t best = 0, bestlen = 0, start = 0;
+          for (int64_t i = 0; i < n; i++) {
+            if (i + 1 < n && v[i + 1] == v[i]) continue; /* (a NaN is a run of its own, as in TH) */
+            if (i + 1 - start > bestlen) {
+              bestlen = i + 1 - start;
+              best = i;
+            }
+            start = i + 1;
+          }
+          first = best;
+          count = 1;
+          break;
+        }
       }
       SORT_T *ov = dv + offs[1];
       int64_t *oi = di + offs[2];

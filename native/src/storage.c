@@ -1,5 +1,11 @@
-/* Element types, error messages and reference-counted storages. */
+/* Element types, error messages, reference-counted storages, half precision
+ * conversions and memory-mapped storages. */
 #include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "lt_internal.h"
 
 static __thread char lt_error_buf[1024];
@@ -18,8 +24,8 @@ int lt_fail(const char *fmt, ...) {
   return -1;
 }
 
-static const int elemsizes[LT_NTYPES] = {1, 1, 2, 4, 8, 4, 8};
-static const char *type_names[LT_NTYPES] = {"Byte", "Char", "Short", "Int", "Long", "Float", "Double"};
+static const int elemsizes[LT_NTYPES] = {1, 1, 2, 4, 8, 4, 8, 2};
+static const char *type_names[LT_NTYPES] = {"Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half"};
 
 int lt_elemsize(int type) { return (type >= 0 && type < LT_NTYPES) ? elemsizes[type] : 0; }
 const char *lt_type_name(int type) { return (type >= 0 && type < LT_NTYPES) ? type_names[type] : "?"; }
@@ -113,6 +119,12 @@ int lt_storage_resize(lt_storage *s, int64_t size) {
 
 int lt_storage_fill(lt_storage *s, double value) {
   int64_t n = s->size;
+  if (s->type == LT_HALF) {
+    uint16_t v = lt_float_to_half((float)value);
+    uint16_t *d = (uint16_t *)s->data;
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return 0;
+  }
   LT_DISPATCH(s->type, {
     scalar_t v = (scalar_t)value;
     scalar_t *d = (scalar_t *)s->data;
@@ -130,6 +142,22 @@ int lt_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t s
             n * elemsizes[dst->type]);
     return 0;
   }
+  if (src->type == LT_HALF) {
+    const uint16_t *s = (const uint16_t *)src->data + src_off;
+    LT_DISPATCH_AS(dst->type, dst_t, {
+      dst_t *d = (dst_t *)dst->data + dst_off;
+      for (int64_t i = 0; i < n; i++) d[i] = (dst_t)lt_half_to_float(s[i]);
+    });
+    return 0;
+  }
+  if (dst->type == LT_HALF) {
+    uint16_t *d = (uint16_t *)dst->data + dst_off;
+    LT_DISPATCH_AS(src->type, src_t, {
+      const src_t *s = (const src_t *)src->data + src_off;
+      for (int64_t i = 0; i < n; i++) d[i] = lt_float_to_half((float)s[i]);
+    });
+    return 0;
+  }
   LT_DISPATCH_AS(dst->type, dst_t, {
     LT_DISPATCH_AS(src->type, src_t, {
       dst_t *d = (dst_t *)dst->data + dst_off;
@@ -138,4 +166,165 @@ int lt_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t s
     });
   });
   return 0;
+}
+
+/* ---- half precision ------------------------------------------------------
+ * binary16: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits. Other
+ * types convert through float, as TH did (a double is rounded to float first). */
+
+float lt_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);               /* inf, nan */
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);  /* normal: rebias 15 -> 127 */
+  } else if (mantissa == 0) {
+    bits = sign;                                                 /* signed zero */
+  } else {
+    /* subnormal m * 2^-24: shift the leading 1 up to the implicit bit */
+    uint32_t shifts = 0;
+    while (!(mantissa & 0x400u)) { mantissa <<= 1; shifts++; }
+    bits = sign | ((113 - shifts) << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t lt_float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u | (uint16_t)((a >> 13) & 0x3ffu);  /* nan stays a (quiet) nan */
+  if (a >= 0x477ff000u) return sign | 0x7c00u;   /* >= 65520 (halfway past 65504): inf */
+  if (a >= 0x38800000u) {                         /* >= 2^-14: a normal half */
+    uint32_t h = ((a >> 23) - 112) << 10 | ((a >> 13) & 0x3ffu);
+    uint32_t rest = a & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;  /* a carry into the exponent is right */
+    return sign | (uint16_t)h;
+  }
+  if (a < 0x33000000u) return sign;               /* below 2^-25: rounds to zero */
+  /* a subnormal half: m = value * 2^24 rounded to nearest even */
+  uint32_t mantissa = (a & 0x7fffffu) | 0x800000u;
+  uint32_t shift = 126 - (a >> 23);               /* 14..24 */
+  uint32_t h = mantissa >> shift;
+  uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (h & 1))) h++;
+  return sign | (uint16_t)h;
+}
+
+/* Strided copies and fills that involve a HalfTensor (lt_tensor_copy and
+ * lt_tensor_fill hand them over; the general kernels have no half case). */
+int lt_tensor_copy_half(lt_tensor *dst, const lt_tensor *src) {
+  lt_iter a, b;
+  lt_iter_init(&a, dst);
+  lt_iter_init(&b, src);
+  while (!lt_iter_done(&a)) {
+    int64_t m = lt_iter_run(&a, &b, NULL);
+    int64_t ds = a.inner_stride, ss = b.inner_stride;
+    if (dst->type == LT_HALF && src->type == LT_HALF) {
+      uint16_t *d = (uint16_t *)a.ptr;
+      const uint16_t *s = (const uint16_t *)b.ptr;
+      for (int64_t i = 0; i < m; i++) d[i * ds] = s[i * ss];
+    } else if (src->type == LT_HALF) {
+      const uint16_t *s = (const uint16_t *)b.ptr;
+      LT_DISPATCH_AS(dst->type, dst_t, {
+        dst_t *d = (dst_t *)a.ptr;
+        for (int64_t i = 0; i < m; i++) d[i * ds] = (dst_t)lt_half_to_float(s[i * ss]);
+      });
+    } else {
+      uint16_t *d = (uint16_t *)a.ptr;
+      LT_DISPATCH_AS(src->type, src_t, {
+        const src_t *s = (const src_t *)b.ptr;
+        for (int64_t i = 0; i < m; i++) d[i * ds] = lt_float_to_half((float)s[i * ss]);
+      });
+    }
+    lt_iter_advance(&a, m);
+    lt_iter_advance(&b, m);
+  }
+  return 0;
+}
+
+int lt_tensor_fill_half(lt_tensor *t, double value) {
+  uint16_t v = lt_float_to_half((float)value);
+  lt_iter a;
+  lt_iter_init(&a, t);
+  while (!lt_iter_done(&a)) {
+    int64_t m = a.inner_left;
+    uint16_t *d = (uint16_t *)a.ptr;
+    for (int64_t i = 0; i < m; i++) d[i * a.inner_stride] = v;
+    lt_iter_advance(&a, m);
+  }
+  return 0;
+}
+
+/* ---- memory-mapped storages ---- */
+
+typedef struct mapping {
+  void *data;
+  size_t bytes;
+  int unlink_shm;   /* a shared-memory object this storage created the name of: removed at free */
+  char name[];
+} mapping;
+
+static void release_mapping(void *ctx) {
+  mapping *m = ctx;
+  if (m->data) munmap(m->data, m->bytes);
+  if (m->unlink_shm) shm_unlink(m->name);
+  free(m);
+}
+
+lt_storage *lt_storage_new_mapped(int type, const char *filename, int shared, int sharedmem, int64_t size) {
+  if (type < 0 || type >= LT_NTYPES) { lt_fail("unknown storage type %d", type); return NULL; }
+  if (size < 0) { lt_fail("storage size must be non-negative, got %lld", (long long)size); return NULL; }
+  sharedmem = shared && sharedmem;
+  int es = elemsizes[type];
+  int fd = sharedmem ? shm_open(filename, O_RDWR | O_CREAT, 0600)
+                     : open(filename, shared ? O_RDWR | O_CREAT : O_RDONLY, 0600);
+  if (fd < 0) {
+    lt_fail("cannot open %s <%s> %s: %s", sharedmem ? "the shared memory object" : "the file", filename,
+            shared ? "in read-write mode" : "for reading", strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    lt_fail("cannot stat <%s>: %s", filename, strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  int64_t bytes = size > 0 ? size * es : (int64_t)st.st_size;
+  if (size > 0 && bytes > (int64_t)st.st_size) {
+    if (!shared) {
+      lt_fail("the file <%s> has %lld bytes, smaller than the %lld (%lld elements) to map; open it shared to grow it",
+              filename, (long long)st.st_size, (long long)bytes, (long long)size);
+      close(fd);
+      return NULL;
+    }
+    if (ftruncate(fd, bytes) != 0) {
+      lt_fail("cannot grow <%s> to %lld bytes: %s", filename, (long long)bytes, strerror(errno));
+      close(fd);
+      return NULL;
+    }
+  }
+  mapping *m = calloc(1, sizeof *m + strlen(filename) + 1);
+  if (!m) { close(fd); lt_fail("out of memory"); return NULL; }
+  strcpy(m->name, filename);
+  m->unlink_shm = sharedmem;
+  m->bytes = (size_t)bytes;
+  if (bytes > 0) {
+    m->data = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+    if (m->data == MAP_FAILED) {
+      m->data = NULL;
+      lt_fail("cannot map <%s> (%lld bytes): %s", filename, (long long)bytes, strerror(errno));
+      close(fd);
+      release_mapping(m);
+      return NULL;
+    }
+  }
+  close(fd);
+  lt_storage *s = lt_storage_new_foreign(type, m->data, bytes / es, release_mapping, m);
+  if (!s) release_mapping(m);
+  return s;
 }

@@ -217,6 +217,9 @@ void lt_iter_advance(lt_iter *it, int64_t n) {
 
 /* ---- copy / fill ---- */
 
+int lt_tensor_copy_half(lt_tensor *dst, const lt_tensor *src); /* storage.c: half has no case in the dispatch */
+int lt_tensor_fill_half(lt_tensor *t, double value);
+
 int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
   int64_t n = lt_tensor_nelement(dst);
   if (n != lt_tensor_nelement(src))
@@ -228,6 +231,7 @@ int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
     memmove(lt_tensor_data(dst), lt_tensor_data(src), n * lt_elemsize(dst->type));
     return 0;
   }
+  if (dst->type == LT_HALF || src->type == LT_HALF) return lt_tensor_copy_half(dst, src);
   LT_DISPATCH_AS(dst->type, dst_t, {
     LT_DISPATCH_AS(src->type, src_t, {
       if (contiguous) {
@@ -258,6 +262,7 @@ int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
 int lt_tensor_fill(lt_tensor *t, double value) {
   int64_t n = lt_tensor_nelement(t);
   if (n == 0) return 0;
+  if (t->type == LT_HALF) return lt_tensor_fill_half(t, value);
   LT_DISPATCH(t->type, {
     scalar_t v = (scalar_t)value;
     if (lt_tensor_is_contiguous(t)) {

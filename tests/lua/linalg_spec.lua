@@ -1,5 +1,5 @@
--- nn.Linear's use of the BLAS forms, checked against plain Lua loops, and
--- the random generator from Lua code.
+-- nn.Linear's use of the BLAS forms, checked against plain Lua loops, the
+-- random generator from Lua code, LAPACK's Torch7 layouts and conv2's forms.
 local spec = require 'spec'
 
 local T = {}
@@ -95,6 +95,55 @@ function T.sort_and_random_in_lua()
    local seen = {}
    for k = 1, 10 do seen[p[k]] = true end
    for k = 1, 10 do assert(seen[k], 'randperm is a permutation of 1..n') end
+end
+
+-- LAPACK results come back column-major (Torch7's layout), and a result
+-- tensor that is also the input is overwritten with the answer.
+function T.lapack_layouts_and_in_place()
+   torch.manualSeed(7)
+   local a = torch.randn(6, 6) + torch.eye(6) * 6
+   local b = torch.randn(6, 2)
+   local x = torch.gesv(b, a)
+   spec.eq(x:stride(1), 1, 'column-major result')
+   spec.eq(x:stride(2), 6)
+   spec.tensorEq(a * x, b, 1e-12, 'A x = B')
+   local bb, aa = b:clone(), a:clone()
+   local r1, r2 = torch.gesv(bb, aa, bb, aa)
+   assert(r1 == bb and r2 == aa, 'the given results are returned')
+   spec.tensorEq(bb, x, 0, 'in place: x left in b')
+   local inv = torch.inverse(a)
+   assert(not inv:isContiguous(), 'inverse is column-major')
+   spec.tensorEq(a * inv, torch.eye(6), 1e-12, 'A A^-1 = I')
+   local q, r = torch.qr(torch.randn(7, 4):t())   -- a non-contiguous 4 x 7 input
+   spec.eq(q:size(1), 4); spec.eq(q:size(2), 4); spec.eq(r:size(1), 4); spec.eq(r:size(2), 7)
+   spec.tensorEq(q:t() * q, torch.eye(4), 1e-12, 'Q is orthogonal')
+   spec.raises(function() return torch.potrf(torch.Tensor({{1, 2}, {2, 1}})) end,
+               'potrf: the matrix is not positive definite: its leading minor of order 2 is not positive')
+end
+
+-- conv2's forms from Lua, against loops.
+function T.conv2_forms()
+   torch.manualSeed(3)
+   local x, k = torch.rand(9, 8), torch.rand(3, 2)
+   local function loopxcorr(x, k)
+      local oh, ow = x:size(1) - k:size(1) + 1, x:size(2) - k:size(2) + 1
+      local r = torch.zeros(oh, ow)
+      for i = 1, oh do for j = 1, ow do
+         local s = 0
+         for u = 1, k:size(1) do for v = 1, k:size(2) do s = s + x[i + u - 1][j + v - 1] * k[u][v] end end
+         r[i][j] = s
+      end end
+      return r
+   end
+   spec.tensorEq(torch.xcorr2(x, k), loopxcorr(x, k), 1e-12, 'xcorr2 valid')
+   local flipped = torch.Tensor(3, 2)
+   for u = 1, 3 do for v = 1, 2 do flipped[u][v] = k[4 - u][3 - v] end end
+   spec.tensorEq(torch.conv2(x, k), torch.xcorr2(x, flipped), 0, 'conv2 flips the kernel')
+   local r = torch.Tensor()
+   assert(torch.conv2(r, x, k, 'F') == r and r:size(1) == 11 and r:size(2) == 9, 'full result in r')
+   spec.tensorEq(x:conv2(k, 'F'), r, 0, 'method form')
+   local planes = torch.conv2(torch.cat(x:view(1, 9, 8), x:view(1, 9, 8), 1), torch.rand(4, 2, 3, 2))
+   spec.eq(planes:size(1), 4, 'O x P kernels give O planes')
 end
 
 return T
