@@ -831,8 +831,18 @@ local function foreignStub(dump, upvalues, why)
    return stub
 end
 
--- Bytecode this VM can load: "\27LJ", version 2 (LuaJIT 2.1). LuaJIT 2.0
--- (version 1, what Torch7 wrote) and PUC Lua bytecode cannot run here.
+-- Bytecode this VM can load: "\27LJ", version 2 (LuaJIT 2.1), with this VM's
+-- frame layout. LuaJIT 2.0 (version 1, what Torch7 wrote), LuaJIT 2.1 built
+-- the other way round for GC64 (a standard Torch7 install had it off; the
+-- FR2 flag of the dump says which) and PUC Lua bytecode cannot run here.
+local DUMP_FR2 = 8   -- BCDUMP_F_FR2: two-slot frames, as LuaJIT's GC64 mode builds them
+local ourFR2 = bit.band(string.dump(function() end):byte(5), DUMP_FR2)
+
+local function isForeignLuaJIT(dump)
+   if dump:sub(1, 4) == '\27LJ\1' then return true end
+   return dump:sub(1, 4) == '\27LJ\2' and #dump >= 5 and bit.band(dump:byte(5), DUMP_FR2) ~= ourFR2
+end
+
 local function bytecodeProblem(dump)
    if #dump < 5 then return 'too short to be bytecode' end
    if dump:sub(1, 3) ~= '\27LJ' then
@@ -842,6 +852,10 @@ local function bytecodeProblem(dump)
    local v = dump:byte(4)
    if v ~= 2 then return string.format('LuaJIT bytecode version %d (LuaJIT %s), this VM reads version 2', v,
                                         v == 1 and '2.0' or '?') end
+   if isForeignLuaJIT(dump) then
+      return ourFR2 ~= 0 and 'LuaJIT 2.1 bytecode of a build without GC64, this VM is a GC64 build'
+         or 'LuaJIT 2.1 bytecode of a GC64 build, this VM is built without GC64'
+   end
    return nil
 end
 
@@ -988,8 +1002,8 @@ function File:_readFunction(at, typeidx, legacy)
    if not problem then
       func, err = loadstring(dump)
       if not func then t7error(bAt, 'cannot load function bytecode: %s', tostring(err)) end
-   elseif dump:sub(1, 4) == '\27LJ\1' then
-      -- Torch7's own functions (LuaJIT 2.0): compiled again from their source
+   elseif isForeignLuaJIT(dump) then
+      -- Torch7's own functions (LuaJIT 2.0, or 2.1 without GC64): compiled again from their source
       -- when it is at hand, else a stub that raises when called; either way
       -- re-saving writes the original bytes
       foreign = true
