@@ -50,21 +50,10 @@ function mt.totable(self) return M.totable(M.float(self)) end
 function mt.elementSize() return ty.elemsize end
 
 -- t[i] (a select, or the element of a 1-D tensor), t[LongStorage{i, j, ...}] (the element)
-local function elementOffset(self, idx)
-   local c = self._c
-   if idx:size() ~= c.ndim then error(string.format('index: %d indices for a %dD tensor', idx:size(), c.ndim), 3) end
-   local off = c.offset
-   for d = 0, c.ndim - 1 do
-      local i = idx[d + 1]
-      if i < 1 or i > c.size[d] then
-         error(string.format('index %d out of range for dimension %d of size %d', i, d + 1, tonumber(c.size[d])), 3)
-      end
-      off = off + (i - 1) * c.stride[d]
-   end
-   return off
-end
+-- offsets from the first element, checked as for every tensor type (Tensor.lua)
+local elementOffset = torch._elementOffset
 
-local function element(self, off) return ffi.cast(ty.ptr, self._c.storage.data) + off end
+local function element(self, off) return ffi.cast(ty.ptr, self._c.storage.data) + self._c.offset + off end
 
 local ffimt = {}
 function ffimt.__index(self, k)
@@ -95,7 +84,7 @@ function ffimt.__newindex(self, k, v)
       if k < 1 or k > c.size[0] or k ~= math.floor(k) then
          error(string.format('index %s out of range (size %d)', tostring(k), tonumber(c.size[0])), 2)
       end
-      element(self, c.offset + (k - 1) * c.stride[0])[0] = floatToHalf(v)
+      element(self, (k - 1) * c.stride[0])[0] = floatToHalf(v)
       return
    end
    local slice = M.select(self, 1, k)

@@ -748,6 +748,7 @@ local function elementOffset(self, idx)
    end
    return off
 end
+torch._elementOffset = elementOffset   -- HalfTensor's indexing (Half.lua)
 
 local function indexGet(self, k)
    if torch.isStorage(k) then

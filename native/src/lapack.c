@@ -536,11 +536,13 @@ out:
   return rc;
 }
 
-int lt_potrf(lt_tensor *ra, const lt_tensor *a, const char *uplo) {
-  const char *fn = "potrf";
+/* potrf and potri: one triangle of A worked in place (the factor, or the inverse from the factor), the
+   other triangle zeroed (potrf) or mirrored (potri) as Torch7 returned them; `failed` words info > 0. */
+static int cholesky_step(const char *fn, int which, const char *failed, int symmetric, lt_tensor *ra,
+                         const lt_tensor *a, const char *uplo) {
   if (check_types(fn, a, ra, NULL, NULL, NULL) || check_matrix(fn, "A", a, 1) || check_option(fn, "uplo", uplo, "UL"))
     return -1;
-  potrf_fn f = (potrf_fn)lapack_fn(a->type, L_POTRF, fn);
+  potrf_fn f = (potrf_fn)lapack_fn(a->type, which, fn);
   if (!f) return -1;
   int64_t n = a->size[0];
   work_mat wa = {0};
@@ -551,11 +553,17 @@ int lt_potrf(lt_tensor *ra, const lt_tensor *a, const char *uplo) {
   f(uplo, &ln, lt_tensor_data(wa.m), &lda, &info, 1);
   if (info < 0) illegal_argument(fn, info);
   else if (info > 0)
-    lt_fail("potrf: the matrix is not positive definite: its leading minor of order %d is not positive", (int)info);
-  else rc = (fix_triangle(wa.m, uplo[0], 0) || work_end(&wa)) ? -1 : 0;
+    lt_fail(failed, (int)info, (int)info);
+  else rc = (fix_triangle(wa.m, uplo[0], symmetric) || work_end(&wa)) ? -1 : 0;
 out:
   work_drop(&wa);
   return rc;
+}
+
+int lt_potrf(lt_tensor *ra, const lt_tensor *a, const char *uplo) {
+  return cholesky_step("potrf", L_POTRF,
+                       "potrf: the matrix is not positive definite: its leading minor of order %d is not positive",
+                       0, ra, a, uplo);
 }
 
 int lt_potrs(lt_tensor *rb, const lt_tensor *b, const lt_tensor *a, const char *uplo) {
@@ -583,25 +591,8 @@ out:
 }
 
 int lt_potri(lt_tensor *ra, const lt_tensor *a, const char *uplo) {
-  const char *fn = "potri";
-  if (check_types(fn, a, ra, NULL, NULL, NULL) || check_matrix(fn, "A", a, 1) || check_option(fn, "uplo", uplo, "UL"))
-    return -1;
-  potrf_fn f = (potrf_fn)lapack_fn(a->type, L_POTRI, fn);
-  if (!f) return -1;
-  int64_t n = a->size[0];
-  work_mat wa = {0};
-  lint info = 0;
-  int rc = -1;
-  if (work_begin(&wa, ra, a, n, n)) goto out;
-  lint ln = (lint)n, lda = ld(n);
-  f(uplo, &ln, lt_tensor_data(wa.m), &lda, &info, 1);
-  if (info < 0) illegal_argument(fn, info);
-  else if (info > 0)
-    lt_fail("potri: the Cholesky factor is singular: its diagonal element (%d,%d) is zero", (int)info, (int)info);
-  else rc = (fix_triangle(wa.m, uplo[0], 1) || work_end(&wa)) ? -1 : 0;
-out:
-  work_drop(&wa);
-  return rc;
+  return cholesky_step("potri", L_POTRI, "potri: the Cholesky factor is singular: its diagonal element (%d,%d) is zero",
+                       1, ra, a, uplo);
 }
 
 int lt_pstrf(lt_tensor *ra, lt_tensor *rpiv, const lt_tensor *a, const char *uplo, double tol) {
