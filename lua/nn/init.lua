@@ -38,4 +38,22 @@ for _, name in ipairs {'SpatialConvolution', 'BatchNormalization', 'SpatialBatch
    if package.searchpath('nn.' .. name, package.path) then include(name) end
 end
 
+-- Families of modules, one block each (the classes of a family may depend on the base ones above).
+-- family pointwise: activations and pointwise layers
+-- end of family pointwise
+-- family linear: simple parametric layers, lookup, misc
+-- end of family linear
+-- family table: table modules, shape modules, containers
+-- end of family table
+-- family criterion: the criterions
+-- end of family criterion
+-- family spatialconv: spatial convolutions
+-- end of family spatialconv
+-- family tvconv: temporal and volumetric convolutions
+-- end of family tvconv
+-- family pooling: pooling and normalization layers
+-- end of family pooling
+-- family padding: paddings, upsampling, dropouts, shuffles
+-- end of family padding
+
 return nn

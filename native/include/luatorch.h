@@ -24,6 +24,14 @@
 #include "lt_random.h"  /* Mersenne Twister generator and random fills */
 #include "lt_index.h"   /* index/gather/scatter/masked ops, nonzero, cat */
 #include "lt_nn.h"      /* THNN-like nn kernels: convolution, batch norm, pooling, activations, criteria */
+#include "lt_nn_pointwise.h" /* nn: activations and pointwise layers */
+#include "lt_nn_linear.h" /* nn: simple parametric layers, lookup, misc */
+#include "lt_nn_table.h" /* nn: table modules, shape modules, containers */
+#include "lt_nn_criterion.h" /* nn: the criterions */
+#include "lt_nn_spatialconv.h" /* nn: spatial convolutions */
+#include "lt_nn_tvconv.h" /* nn: temporal and volumetric convolutions */
+#include "lt_nn_pooling.h" /* nn: pooling and normalization layers */
+#include "lt_nn_padding.h" /* nn: paddings, upsampling, dropouts, shuffles */
 #include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 
 #endif
