@@ -1,4 +1,4 @@
--- BLAS-level products: dot, addmm, addmv, addr, baddbmm, addbmm, mm, mv, bmm,
+-- BLAS-level products: dot, addmm, addmv, addr, baddbmm, addbmm, mm, mv, bmm, ger,
 -- and the tensor * tensor operator, with Torch7's argument forms; LAPACK
 -- (gesv, gels, trtrs, symeig, eig, svd, inverse, potrf, potrs, potri, pstrf,
 -- qr, geqrf, orgqr, ormqr) at the end.
@@ -124,13 +124,15 @@ end
 productFamily('mm', C.lt_addmm, 'mat1, mat2')
 productFamily('mv', C.lt_addmv, 'mat, vec')
 productFamily('bmm', C.lt_baddbmm, 'batch1, batch2')
+productFamily('ger', C.lt_addr, 'vec1, vec2')
 
-local dotbuf = ffi.new('double[1]')
+local doubleOut = ffi.typeof('double[1]')   -- a fresh result buffer per call (TensorMath.lua's reduceAll)
 
 function M.dot(self, other)
    if not isTensor(other) then error('dot: tensor expected, got ' .. torch.type(other), 2) end
-   check(C.lt_dot(self._c, other._c, dotbuf), 2)
-   return dotbuf[0]
+   local out = doubleOut()
+   check(C.lt_dot(self._c, other._c, out), 2)
+   return out[0]
 end
 
 function torch.dot(a, b)

@@ -229,11 +229,12 @@ for name, op in pairs {eq = C.LT_CMP_EQ, ne = C.LT_CMP_NE, lt = C.LT_CMP_LT, le 
    torch[name] = fn
 end
 
-local allAnyOut = ffi.new('int[1]')
+local intOut = ffi.typeof('int[1]')
 local function allAny(any)
    return function(self)
-      check(C.lt_math_all_any(self._c, any, allAnyOut))
-      return allAnyOut[0] ~= 0
+      local out = intOut()   -- a fresh buffer per call, as reduceAll's below
+      check(C.lt_math_all_any(self._c, any, out))
+      return out[0] ~= 0
    end
 end
 M.all = allAny(0)
@@ -248,10 +249,14 @@ torch.equal = M.equal
 
 -- ---------------------------------------------------------------- reductions
 
-local reduceOut = ffi.new('double[1]')
+-- Results come back through a fresh buffer per call: with one shared buffer, LuaJIT's trace optimizer
+-- can let an earlier read see a later call's value, as in `(a - b):abs():max() <= b:abs():max()`
+-- (tests/test_jit_result_buffers.py).
+local doubleOut = ffi.typeof('double[1]')
 local function reduceAll(t, op, p, biased)
-   check(C.lt_math_reduce_all(t._c, op, p or 0, biased and 1 or 0, reduceOut))
-   return reduceOut[0]
+   local out = doubleOut()
+   check(C.lt_math_reduce_all(t._c, op, p or 0, biased and 1 or 0, out))
+   return out[0]
 end
 
 local function dim0(d, name)
@@ -393,11 +398,11 @@ for name, batch in pairs {histc = 0, bhistc = 1} do
    end)
 end
 
-local traceOut = ffi.new('double[1]')
 function M.trace(self)
    if not isTensor(self) then badArgs('trace', 'tensor', self) end
-   check(C.lt_math_trace(self._c, traceOut))
-   return traceOut[0]
+   local out = doubleOut()   -- a fresh buffer per call (reduceAll)
+   check(C.lt_math_trace(self._c, out))
+   return out[0]
 end
 torch.trace = M.trace
 

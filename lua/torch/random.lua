@@ -115,7 +115,9 @@ end
 
 -- ---------------------------------------------------------------- numbers
 
-local out = ffi.new('double[1]')
+-- a fresh result buffer per draw: with one shared buffer, LuaJIT's trace optimizer can let an earlier
+-- read see a later call's value (TensorMath.lua's reduceAll)
+local doubleOut = ffi.typeof('double[1]')
 
 local function num(v, default, fname, what)
    if v == nil then
@@ -166,6 +168,7 @@ for name, d in pairs(dists) do
       a = num(a, p1[2], name, p1[1])
       if p2 then b = num(b, p2[2], name, p2[1]) end
       if direct then return draw(g, a, b) end
+      local out = doubleOut()
       if p2 then check(draw(g, a, b, out), 2) else check(draw(g, a, out), 2) end
       return out[0]
    end
@@ -197,6 +200,7 @@ function torch.random(...)
    local g, a, b = genArgs(...)
    a, b = rangeArgs(a, b)
    if a == nil then return C.lt_gen_random(g) end
+   local out = doubleOut()
    check(C.lt_gen_random_range(g, a, b, out), 2)
    return out[0]
 end
