@@ -41,14 +41,24 @@ function BN:reset()
    self.running_var:fill(1)
 end
 
+-- In evaluate mode a single sample (one dimension short) is accepted, as Torch7.
 function BN:checkInputDim(input)
-   local nDim = self.nDim
-   if input:dim() ~= nDim then
-      error(string.format('only mini-batch supported (%dD tensor), got %dD tensor instead', nDim, input:dim()), 3)
+   local nDim, iDim = self.nDim, input:dim()
+   if iDim ~= nDim and not (iDim == nDim - 1 and self.train == false) then
+      error(string.format('only mini-batch supported (%dD tensor), got %dD tensor instead', nDim, iDim), 3)
    end
-   if input:size(2) ~= self.running_mean:nElement() then
-      error(string.format('got %d-feature tensor, expected %d', input:size(2), self.running_mean:nElement()), 3)
+   local featDim = iDim == nDim - 1 and 1 or 2
+   if input:size(featDim) ~= self.running_mean:nElement() then
+      error(string.format('got %d-feature tensor, expected %d', input:size(featDim), self.running_mean:nElement()), 3)
    end
+end
+
+-- A single evaluate-mode sample seen as a batch of one (a view, no copy).
+local function asBatch(self, t)
+   if t and self.train == false and t:dim() == self.nDim - 1 then
+      return nn.utils.addSingletonDimension(t, 1)
+   end
+   return t
 end
 
 local function opt(t) return t and t._c or nil end
@@ -60,6 +70,7 @@ end
 
 function BN:updateOutput(input)
    self:checkInputDim(input)
+   input = asBatch(self, input)
    self.output:resizeAs(input)
    self.save_mean = self.save_mean or input.new()
    self.save_std = self.save_std or input.new()
@@ -71,6 +82,7 @@ end
 
 local function backward(self, input, gradOutput, scale, gradInput, gradWeight, gradBias)
    self:checkInputDim(input)
+   input, gradOutput = asBatch(self, input), asBatch(self, gradOutput)
    if gradOutput:dim() ~= input:dim() or gradOutput:nElement() ~= input:nElement() then
       error('gradOutput and input must have the same size', 3)
    end

@@ -28,6 +28,9 @@ function ConcatTable:_backwardEach(method, input, gradOutput, scale)
       local g = self:rethrowErrors(module, i, method, input, gradOutput[i], scale)
       if g then self.gradInput = accumulate(self, i, self.gradInput, g) end
    end
+   if type(input) == 'table' and type(self.gradInput) == 'table' then
+      for k = #input + 1, #self.gradInput do self.gradInput[k] = nil end  -- a shorter input than before
+   end
    return self.gradInput
 end
 

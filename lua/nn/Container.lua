@@ -35,6 +35,7 @@ function Container:rethrowErrors(module, moduleIndex, funcName, ...)
    assert(module == self.modules[moduleIndex], 'mismatch between moduleIndex and self.modules in rethrowErrors')
    local ok, a, b = xpcall(module[funcName], keepTraceback, module, ...)
    if not ok then
+      a = tostring(a):gsub('^\n', '')  -- an inner container's message: one line break between prefixes
       error('\n' .. string.format('In %d module of %s:', moduleIndex, torch.type(self)) .. '\n' .. a, 0)
    end
    return a, b

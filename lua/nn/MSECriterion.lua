@@ -12,10 +12,16 @@ local function checkSizes(input, target)
    end
 end
 
+-- target in input's shape (a non-contiguous target of another shape is copied first)
+local function targetAs(input, target)
+   if target:isSameSizeAs(input) then return target end
+   return target:contiguous():viewAs(input)
+end
+
 function MSECriterion:updateOutput(input, target)
    checkSizes(input, target)
    self._diff = self._diff or input.new()
-   self._diff:resizeAs(input):copy(input):add(-1, target:viewAs(input))
+   self._diff:resizeAs(input):copy(input):add(-1, targetAs(input, target))
    local loss = self._diff:dot(self._diff)
    if self.sizeAverage then loss = loss / input:nElement() end
    self.output = loss
@@ -25,6 +31,6 @@ end
 function MSECriterion:updateGradInput(input, target)
    checkSizes(input, target)
    local norm = self.sizeAverage and 2 / input:nElement() or 2
-   self.gradInput:resizeAs(input):copy(input):add(-1, target:viewAs(input)):mul(norm)
+   self.gradInput:resizeAs(input):copy(input):add(-1, targetAs(input, target)):mul(norm)
    return self.gradInput
 end

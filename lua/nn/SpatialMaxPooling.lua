@@ -41,6 +41,9 @@ end
 
 function SpatialMaxPooling:updateOutput(input)
    fixLegacy(self)
+   -- the input size, for an associated nn.SpatialMaxUnpooling
+   self.iheight = input:size(input:dim() - 1)
+   self.iwidth = input:size(input:dim())
    check(C.lt_nn_SpatialMaxPooling_updateOutput(input._c, self.output._c, self.indices._c, self.kW, self.kH,
          self.dW, self.dH, self.padW, self.padH, self.ceil_mode and 1 or 0), 2)
    return self.output

@@ -79,20 +79,23 @@ function utils.recursiveAdd(t1, val, t2)
    return t1, t2
 end
 
-function utils.recursiveCopy(t1, t2)
+-- async (Torch7's cutorch copyAsync) is accepted; CPU copies are synchronous anyway.
+function utils.recursiveCopy(t1, t2, async)
    if type(t2) == 'table' then
       t1 = type(t1) == 'table' and t1 or {t1}
-      for k in pairs(t2) do t1[k], t2[k] = utils.recursiveCopy(t1[k], t2[k]) end
+      for k in pairs(t2) do t1[k], t2[k] = utils.recursiveCopy(t1[k], t2[k], async) end
    elseif torch.isTensor(t2) then
       t1 = torch.isTensor(t1) and t1 or t2.new()
-      t1:resizeAs(t2):copy(t2)
+      t1:resizeAs(t2)
+      if async and t1.copyAsync then t1:copyAsync(t2) else t1:copy(t2) end
    else
       error('expecting nested tensors or tables, got ' .. torch.type(t1) .. ' and ' .. torch.type(t2))
    end
    return t1, t2
 end
 
--- Empty the named tensor fields in place (keeps sharing), as Torch7's nn.utils.clear.
+-- Empty the named fields, as Torch7's nn.utils.clear: tensors in place (keeps sharing), tables
+-- replaced by empty ones, anything else removed.
 function utils.clear(self, ...)
    local names = {...}
    if type(names[1]) == 'table' then names = names[1] end
@@ -100,14 +103,16 @@ function utils.clear(self, ...)
       local v = self[name]
       if torch.isTensor(v) then
          v:set()
-      elseif type(v) == 'table' then
+      elseif torch.type(v) == 'table' then  -- a plain table (a storage or class object is removed)
          self[name] = {}
+      else
+         self[name] = nil
       end
    end
    return self
 end
 
--- Copy the first n arguments that are tables, e.g. for addTable-style helpers.
+-- A view of t with a dimension of size 1 inserted at dim (default 1); into `view` when given.
 function utils.addSingletonDimension(...)
    local view, t, dim
    if select('#', ...) < 3 then
@@ -137,5 +142,7 @@ function utils.contiguousView(output, input, ...)
    end
    return output
 end
+
+table.unpack = table.unpack or unpack  -- Lua 5.2 spelling, which nn's code uses
 
 return utils

@@ -1,0 +1,15 @@
+-- nn.Square: y = x*x.
+local Square, parent = torch.class('nn.Square', 'nn.Module')
+local C = torch.C
+local check = torch._check
+local OP = C.LT_PW_SQUARE -- the op of lt_nn_pointwise_* (lt_nn_pointwise.h)
+
+function Square:updateOutput(input)
+   check(C.lt_nn_pointwise_updateOutput(OP, input._c, self.output._c, 0, 0, 0), 2)
+   return self.output
+end
+
+function Square:updateGradInput(input, gradOutput)
+   check(C.lt_nn_pointwise_updateGradInput(OP, input._c, gradOutput._c, self.gradInput._c, 0, 0, 0), 2)
+   return self.gradInput
+end
