@@ -10,16 +10,26 @@ function SpatialDropout:__init(p, stochasticInference)
    self.noise = torch.Tensor()
 end
 
+-- class fields (not saved with instances): the spatial dimensions; VolumetricDropout shares every method
+SpatialDropout._dims, SpatialDropout._layout = 2, '(N, C, H, W)'
+
+-- the noise: one draw per feature map, (N, C, 1...) or (C, 1...)
+local function featureNoise(self, input)
+   local dims, layout = self._dims, self._layout
+   local n = input:dim()
+   if n ~= dims + 2 and n ~= dims + 1 then
+      error(string.format('%s: input must be %dD %s or %dD, got %dD', torch.type(self):match('[^.]+$'), dims + 2,
+                          layout, dims + 1, n), 3)
+   end
+   local size = input:size()
+   for d = n - dims + 1, n do size[d] = 1 end
+   self.noise:resize(size)
+end
+
 function SpatialDropout:updateOutput(input)
    self.output:resizeAs(input):copy(input)
    if self.train or self.stochastic_inference then
-      if input:dim() == 4 then
-         self.noise:resize(input:size(1), input:size(2), 1, 1)
-      elseif input:dim() == 3 then
-         self.noise:resize(input:size(1), 1, 1)
-      else
-         error('SpatialDropout: input must be 4D (N, C, H, W) or 3D, got ' .. input:dim() .. 'D', 2)
-      end
+      featureNoise(self, input)
       -- one draw per feature map: neighbouring activations are correlated, so they go together
       self.noise:bernoulli(1 - self.p)
       self.output:cmul(self.noise:expandAs(input))
@@ -30,7 +40,7 @@ function SpatialDropout:updateOutput(input)
 end
 
 function SpatialDropout:updateGradInput(input, gradOutput)
-   if not self.train then error('SpatialDropout: backprop only defined while training', 2) end
+   if not self.train then error(torch.type(self):match('[^.]+$') .. ': backprop only defined while training', 2) end
    self.gradInput:resizeAs(gradOutput):copy(gradOutput)
    self.gradInput:cmul(self.noise:expandAs(input))
    return self.gradInput
