@@ -23,6 +23,7 @@ BENCHMARKS = {
     "gemm": ("run.bench_gemm", "sgemm GFLOP/s, ours vs NumPy"),
     "tensor": ("run.bench_tensor", "add/mul/sum, gesv/svd/inverse, conv2, ours vs NumPy/SciPy"),
     "conv": ("run.bench_conv", "ResNet-50 convolutions forward+backward, ours vs PyTorch"),
+    "nn": ("run.bench_nn", "nn's heavy layers (full/3-D/dilated conv, LRN, LookupTable) forward+backward vs PyTorch"),
     "model": ("run.bench_model", "training step images/s of the paper's models, ours vs PyTorch eager"),
     "overhead": ("run.bench_overhead", "framework cost per module call and per iteration, Lua vs Python"),
     "allreduce": ("run.bench_allreduce", "our allreduce algorithms vs the MPI library's (--np N, --cluster)"),

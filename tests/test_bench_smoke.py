@@ -82,3 +82,17 @@ def test_bench_train(tmp_path):
     (rec,) = json.loads(out.read_text())
     assert rec["ranks"] == 1 and rec["global_batch"] == 4 and rec["iter_ms"] > 0
     assert rec["compute_ms"] <= rec["iter_ms"] and rec["weak_scaling_efficiency"] == 1.0
+
+
+def test_bench_nn(tmp_path):
+    pytest.importorskip("torch")
+    from run import bench_nn
+
+    out = tmp_path / "nn.json"
+    assert bench_nn.main(["--repeat", "1", "--layers", "LookupTable,LRN", "--threads", "1", "--json", str(out)]) == 0
+    recs = json.loads(out.read_text())
+    assert {r["layer"].split()[0] for r in recs} == {"LookupTable", "SpatialCrossMapLRN"}
+    for r in recs:
+        # the two sides compute the same thing before they are timed
+        assert r["ours_ms"] > 0 and r["pytorch_ms"] > 0 and r["output_rel_err"] < 1e-4
+        assert r["grad_input_rel_err"] is None or r["grad_input_rel_err"] < 1e-4
