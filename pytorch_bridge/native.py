@@ -54,6 +54,12 @@ def _not_built_message(exc):
                   "or build the checkout with `pip install -e .`" % elsewhere[0])
 
 
+# OpenMP threads that have finished a parallel region sleep instead of spinning (libgomp reads this when the
+# library loads, so before the import below): our kernels alternate OpenMP regions (im2col, col2im, bias) with
+# OpenBLAS calls, whose own threads otherwise wait for cores that spinning OpenMP threads hold; measured: a
+# dilated 3x3 convolution 140 -> 23 ms per pass on 2 cores (docs/results/nn.md). A user's setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 try:
     from pytorch_bridge._native import ffi, lib
 except ImportError as exc:
