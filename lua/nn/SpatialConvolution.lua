@@ -23,11 +23,7 @@ function SpatialConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, pa
    self:reset()
 end
 
-function SpatialConvolution:noBias()
-   self.bias = nil
-   self.gradBias = nil
-   return self
-end
+SpatialConvolution.noBias = nn.Linear.noBias   -- drops bias and gradBias, as Linear's
 
 -- U(-1/sqrt(kW*kH*nIn), +) for weight and bias; reset(stdv) uses stdv*sqrt(3).
 function SpatialConvolution:reset(stdv)

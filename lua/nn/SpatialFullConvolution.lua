@@ -30,22 +30,10 @@ function SpatialFullConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH
    self:reset()
 end
 
-function SpatialFullConvolution:noBias()
-   self.bias = nil
-   self.gradBias = nil
-   return self
-end
+SpatialFullConvolution.noBias = nn.Linear.noBias   -- drops bias and gradBias, as Linear's
 
--- U(-1/sqrt(kW*kH*nIn), +) for weight and bias; reset(stdv) uses stdv*sqrt(3).
-function SpatialFullConvolution:reset(stdv)
-   if stdv then
-      stdv = stdv * math.sqrt(3)
-   else
-      stdv = 1 / math.sqrt(self.kW * self.kH * self.nInputPlane)
-   end
-   self.weight:uniform(-stdv, stdv)
-   if self.bias then self.bias:uniform(-stdv, stdv) end
-end
+-- U(-1/sqrt(kW*kH*nIn), +) for weight and bias, as SpatialConvolution's
+SpatialFullConvolution.reset = nn.SpatialConvolution.reset
 
 -- The tensor to convolve and the adj to use: {input, target} picks adj from the target's size.
 function SpatialFullConvolution:_args(input)

@@ -18,11 +18,7 @@ function TemporalRowConvolution:__init(inputFrameSize, kW, dW, featFirst)
    self:reset()
 end
 
-function TemporalRowConvolution:noBias()
-   self.bias = nil
-   self.gradBias = nil
-   return self
-end
+TemporalRowConvolution.noBias = nn.Linear.noBias   -- drops bias and gradBias, as Linear's
 
 -- U(-1/sqrt(kW*inputFrameSize), +); reset(stdv) uses stdv*sqrt(3).
 function TemporalRowConvolution:reset(stdv)

@@ -32,11 +32,7 @@ function VolumetricConvolution:reset(stdv)
    if self.bias then self.bias:uniform(-stdv, stdv) end
 end
 
-function VolumetricConvolution:noBias()
-   self.bias = nil
-   self.gradBias = nil
-   return self
-end
+VolumetricConvolution.noBias = nn.Linear.noBias   -- drops bias and gradBias, as Linear's
 
 local function buffers(self, input)
    self.finput = self.finput or input.new()

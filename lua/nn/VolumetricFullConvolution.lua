@@ -45,11 +45,7 @@ function VolumetricFullConvolution:reset(stdv)
    if self.bias then self.bias:uniform(-stdv, stdv) end
 end
 
-function VolumetricFullConvolution:noBias()
-   self.bias = nil
-   self.gradBias = nil
-   return self
-end
+VolumetricFullConvolution.noBias = nn.Linear.noBias   -- drops bias and gradBias, as Linear's
 
 -- Files from before adj existed stored the weight as (nOut, nIn, ...) and the padding as pT/pW/pH.
 function VolumetricFullConvolution:backCompatibility()
@@ -120,13 +116,7 @@ function VolumetricFullConvolution:clearState()
 end
 
 function VolumetricFullConvolution:__tostring__()
-   local s = string.format('%s(%d -> %d, %dx%dx%d', torch.type(self), self.nInputPlane, self.nOutputPlane,
-                           self.kT, self.kW, self.kH)
-   local padded = self.padT ~= 0 or self.padW ~= 0 or self.padH ~= 0
-   if self.dT ~= 1 or self.dW ~= 1 or self.dH ~= 1 or padded then
-      s = s .. string.format(', %d,%d,%d', self.dT, self.dW, self.dH)
-   end
-   if padded then s = s .. ', ' .. self.padT .. ',' .. self.padW .. ',' .. self.padH end
+   local s = nn.VolumetricConvolution._describe(self)   -- name, planes, kernel, strides, pads
    if self.adjT ~= 0 or self.adjW ~= 0 or self.adjH ~= 0 then
       s = s .. ', ' .. self.adjT .. ',' .. self.adjW .. ',' .. self.adjH
    end
