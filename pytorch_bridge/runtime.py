@@ -141,7 +141,8 @@ function B.exportTensor(t)
       C.lt_storage_retain(s)
       C.lt_storage_pin(s)
    end
-   return tonumber(ffi.cast('uintptr_t', s)), ty.name, sizes, strides, tonumber(c.offset)
+   -- a Cuda tensor (host memory on this build) views as its host type's elements
+   return tonumber(ffi.cast('uintptr_t', s)), ty.hostName or ty.name, sizes, strides, tonumber(c.offset)
 end
 
 return B

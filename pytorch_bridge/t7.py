@@ -43,6 +43,18 @@ _DTYPES = {
     "Double": np.dtype(np.float64),
 }
 _TYPE_OF_DTYPE = {v: k for k, v in _DTYPES.items()}
+
+
+def _element_name(kind):
+    """The element type of a Torch7 tensor/storage kind ("Float", "CudaLong", ...), or None:
+    cutorch wrote its types' elements as the host type's ("Cuda" is float)."""
+    if kind in _DTYPES:
+        return kind
+    if kind == "Cuda":
+        return "Float"
+    if kind.startswith("Cuda") and kind[4:] in _DTYPES:
+        return kind[4:]
+    return None
 MAX_DIM = 16
 
 
@@ -278,10 +290,10 @@ class _Reader:
             name = class_name.decode("utf-8")
         except UnicodeDecodeError:
             self.fail(vat, "expected a class name, got undecodable bytes %r" % class_name[:40])
-        if name.startswith("torch.") and name.endswith("Storage") and name[6:-7] in _DTYPES:
-            return self.read_storage(name[6:-7], register=True)
-        if name.startswith("torch.") and name.endswith("Tensor") and name[6:-6] in _DTYPES:
-            return self.read_tensor(name[6:-6])
+        if name.startswith("torch.") and name.endswith("Storage") and _element_name(name[6:-7]):
+            return self.read_storage(_element_name(name[6:-7]), register=True)
+        if name.startswith("torch.") and name.endswith("Tensor") and _element_name(name[6:-6]):
+            return self.read_tensor(_element_name(name[6:-6]))
         if name in ("tds.Vec", "tds.Hash"):
             return self.read_tds(name)
         if name.startswith("torch.") and ("Tensor" in name or "Storage" in name):

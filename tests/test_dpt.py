@@ -314,9 +314,9 @@ def test_legacy_v3_stream_loads_and_get1_works(rt):
     local x = torch.randn(3, 5):float()
     local want = net:forward(x):clone()
     local e = math.max(H.maxdiff(inner:forward(x), want), H.maxdiff(back:forward(x), want))
-    -- the Cuda type names of legacy code map to the CPU types
+    -- cunn loads cutorch, whose types are real (host memory here): a Cuda type is kept
     back:type('torch.CudaDoubleTensor')
-    assert(back:get(1).modules[1].weight:type() == 'torch.DoubleTensor')
+    assert(back:get(1).modules[1].weight:type() == 'torch.CudaDoubleTensor')
     return e""")
     assert err < 1e-6
 

@@ -408,14 +408,16 @@ function DataParallelTable:_replicasChanged()
    self.flattenedParams = nil
 end
 
--- CPU "devices": Float and Double; the Cuda names of legacy code map to them.
+-- CPU "devices": Float and Double; without cutorch, the Cuda names of legacy code map to them.
 local typeMap = {['torch.CudaTensor'] = 'torch.FloatTensor', ['torch.CudaHalfTensor'] = 'torch.FloatTensor',
                  ['torch.CudaDoubleTensor'] = 'torch.DoubleTensor', ['torch.FloatTensor'] = 'torch.FloatTensor',
                  ['torch.DoubleTensor'] = 'torch.DoubleTensor'}
 
 function DataParallelTable:type(typeStr, tensorCache)
    if not typeStr then return self.typeStr end
-   local t = typeMap[typeStr]
+   -- with cutorch loaded the Cuda types are real types (host memory here): kept as given
+   local t = (torch._cudaEnabled and (typeStr == 'torch.CudaTensor' or typeStr == 'torch.CudaDoubleTensor'))
+      and typeStr or typeMap[typeStr]
    if not t then error('DataParallelTable supports only torch.FloatTensor or torch.DoubleTensor types') end
    self.typeStr = t
    self.modules[1]:type(t, tensorCache)

@@ -764,9 +764,10 @@ end
 local autoPackages = {tds = true, nn = true, nngraph = true}
 
 -- cutorch wrote CUDA tensors and storages in the CPU types' layout (sizes, strides,
--- offset; storage data copied to the host), so a model saved from the GPU loads here as
--- the CPU type of the same element (what :float() would have given). Half has no CPU
--- type here and stays an error.
+-- offset; storage data copied to the host). Once `require 'cutorch'` has run, they load
+-- as the Cuda types, as in Torch7; before that, a model saved from the GPU loads as
+-- the CPU type of the same element (what :float() would have given), which Torch7
+-- without cutorch could not do. Half has no CPU type here and stays an error then.
 local cudaAliases = {}
 for _, t in ipairs {{'', 'Float'}, {'Double', 'Double'}, {'Long', 'Long'}, {'Int', 'Int'}, {'Short', 'Short'},
                     {'Char', 'Char'}, {'Byte', 'Byte'}} do
@@ -775,7 +776,7 @@ for _, t in ipairs {{'', 'Float'}, {'Double', 'Double'}, {'Long', 'Long'}, {'Int
 end
 
 local function classFor(className)
-   local mt = torch.getmetatable(cudaAliases[className] or className)
+   local mt = torch.getmetatable(not torch._cudaEnabled and cudaAliases[className] or className)
    if mt then return mt end
    local pkg = className:match('^([%w_]+)%.')
    if pkg and autoPackages[pkg] and package.searchpath(pkg, package.path) then

@@ -659,9 +659,10 @@ end
 function M.typeAs(self, other) return M.type(self, other:type()) end
 
 for _, ty in ipairs(torch._types) do
-   M[ty.name:lower()] = function(self) return M.type(self, ty.tensorname) end
+   -- t:float(), t:long(), ...; cutorch's t:cuda(), t:cudaLong(), ... are added by `require 'cutorch'`
+   if not ty.cuda then M[ty.name:lower()] = function(self) return M.type(self, ty.tensorname) end end
 end
-M.cuda = function() error('cuda: no CUDA backend in this build (CPU tensors only)', 2) end
+M.cuda = function() error("cuda: require 'cutorch' first (luatorch's cutorch runs on the CPU)", 2) end
 
 function M.totable(self)
    local c = self._c

@@ -30,14 +30,25 @@ local function checkSameType(t, x, fname, what, level)
    end
 end
 
-local function checkLong(idx, fname, level)
-   if not torch.isTensor(idx) or idx._c.type ~= LONG then
-      error(string.format('%s: torch.LongTensor of indices expected, got %s', fname, tname(idx)), level + 1)
+local CUDA_LONG, CUDA_BYTE = C.LT_CUDA_LONG, C.LT_CUDA_BYTE
+local function isCuda(t) return t._c.type >= C.LT_CUDA_BYTE end
+
+-- The index tensor to pass to the kernels: a LongTensor, or cutorch's
+-- CudaLongTensor; a Cuda tensor of another type indexing a Cuda tensor (as
+-- cutorch accepted, and nn's OneHot uses) is converted to CudaLongTensor.
+local function asIndex(self, idx, fname, level)
+   if torch.isTensor(idx) then
+      local ty = idx._c.type
+      if ty == LONG or ty == CUDA_LONG then return idx end
+      if self and isCuda(self) and isCuda(idx) and not torch._typesById[ty].half then
+         return M.type(idx, 'torch.CudaLongTensor')
+      end
    end
+   error(string.format('%s: torch.LongTensor of indices expected, got %s', fname, tname(idx)), level + 1)
 end
 
 local function checkMask(mask, fname, level)
-   if not torch.isTensor(mask) or mask._c.type ~= BYTE then
+   if not torch.isTensor(mask) or (mask._c.type ~= BYTE and mask._c.type ~= CUDA_BYTE) then
       error(string.format('%s: torch.ByteTensor mask expected, got %s', fname, tname(mask)), level + 1)
    end
 end
@@ -64,7 +75,7 @@ local function selectOp(fname, fn)
       local res, src, dim, idx = self, a, b, c
       if not torch.isTensor(a) then res, src, dim, idx = newTensor(self._c.type), self, a, b end
       checkSameType(res, src, fname, 'source', 2)
-      checkLong(idx, fname, 2)
+      idx = asIndex(src, idx, fname, 2)
       check(fn(res._c, src._c, cdim(dim, fname, 2), idx._c), 2)
       return res
    end
@@ -74,7 +85,7 @@ M.gather = selectOp('gather', C.lt_gather)
 
 local function indexCopyAdd(fname, fn)
    return function(self, dim, idx, src)
-      checkLong(idx, fname, 2)
+      idx = asIndex(self, idx, fname, 2)
       checkSameType(self, src, fname, 'source', 2)
       check(fn(self._c, cdim(dim, fname, 2), idx._c, src._c), 2)
       return self
@@ -84,7 +95,7 @@ M.indexCopy = indexCopyAdd('indexCopy', C.lt_index_copy)
 M.indexAdd = indexCopyAdd('indexAdd', C.lt_index_add)
 
 function M.indexFill(self, dim, idx, value)
-   checkLong(idx, 'indexFill', 2)
+   idx = asIndex(self, idx, 'indexFill', 2)
    checkNumber(value, 'indexFill', 2)
    check(C.lt_index_fill(self._c, cdim(dim, 'indexFill', 2), idx._c, value), 2)
    return self
@@ -92,7 +103,7 @@ end
 
 -- t:scatter(dim, idx, src | value)
 function M.scatter(self, dim, idx, src)
-   checkLong(idx, 'scatter', 2)
+   idx = asIndex(self, idx, 'scatter', 2)
    local d = cdim(dim, 'scatter', 2)
    if type(src) == 'number' then
       check(C.lt_scatter_fill(self._c, d, idx._c, src), 2)
@@ -104,7 +115,7 @@ function M.scatter(self, dim, idx, src)
 end
 
 function M.scatterAdd(self, dim, idx, src)
-   checkLong(idx, 'scatterAdd', 2)
+   idx = asIndex(self, idx, 'scatterAdd', 2)
    checkSameType(self, src, 'scatterAdd', 'source', 2)
    check(C.lt_scatter(self._c, cdim(dim, 'scatterAdd', 2), idx._c, src._c, 1), 2)
    return self
@@ -140,10 +151,10 @@ end
 -- t:nonzero() -> LongTensor N x t:dim() of 1-based subscripts; res:nonzero(t) -> res.
 function M.nonzero(self, src)
    local res = self
-   if src == nil then res, src = newTensor(LONG), self
+   if src == nil then res, src = newTensor(isCuda(self) and CUDA_LONG or LONG), self
    else
       checkTensor(src, 'nonzero', 'tensor', 2)
-      checkLong(res, 'nonzero', 2)
+      asIndex(nil, res, 'nonzero', 2)
    end
    check(C.lt_nonzero(res._c, src._c), 2)
    return res
@@ -309,8 +320,8 @@ function torch._indexTable(t, k)
       return tonumber(x)
    end
    local ty = k._c.type
-   if ty == BYTE then return M.maskedSelect(t, k) end
-   if ty == LONG then return M.index(t, 1, k) end
+   if ty == BYTE or ty == CUDA_BYTE then return M.maskedSelect(t, k) end
+   if ty == LONG or ty == CUDA_LONG then return M.index(t, 1, k) end
    keyError(t, k, 2)
 end
 
@@ -335,12 +346,12 @@ function torch._newindexTable(t, k, v)
       return
    end
    local ty = k._c.type
-   if ty == BYTE then
+   if ty == BYTE or ty == CUDA_BYTE then
       if type(v) == 'number' then return M.maskedFill(t, k, v) end
       if torch.isTensor(v) and v._c.type == t._c.type then return M.maskedCopy(t, k, v) end
       error(string.format('newindex: number or %s expected, got %s', torch.typename(t), tname(v)), 2)
    end
-   if ty == LONG then
+   if ty == LONG or ty == CUDA_LONG then
       if type(v) == 'number' then return M.indexFill(t, 1, k, v) end
       if torch.isTensor(v) and v._c.type == t._c.type then return M.indexCopy(t, 1, k, v) end
       error(string.format('newindex: number or %s expected, got %s', torch.typename(t), tname(v)), 2)

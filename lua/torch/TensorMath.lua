@@ -211,12 +211,12 @@ for name, op in pairs {eq = C.LT_CMP_EQ, ne = C.LT_CMP_NE, lt = C.LT_CMP_LT, le 
       if b == nil then r, a, b = nil, r, a end
       if not isTensor(a) then badArgs(name, '[result] tensor (tensor | value)', r, a, b) end
       if r == nil then
-         r = newTensor(C.LT_BYTE)
+         r = newTensor(torch._maskTypeFor(a))
       elseif not isTensor(r) then
          badArgs(name, '[result] tensor (tensor | value)', r, a, b)
-      elseif r._c.type ~= C.LT_BYTE then
+      elseif r._c.type ~= C.LT_BYTE and r._c.type ~= C.LT_CUDA_BYTE then
          -- a result of the source's type holds the mask as 0/1 values
-         local mask = newTensor(C.LT_BYTE)
+         local mask = newTensor(torch._maskTypeFor(a))
          compare(mask, a, b)
          M.resizeAs(r, a)
          M.copy(r, mask)
@@ -327,7 +327,7 @@ for name, want in pairs {max = 1, min = 0} do
       if a == nil then return reduceAll(self, op) end
       local values, indices, t, d
       if type(a) == 'number' then
-         values, indices, t, d = newTensor(self._c.type), newTensor(C.LT_LONG), self, a
+         values, indices, t, d = newTensor(self._c.type), newTensor(torch._indexTypeFor(self)), self, a
       elseif isTensor(a) and isTensor(b) and c ~= nil then
          values, indices, t, d = self, a, b, c
       elseif isTensor(a) and b == nil then

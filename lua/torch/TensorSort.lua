@@ -21,7 +21,7 @@ local function resultPair(fname, a, b, c, ...)
    if isTensor(a) and isTensor(b) then
       -- one result given: a values tensor (x's type) or an index tensor
       if a._c.type == b._c.type then return a, nil, b, c, ... end
-      if a._c.type == LONG then return nil, a, b, c, ... end
+      if a._c.type == LONG or a._c.type == C.LT_CUDA_LONG then return nil, a, b, c, ... end
       error(fname .. ': invalid arguments (expected [resval, resind,] tensor, ...)', 3)
    end
    if not isTensor(a) then error(fname .. ': invalid arguments (a tensor expected)', 3) end
@@ -42,7 +42,7 @@ local function boolArg(fname, v, what)
 end
 
 local function results(x, rv, ri)
-   return rv or torch._newTensor(x._c.type), ri or torch._newTensor(LONG)
+   return rv or torch._newTensor(x._c.type), ri or torch._newTensor(torch._indexTypeFor(x))
 end
 
 function torch.sort(...)

@@ -19,7 +19,7 @@ local serializedTypes = {unpack(torch._types)}
 serializedTypes[#serializedTypes + 1] = torch._halfType
 
 for _, ty in ipairs(serializedTypes) do
-   local kind = kinds[ty.name]
+   local kind = kinds[ty.hostName or ty.name]   -- cutorch wrote its types' elements as the host type's
    local smt = torch.getmetatable(ty.storagename)
    local tmt = torch.getmetatable(ty.tensorname)
 

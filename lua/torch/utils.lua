@@ -14,6 +14,18 @@ torch._types = {
    {name = 'Float',  ctype = 'float',   id = C.LT_FLOAT,  integer = false},
    {name = 'Double', ctype = 'double',  id = C.LT_DOUBLE, integer = false},
 }
+-- cutorch's types: the same element types under cutorch's names (float is
+-- plain 'Cuda': torch.CudaTensor, torch.CudaStorage), ids = host id + 8. On a
+-- machine without a GPU their elements are host memory and every kernel runs
+-- the host type's code; they are in the registry from the start (so the math
+-- families install their methods), but torch.Cuda* are only public once
+-- `require 'cutorch'` has run, as in Torch7.
+for i = 1, 7 do
+   local host = torch._types[i]
+   torch._types[#torch._types + 1] = {name = host.name == 'Float' and 'Cuda' or 'Cuda' .. host.name,
+                                      ctype = host.ctype, id = host.id + C.LT_CUDA_BYTE, integer = host.integer,
+                                      cuda = true, hostName = host.name}
+end
 for _, ty in ipairs(torch._types) do
    ty.ptr = ffi.typeof(ty.ctype .. '*')
    ty.tensorname = 'torch.' .. ty.name .. 'Tensor'
@@ -32,6 +44,11 @@ torch._halfType = {name = 'Half', ctype = 'uint16_t', id = C.LT_HALF, integer = 
                    ptr = ffi.typeof('uint16_t*'), tensorname = 'torch.HalfTensor',
                    storagename = 'torch.HalfStorage', elemsize = 2}
 torch._typesById[C.LT_HALF] = torch._halfType
+
+-- The element types of index and mask results for a tensor: cutorch gave
+-- CudaLongTensor indices and CudaByteTensor masks for Cuda tensors.
+function torch._indexTypeFor(t) return t._c.type >= C.LT_CUDA_BYTE and C.LT_CUDA_LONG or C.LT_LONG end
+function torch._maskTypeFor(t) return t._c.type >= C.LT_CUDA_BYTE and C.LT_CUDA_BYTE or C.LT_BYTE end
 
 -- Raise the native library's last error message as a Lua error at `level`.
 function torch._check(rc, level)

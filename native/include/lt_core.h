@@ -10,7 +10,12 @@ typedef enum lt_type {
   LT_FLOAT = 5,  /* float    torch.FloatTensor */
   LT_DOUBLE = 6, /* double   torch.DoubleTensor */
   LT_HALF = 7,   /* uint16_t torch.HalfTensor: IEEE binary16 bits; storage, copy and fill only (as Torch7 on CPU) */
-  LT_NTYPES = 8
+  /* cutorch's types (torch.CudaByteTensor ... torch.CudaTensor, torch.CudaDoubleTensor, torch.CudaHalfTensor),
+   * id = host id + 8. On a build without a GPU their elements are host memory, and the kernels run the
+   * host type's code (lt_host_type in lt_internal.h); a real CUDA backend gives them device memory. */
+  LT_CUDA_BYTE = 8, LT_CUDA_CHAR = 9, LT_CUDA_SHORT = 10, LT_CUDA_INT = 11, LT_CUDA_LONG = 12,
+  LT_CUDA_FLOAT = 13, LT_CUDA_DOUBLE = 14, LT_CUDA_HALF = 15,
+  LT_NTYPES = 16
 } lt_type;
 
 /* Storage flags. */

@@ -37,7 +37,7 @@ const lt_tensor *lt_ix_detach(const lt_tensor *x, const lt_tensor *t, lt_tensor 
 }
 
 int lt_ix_check_long(const char *op, const lt_tensor *index) {
-  if (index->type != LT_LONG)
+  if (lt_host_type(index->type) != LT_LONG)
     return lt_fail("%s: the index must be a LongTensor (got a %sTensor)", op, lt_type_name(index->type));
   return 0;
 }
@@ -61,7 +61,7 @@ int lt_ix_check_range(const char *op, const lt_tensor *index, int64_t n, int dim
 }
 
 int lt_ix_check_mask(const char *op, const lt_tensor *mask, int64_t n, int64_t *ones) {
-  if (mask->type != LT_BYTE)
+  if (lt_host_type(mask->type) != LT_BYTE)
     return lt_fail("%s: the mask must be a ByteTensor (got a %sTensor)", op, lt_type_name(mask->type));
   if (lt_tensor_nelement(mask) != n)
     return lt_fail("%s: inconsistent tensor size: the mask has %lld elements, the tensor %lld", op,

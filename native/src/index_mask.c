@@ -58,7 +58,7 @@ int lt_masked_fill(lt_tensor *t, const lt_tensor *mask, double value) {
 
 int lt_masked_copy(lt_tensor *t, const lt_tensor *mask, const lt_tensor *src) {
   int64_t ones, n = lt_tensor_nelement(t);
-  if (mask->type == LT_BYTE && lt_tensor_nelement(mask) != n)
+  if (lt_host_type(mask->type) == LT_BYTE && lt_tensor_nelement(mask) != n)
     return lt_fail("maskedCopy: Number of elements of destination tensor (%lld) != Number of elements in mask (%lld)",
                    (long long)n, (long long)lt_tensor_nelement(mask));
   if (lt_ix_check_mask("maskedCopy", mask, n, &ones) != 0) return -1;
@@ -85,7 +85,7 @@ int lt_masked_copy(lt_tensor *t, const lt_tensor *mask, const lt_tensor *src) {
 }
 
 int lt_nonzero(lt_tensor *dst, const lt_tensor *src) {
-  if (dst->type != LT_LONG) return lt_fail("nonzero: the result must be a LongTensor");
+  if (lt_host_type(dst->type) != LT_LONG) return lt_fail("nonzero: the result must be a LongTensor");
   if (lt_ix_same_storage(dst, src)) {
     lt_tensor tmp;
     lt_tensor_init(&tmp, LT_LONG);

@@ -60,7 +60,7 @@ typedef void (*ormqr_fn)(const char *side, const char *trans, const lint *m, con
 
 /* The routine for the tensors' type, resolved on first use. */
 static void *lapack_fn(int type, int which, const char *fname) {
-  int d = type == LT_DOUBLE;
+  int d = lt_host_type(type) == LT_DOUBLE;
   void *f = __atomic_load_n(&lapack_fns[d][which], __ATOMIC_ACQUIRE);
   if (f) return f;
   char name[32];
@@ -81,7 +81,7 @@ static void *lapack_fn(int type, int which, const char *fname) {
 static int check_types(const char *fname, const lt_tensor *t0, const lt_tensor *t1, const lt_tensor *t2,
                        const lt_tensor *t3, const lt_tensor *t4) {
   const lt_tensor *all[5] = {t0, t1, t2, t3, t4};
-  if (t0->type != LT_FLOAT && t0->type != LT_DOUBLE)
+  if (lt_host_type(t0->type) != LT_FLOAT && lt_host_type(t0->type) != LT_DOUBLE)
     return lt_fail("%s: only FloatTensor and DoubleTensor are supported, got a %sTensor", fname,
                    lt_type_name(t0->type));
   for (int i = 1; i < 5; i++)
@@ -250,7 +250,7 @@ static void *scratch(int type, int64_t n, int is_int) {
 
 /* The optimal workspace size a query (lwork = -1) left in its first element. */
 static lint query_size(int type, const void *q) {
-  double v = type == LT_DOUBLE ? *(const double *)q : *(const float *)q;
+  double v = lt_host_type(type) == LT_DOUBLE ? *(const double *)q : *(const float *)q;
   return v < 1 ? 1 : (lint)v;
 }
 
@@ -599,7 +599,7 @@ int lt_pstrf(lt_tensor *ra, lt_tensor *rpiv, const lt_tensor *a, const char *upl
   const char *fn = "pstrf";
   if (check_types(fn, a, ra, NULL, NULL, NULL) || check_matrix(fn, "A", a, 1) || check_option(fn, "uplo", uplo, "UL"))
     return -1;
-  if (rpiv->type != LT_INT)
+  if (lt_host_type(rpiv->type) != LT_INT)
     return lt_fail("pstrf: the pivots go to an IntTensor, got a %sTensor", lt_type_name(rpiv->type));
   pstrf_fn f = (pstrf_fn)lapack_fn(a->type, L_PSTRF, fn);
   if (!f) return -1;
@@ -613,7 +613,7 @@ int lt_pstrf(lt_tensor *ra, lt_tensor *rpiv, const lt_tensor *a, const char *upl
   lint ln = (lint)n, lda = ld(n);
   float ftol = (float)tol;
   f(uplo, &ln, lt_tensor_data(wa.m), &lda, lt_tensor_data(wp.v), &rank,
-    a->type == LT_DOUBLE ? (const void *)&tol : (const void *)&ftol, work, &info, 1);
+    lt_host_type(a->type) == LT_DOUBLE ? (const void *)&tol : (const void *)&ftol, work, &info, 1);
   if (info < 0) illegal_argument(fn, info);
   else if (info > 0)
     lt_fail("pstrf: the matrix is rank deficient or not positive semidefinite (rank %d of %lld within the tolerance)",

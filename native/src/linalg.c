@@ -125,7 +125,7 @@ static int gemm2d(lt_tensor *r, double beta, double alpha, const lt_tensor *a, c
   int64_t n = r->size[0], m = r->size[1], k = a->size[1];
   if (n == 0 || m == 0) return 0;
   if (k == 0) return scale2d(r, beta);
-  if (r->type != LT_FLOAT && r->type != LT_DOUBLE) return gemm_int(r, beta, alpha, a, b);
+  if (lt_host_type(r->type) != LT_FLOAT && lt_host_type(r->type) != LT_DOUBLE) return gemm_int(r, beta, alpha, a, b);
 
   lt_tensor ta, tb, tr;
   int own_a = 0, own_b = 0, own_r = 0, rc = -1;
@@ -150,7 +150,7 @@ static int gemm2d(lt_tensor *r, double beta, double alpha, const lt_tensor *a, c
   const void *A = lt_tensor_data(a), *B = lt_tensor_data(b);
   void *R = lt_tensor_data(out);
   /* A column-major result is the row-major r^T = b^T a^T. */
-  if (r->type == LT_FLOAT) {
+  if (lt_host_type(r->type) == LT_FLOAT) {
     rc = lr == 0 ? lt_sgemm(la, lb, n, m, k, (float)alpha, A, lda, B, ldb, (float)beta, R, ldr)
                  : lt_sgemm(!lb, !la, m, n, k, (float)alpha, B, ldb, A, lda, (float)beta, R, ldr);
   } else {

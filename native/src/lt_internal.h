@@ -29,9 +29,15 @@ void *lt_blas_symbol(const char *name);
 /* Set the per-thread error message (printf style) and return -1. */
 int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The element type of a type id: a Cuda type (cutorch's names; on this build
+ * its elements are host memory) has its host counterpart's elements. Kernels
+ * dispatch on this; equality checks between two tensors compare the ids
+ * themselves, so a CudaTensor and a FloatTensor do not mix (as in cutorch). */
+static inline int lt_host_type(int type) { return type >= LT_CUDA_BYTE ? type - LT_CUDA_BYTE : type; }
+
 /* Run the body (the variadic argument, so it may contain commas) with `scalar_t` typedef'd to the C type of lt_type TYPE. */
 #define LT_DISPATCH(TYPE, ...)                                              \
-  switch (TYPE) {                                                           \
+  switch (lt_host_type(TYPE)) {                                                           \
     case LT_BYTE:   { typedef uint8_t scalar_t; __VA_ARGS__; } break;              \
     case LT_CHAR:   { typedef int8_t scalar_t; __VA_ARGS__; } break;               \
     case LT_SHORT:  { typedef int16_t scalar_t; __VA_ARGS__; } break;              \
@@ -44,7 +50,7 @@ int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Same, with the type named by the caller (for nested dispatch). */
 #define LT_DISPATCH_AS(TYPE, NAME, ...)                                     \
-  switch (TYPE) {                                                           \
+  switch (lt_host_type(TYPE)) {                                                           \
     case LT_BYTE:   { typedef uint8_t NAME; __VA_ARGS__; } break;                  \
     case LT_CHAR:   { typedef int8_t NAME; __VA_ARGS__; } break;                   \
     case LT_SHORT:  { typedef int16_t NAME; __VA_ARGS__; } break;                  \
@@ -57,7 +63,7 @@ int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Only the floating types (float, double). */
 #define LT_DISPATCH_FLOATING(TYPE, OPNAME, ...)                             \
-  switch (TYPE) {                                                           \
+  switch (lt_host_type(TYPE)) {                                                           \
     case LT_FLOAT:  { typedef float scalar_t; __VA_ARGS__; } break;                \
     case LT_DOUBLE: { typedef double scalar_t; __VA_ARGS__; } break;               \
     default: return lt_fail("%s is only defined for FloatTensor and DoubleTensor", OPNAME); \

@@ -2,7 +2,10 @@
 #include "math_common.h"
 
 int lt_math_check_type(const lt_tensor *t, int type, const char *fname, const char *what) {
-  if (t->type == type) return 0;
+  /* an index or mask type (a host id) may be the Cuda one of the same elements, as cutorch's CudaLongTensor */
+  if (t->type == type || (type < LT_CUDA_BYTE && lt_host_type(t->type) == type &&
+                          (type == LT_LONG || type == LT_BYTE)))
+    return 0;
   return lt_fail("%s: %s must be a %sTensor, got %sTensor", fname, what, lt_type_name(type),
                  lt_type_name(t->type));
 }

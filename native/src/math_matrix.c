@@ -12,7 +12,7 @@ static int check_matrix(const char *fname, const lt_tensor *t) {
 }
 
 static int check_floating(const char *fname, const lt_tensor *t) {
-  if (t->type == LT_FLOAT || t->type == LT_DOUBLE) return 0;
+  if (lt_host_type(t->type) == LT_FLOAT || lt_host_type(t->type) == LT_DOUBLE) return 0;
   return lt_fail("%s: only defined for FloatTensor and DoubleTensor, got %sTensor", fname, lt_type_name(t->type));
 }
 

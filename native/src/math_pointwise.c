@@ -33,7 +33,7 @@ static int zerodiv_error(const char *fname) {
 #define TWO_TO(s) LT_FN2(pow, (scalar_t)2, (s))
 
 static int integer_only(const char *fname, int type) {
-  if (type != LT_FLOAT && type != LT_DOUBLE) return 0;
+  if (lt_host_type(type) != LT_FLOAT && lt_host_type(type) != LT_DOUBLE) return 0;
   return lt_fail("%s is only supported for integer type tensors, got %sTensor", fname, lt_type_name(type));
 }
 
@@ -96,7 +96,7 @@ int lt_math_binary(lt_tensor *r, const lt_tensor *a, int op, const lt_tensor *b)
   static const char *cnames[] = {"cadd", "csub", "cmul", "cdiv", "cmax", "cmin", "cpow", "ctpow", "cfmod",
                                  "cremainder", "atan2", "clshift", "crshift", "cbitand", "cbitor", "cbitxor"};
   const char *fname = op >= 0 && op <= LT_OP_BITXOR ? cnames[op] : "?";
-  if (op == LT_OP_ATAN2 && a->type != LT_FLOAT && a->type != LT_DOUBLE)
+  if (op == LT_OP_ATAN2 && lt_host_type(a->type) != LT_FLOAT && lt_host_type(a->type) != LT_DOUBLE)
     return lt_fail("atan2: only defined for FloatTensor and DoubleTensor, got %sTensor", lt_type_name(a->type));
   if (op >= LT_OP_BITAND && integer_only(fname, a->type) != 0) return -1;
   if (check_types(fname, r, a, b) != 0 || lt_math_check_numel(fname, a, "tensor", b, "src") != 0 ||
@@ -181,7 +181,7 @@ int lt_math_addc(lt_tensor *r, const lt_tensor *a, double value, const lt_tensor
 }
 
 int lt_math_lerp(lt_tensor *r, const lt_tensor *a, const lt_tensor *b, double weight) {
-  if (a->type != LT_FLOAT && a->type != LT_DOUBLE)
+  if (lt_host_type(a->type) != LT_FLOAT && lt_host_type(a->type) != LT_DOUBLE)
     return lt_fail("lerp: only defined for FloatTensor and DoubleTensor, got %sTensor", lt_type_name(a->type));
   if (check_types("lerp", r, a, b) != 0 || lt_math_check_numel("lerp", a, "tensor", b, "end") != 0 ||
       lt_math_resize_as(r, a) != 0)

@@ -189,8 +189,8 @@ static const char *red_names[] = {"sum", "prod", "mean", "var", "std", "norm", "
 
 static int check_op(int op, const lt_tensor *t) {
   if (op < 0 || op > LT_RED_MIN) return lt_fail("unknown reduction %d", op);
-  if ((op == LT_RED_MEAN || op == LT_RED_VAR || op == LT_RED_STD || op == LT_RED_NORM) && t->type != LT_FLOAT &&
-      t->type != LT_DOUBLE)
+  if ((op == LT_RED_MEAN || op == LT_RED_VAR || op == LT_RED_STD || op == LT_RED_NORM) && lt_host_type(t->type) != LT_FLOAT &&
+      lt_host_type(t->type) != LT_DOUBLE)
     return lt_fail("%s: only defined for FloatTensor and DoubleTensor, got %sTensor", red_names[op],
                    lt_type_name(t->type));
   return 0;

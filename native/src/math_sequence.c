@@ -28,7 +28,7 @@ static int spaced(lt_tensor *r, double a, double b, int64_t n, int logscale) {
   const char *fname = logscale ? "logspace" : "linspace";
   if (n < 1 || (n == 1 && a != b))
     return lt_fail("%s: invalid number of points %lld (2 or more, or 1 when the ends are equal)", fname, (long long)n);
-  if (r->type != LT_FLOAT && r->type != LT_DOUBLE)
+  if (lt_host_type(r->type) != LT_FLOAT && lt_host_type(r->type) != LT_DOUBLE)
     return lt_fail("%s: only defined for FloatTensor and DoubleTensor, got %sTensor", fname, lt_type_name(r->type));
   if (prepare(r, n) != 0) return -1;
   double step = n > 1 ? (b - a) / (double)(n - 1) : 0;
@@ -46,7 +46,7 @@ int lt_math_range(lt_tensor *r, double a, double b, double step) {
   if (step == 0) return lt_fail("range: step must be nonzero");
   if ((step > 0 && b < a) || (step < 0 && b > a))
     return lt_fail("range: upper bound and larger bound incoherent with step sign (%g to %g by %g)", a, b, step);
-  int integer = r->type != LT_FLOAT && r->type != LT_DOUBLE;
+  int integer = lt_host_type(r->type) != LT_FLOAT && lt_host_type(r->type) != LT_DOUBLE;
   int64_t n;
   if (integer) {
     /* TH's accreal for integer types is long: the ends and step are integers. */

@@ -14,7 +14,7 @@ const char *lt_math_unop_name(int op) {
 int lt_math_unary(lt_tensor *r, const lt_tensor *t, int op) {
   const char *fname = lt_math_unop_name(op);
   if (op < 0 || op > LT_UN_EXPM1) return lt_fail("unknown unary operation %d", op);
-  if (op >= LT_UN_SQRT && t->type != LT_FLOAT && t->type != LT_DOUBLE)
+  if (op >= LT_UN_SQRT && lt_host_type(t->type) != LT_FLOAT && lt_host_type(t->type) != LT_DOUBLE)
     return lt_fail("%s: only defined for FloatTensor and DoubleTensor, got %sTensor", fname, lt_type_name(t->type));
   if (lt_math_check_type(t, r->type, fname, "source") != 0 || lt_math_resize_as(r, t) != 0) return -1;
   int lt_math_zerodiv = 0;

@@ -11,7 +11,7 @@
 
 static int thr_check(const char *fn, const lt_tensor *input, const lt_tensor *other, const char *what) {
   char b1[160], b2[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(other, input->type, fn, what)) return -1;
   if (other && lt_tensor_nelement(other) != lt_tensor_nelement(input))

@@ -18,7 +18,7 @@ typedef struct bn_geom {
 
 static int bn_geom_init(bn_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim < 2)
     return lt_fail("%s: 2D or 4D input tensor expected (batch x features) but got: %s", fn,

@@ -15,9 +15,9 @@ typedef struct nll_geom {
 static int nll_begin(nll_geom *g, nn_copies *cp, const char *fn, const lt_tensor *input, const lt_tensor *target,
                      const lt_tensor *weights, const lt_tensor *total_weight, int64_t ignore_index) {
   char b1[160], b2[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
-  if (target->type != LT_LONG) return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
+  if (lt_host_type(target->type) != LT_LONG) return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
   if (input->ndim != 1 && input->ndim != 2)
     return lt_fail("%s: input tensor should be 1D or 2D but got: %s", fn, lt_shape_str(input, b1, sizeof b1));
   g->batch = input->ndim == 2 ? input->size[0] : 1;

@@ -19,9 +19,9 @@ typedef struct cls_geom {
 
 static int cls_input(cls_geom *g, const char *fn, const lt_tensor *input, const lt_tensor *target) {
   char b1[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
-  if (target->type != LT_LONG)
+  if (lt_host_type(target->type) != LT_LONG)
     return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
   if (input->ndim != 1 && input->ndim != 2)
     return lt_fail("%s: vector or matrix input expected, got %s", fn, lt_shape_str(input, b1, sizeof b1));
@@ -73,9 +73,9 @@ typedef struct snll_geom {
 static int snll_begin(snll_geom *g, nn_copies *cp, const char *fn, const lt_tensor *input, const lt_tensor *target,
                       const lt_tensor *weights, const lt_tensor *total_weight) {
   char b1[160], b2[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
-  if (target->type != LT_LONG)
+  if (lt_host_type(target->type) != LT_LONG)
     return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
   if (input->ndim != 4)
     return lt_fail("%s: only batches of spatial inputs (4D tensors N x C x H x W) are supported, got %s", fn,

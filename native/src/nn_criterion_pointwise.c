@@ -25,7 +25,7 @@ static const char *crit_name(int kind) {
 static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt_tensor *target,
                       const lt_tensor *weights) {
   if (!crit_name(kind)) return lt_fail("%s: unknown criterion kind %d", fn, kind);
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(target, input->type, fn, "target") || nn_check_float(weights, input->type, fn, "weights"))
     return -1;
@@ -54,7 +54,7 @@ int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor 
   if (!x || !y || (weights && !w) || nn_resize1(output, 1)) goto done;
   int64_t n = lt_tensor_nelement(input);
   double loss = 0;
-  if (input->type == LT_FLOAT) {
+  if (lt_host_type(input->type) == LT_FLOAT) {
     if (crit_forward_float(kind, n, x, y, w, param, &loss)) goto done;
     *(float *)lt_tensor_data(output) = (float)(size_average && n > 0 ? loss / n : loss);
   } else {

@@ -22,7 +22,7 @@
 #define NN_FN(name, type) NN_CAT(name, type)
 /* Call the float or double instance of a generic function (TYPE is LT_FLOAT or LT_DOUBLE). */
 #define NN_CALL(TYPE, name, ...) \
-  ((TYPE) == LT_FLOAT ? NN_FN(name, float)(__VA_ARGS__) : NN_FN(name, double)(__VA_ARGS__))
+  (lt_host_type(TYPE) == LT_FLOAT ? NN_FN(name, float)(__VA_ARGS__) : NN_FN(name, double)(__VA_ARGS__))
 
 /* Contiguous copies of non-contiguous inputs, owned by the call that made
  * them and released together:

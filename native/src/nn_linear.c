@@ -9,7 +9,7 @@
 
 /* Reads the i-th index (1-based) of a contiguous Long or Int tensor. */
 static inline int64_t lut_index(const lt_tensor *idx, int64_t i) {
-  return idx->type == LT_LONG ? ((const int64_t *)lt_tensor_data(idx))[i]
+  return lt_host_type(idx->type) == LT_LONG ? ((const int64_t *)lt_tensor_data(idx))[i]
                               : (int64_t)((const int32_t *)lt_tensor_data(idx))[i];
 }
 
@@ -17,7 +17,7 @@ static inline int64_t lut_index(const lt_tensor *idx, int64_t i) {
 #include "nn_generic.h"
 
 static int lut_check_index(const char *fn, const lt_tensor *input, int64_t nIndex) {
-  if (input->type != LT_LONG && input->type != LT_INT)
+  if (lt_host_type(input->type) != LT_LONG && lt_host_type(input->type) != LT_INT)
     return lt_fail("%s: input must be a LongTensor or IntTensor of indices, got a %sTensor", fn,
                    lt_type_name(input->type));
   if (!lt_tensor_is_contiguous(input)) return lt_fail("%s: input must be contiguous", fn);
@@ -31,7 +31,7 @@ static int lut_check_index(const char *fn, const lt_tensor *input, int64_t nInde
 }
 
 static int lut_check_weight(const char *fn, const lt_tensor *w, const char *what) {
-  if (w->type != LT_FLOAT && w->type != LT_DOUBLE)
+  if (lt_host_type(w->type) != LT_FLOAT && lt_host_type(w->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (w->ndim != 2 || !lt_tensor_is_contiguous(w)) return lt_fail("%s: %s must be a contiguous matrix", fn, what);
   return 0;
@@ -51,7 +51,7 @@ int lt_nn_LookupTable_accGradParameters(lt_tensor *input, lt_tensor *gradOutput,
                    (long long)lt_tensor_nelement(gradOutput), (long long)(n * dim), (long long)dim);
   int32_t *cnt = NULL;
   if (scale_by_freq) {
-    if (!count || count->type != LT_INT) return lt_fail("%s: scale_by_freq needs an IntTensor count", fn);
+    if (!count || lt_host_type(count->type) != LT_INT) return lt_fail("%s: scale_by_freq needs an IntTensor count", fn);
     if (nn_resize1(count, nIndex) || lt_tensor_fill(count, 0)) return -1;
     cnt = lt_tensor_data(count);
     for (int64_t i = 0; i < n; i++) cnt[lut_index(input, i) - 1]++;

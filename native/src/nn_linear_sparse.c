@@ -8,7 +8,7 @@
 #include "nn_generic.h"
 
 static int sl_check(const char *fn, const lt_tensor *input, const lt_tensor *weight, int64_t nSamples) {
-  if (weight->type != LT_FLOAT && weight->type != LT_DOUBLE)
+  if (lt_host_type(weight->type) != LT_FLOAT && lt_host_type(weight->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(input, weight->type, fn, "input")) return -1;
   if (weight->ndim != 2 || !lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be a contiguous matrix", fn);

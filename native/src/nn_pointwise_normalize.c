@@ -12,7 +12,7 @@
 
 static int norm_rows(const char *fn, const lt_tensor *input, double p, int64_t *n, int64_t *d) {
   char b[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (!(p > 0)) return lt_fail("%s: the norm p must be > 0, got %g", fn, p);
   if (input->ndim == 1) {

@@ -13,7 +13,7 @@ typedef struct prelu_geom {
 static int prelu_geom_of(const char *fn, const lt_tensor *input, const lt_tensor *weight, int64_t nplane,
                          prelu_geom *g) {
   char b[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_vec(weight, nplane > 0 ? nplane : 1, input->type, fn, "weight")) return -1;
   int64_t n = lt_tensor_nelement(input);

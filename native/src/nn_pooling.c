@@ -25,7 +25,7 @@ static int64_t pool_out_size(int64_t in, int k, int d, int pad, int ceil_mode) {
 static int pool_geom_init(pool_geom *g, const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
                           int padW, int padH, int ceil_mode) {
   char buf[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
@@ -131,7 +131,7 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
   if (nn_check_float(output, input->type, fn, "output")) return pool_end(&c, -1);
-  if (indices->type != LT_LONG) return pool_end(&c, lt_fail("%s: indices must be a LongTensor", fn));
+  if (lt_host_type(indices->type) != LT_LONG) return pool_end(&c, lt_fail("%s: indices must be a LongTensor", fn));
   if (pool_resize(output, input, &c.g) || pool_resize(indices, input, &c.g)) return pool_end(&c, -1);
   NN_CALL(input->type, maxpool_forward, &c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
   return pool_end(&c, 0);
@@ -144,7 +144,7 @@ int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOut
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
   if (nn_check_float(gradInput, input->type, fn, "gradInput")) return pool_end(&c, -1);
-  if (indices->type != LT_LONG || lt_tensor_nelement(indices) != c.g.planes * c.g.oH * c.g.oW)
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != c.g.planes * c.g.oH * c.g.oW)
     return pool_end(&c, lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn));
   const int64_t *idx = nn_contig(&c.cp, indices);
   if (!idx || nn_resize_as(gradInput, input)) return pool_end(&c, -1);

@@ -11,7 +11,7 @@ typedef struct flp_geom {
 
 static int flp_geom_init(flp_geom *g, const char *fn, const lt_tensor *input, int width, int stride, int batch) {
   char b[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   int lo = batch ? 2 : 1;
   if (input->ndim < lo || input->ndim > lo + 2)

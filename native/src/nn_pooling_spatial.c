@@ -12,7 +12,7 @@ typedef struct img_geom {
 
 static int img_geom_init(img_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, lt_shape_str(input, buf, sizeof buf));
@@ -105,7 +105,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *ou
   if (img_geom_init(&g, fn, input)) return -1;
   if (W <= 0 || H <= 0) return lt_fail("%s: output size should be greater than zero, but got W: %d H: %d", fn, W, H);
   if (nn_check_float(output, input->type, fn, "output")) return -1;
-  if (indices->type != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   g.oH = H;
   g.oW = W;
   const void *in = nn_contig(&cp, input);
@@ -131,7 +131,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
   g.oW = gradOutput->size[input->ndim - 1];
   if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
-  if (indices->type != LT_LONG || lt_tensor_nelement(indices) != 2 * g.planes * g.oH * g.oW)
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != 2 * g.planes * g.oH * g.oW)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
@@ -182,7 +182,7 @@ int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *out
   dil_geom g = {0};
   if (dil_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, dilationW, dilationH, ceil_mode)) return -1;
   if (nn_check_float(output, input->type, fn, "output")) return -1;
-  if (indices->type != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || img_resize(output, input, g.im.oH, g.im.oW) || img_resize(indices, input, g.im.oH, g.im.oW))
     return nn_copies_free(&cp, -1);
@@ -202,7 +202,7 @@ int lt_nn_SpatialDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *
       nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = g.im.oH * g.im.oW, n = g.im.planes * L;
-  if (indices->type != LT_LONG || lt_tensor_nelement(indices) != n)
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
@@ -219,7 +219,7 @@ static int unpool_begin(img_geom *g, const char *fn, const lt_tensor *input, con
   char b1[160], b2[160];
   if (img_geom_init(g, fn, input)) return -1;
   if (oW <= 0 || oH <= 0) return lt_fail("%s: output size should be greater than zero, but got %dx%d", fn, oH, oW);
-  int same = indices->type == LT_LONG && indices->ndim == input->ndim;
+  int same = lt_host_type(indices->type) == LT_LONG && indices->ndim == input->ndim;
   for (int d = 0; same && d < input->ndim; d++) same = indices->size[d] == input->size[d];
   if (!same)
     return lt_fail("%s: input %s and indices %s should have the same shape (the pooling module's output)", fn,
@@ -268,7 +268,7 @@ int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradO
  * output = x * scale^-beta. */
 static int lrn_begin(const char *fn, const lt_tensor *input, int size, int64_t *N, int64_t *C, int64_t *S) {
   char b[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: Input must be 3D or 4D, got %s", fn, lt_shape_str(input, b, sizeof b));
@@ -334,7 +334,7 @@ int lt_nn_SpatialFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
     return lt_fail("%s: poolSizeH (%d) too large relative to input height (%lld)", fn, poolSizeH, (long long)g.iH);
   if (outW + poolSizeW - 1 >= g.iW)
     return lt_fail("%s: poolSizeW (%d) too large relative to input width (%lld)", fn, poolSizeW, (long long)g.iW);
-  if (indices->type != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   if (lt_tensor_nelement(randomSamples) != 2 * g.planes)
     return lt_fail("%s: randomSamples must hold 2 samples per plane (%lld), got %lld", fn, (long long)(2 * g.planes),
                    (long long)lt_tensor_nelement(randomSamples));
@@ -361,7 +361,7 @@ int lt_nn_SpatialFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
       nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = (int64_t)outH * outW, n = g.planes * L;
-  if (indices->type != LT_LONG || lt_tensor_nelement(indices) != n)
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;

@@ -30,7 +30,7 @@ static int vol_geom_init(vol_geom *g, const char *fn, const lt_tensor *input, co
                          const int *pad, const int *dil, int ceil_mode) {
   char buf[160];
   static const char *nm[3] = {"T", "H", "W"};
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
@@ -73,7 +73,7 @@ static int vol_resize(lt_tensor *t, const lt_tensor *input, const int64_t *thw) 
 static int vol_check(const char *fn, const char *what, const lt_tensor *t, const lt_tensor *input, const int64_t *thw,
                      int type) {
   char b[160];
-  int nd = input->ndim, ok = t->ndim == nd && t->type == type;
+  int nd = input->ndim, ok = t->ndim == nd && lt_host_type(t->type) == lt_host_type(type);
   for (int i = 0; ok && i < nd - 3; i++) ok = t->size[i] == input->size[i];
   for (int i = 0; ok && i < 3; i++) ok = t->size[nd - 3 + i] == thw[i];
   if (!ok)
@@ -96,7 +96,7 @@ int lt_nn_VolumetricDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
   vol_geom g = {0};
   if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_float(output, input->type, fn, "output"))
     return -1;
-  if (indices->type != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || vol_resize(output, input, g.out) || vol_resize(indices, input, g.out)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, volmax_forward, &g, in, lt_tensor_data(output), lt_tensor_data(indices));
@@ -157,7 +157,7 @@ int lt_nn_VolumetricAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *
 static int volunpool_begin(vol_geom *g, const char *fn, const lt_tensor *input, const lt_tensor *indices, int oT,
                            int oW, int oH, int dT, int dW, int dH, int padT, int padW, int padH) {
   char b[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
@@ -216,7 +216,7 @@ int lt_nn_VolumetricMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gr
 static int tmp_begin(const char *fn, const lt_tensor *input, int kW, int dW, int64_t *N, int64_t *T, int64_t *F,
                      int64_t *oT) {
   char b[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 2 && input->ndim != 3)
     return lt_fail("%s: 2D or 3D (batch mode) tensor expected for input, but got: %s", fn,
@@ -244,7 +244,7 @@ int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, l
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
   if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_float(output, input->type, fn, "output")) return -1;
-  if (indices->type != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || tmp_resize(output, input, oT) || tmp_resize(indices, input, oT)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, tmax_forward, N, T, F, oT, kW, dW, in, lt_tensor_data(output), lt_tensor_data(indices));
@@ -263,7 +263,7 @@ int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOu
   if (gradOutput->type != input->type || gradOutput->ndim != nd || gradOutput->size[nd - 2] != oT ||
       gradOutput->size[nd - 1] != F || (nd == 3 && gradOutput->size[0] != N))
     return lt_fail("%s: gradOutput %s does not match the output size", fn, lt_shape_str(gradOutput, b, sizeof b));
-  if (indices->type != LT_LONG || lt_tensor_nelement(indices) != N * oT * F)
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != N * oT * F)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
@@ -282,14 +282,14 @@ int lt_nn_VolumetricFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tenso
   char b[160];
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
                    lt_shape_str(input, b, sizeof b));
   if (nn_check_float(output, input->type, fn, "output") || nn_check_float(randomSamples, input->type, fn, "randomSamples"))
     return -1;
-  if (indices->type != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   int f = input->ndim == 5;
   static const char *nm[3] = {"H", "W", "T"};
   int pool[3] = {poolSizeH, poolSizeW, poolSizeT}, out[3] = {outH, outW, outT};
@@ -323,7 +323,7 @@ int lt_nn_VolumetricFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_te
   (void)poolSizeT;
   (void)poolSizeW;
   (void)poolSizeH;
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,

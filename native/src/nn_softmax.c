@@ -13,7 +13,7 @@ typedef struct sm_geom {
 
 static int sm_geom_init(sm_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   const int64_t *s = input->size;
   switch (input->ndim) {

@@ -23,7 +23,7 @@ typedef struct map_geom {
 static int64_t map_entry(const lt_tensor *t, int64_t r, int64_t c) {
   const char *base = lt_tensor_data(t);
   int64_t off = r * t->stride[0] + c * t->stride[1];
-  switch (t->type) {
+  switch (lt_host_type(t->type)) {
     case LT_FLOAT: return (int64_t)((const float *)base)[off];
     case LT_DOUBLE: return (int64_t)((const double *)base)[off];
     default: return ((const int64_t *)base)[off];
@@ -35,11 +35,11 @@ static int map_geom_init(map_geom *g, const char *fn, const lt_tensor *input, co
   char buf[160];
   g->from = NULL;
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight")) return -1;
   if (conn->ndim != 2 || conn->size[1] != 2 ||
-      (conn->type != LT_FLOAT && conn->type != LT_DOUBLE && conn->type != LT_LONG))
+      (lt_host_type(conn->type) != LT_FLOAT && lt_host_type(conn->type) != LT_DOUBLE && lt_host_type(conn->type) != LT_LONG))
     return lt_fail("%s: connTable should be an nk x 2 Float, Double or Long tensor, but got: %s", fn,
                    lt_shape_str(conn, buf, sizeof buf));
   if (weight->ndim != 3 || weight->size[0] != conn->size[0])

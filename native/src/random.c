@@ -170,7 +170,7 @@ int lt_tensor_random(lt_tensor *t, lt_generator *g) {
   static const uint64_t mod[LT_NTYPES] = {1ULL << 8, 1ULL << 7, 1ULL << 15, 1ULL << 31, 1ULL << 63,
                                           (1ULL << 24) + 1, (1ULL << 53) + 1};
   if (t->type < 0 || t->type >= LT_NTYPES) return lt_fail("unknown tensor type %d", t->type);
-  uint64_t m = mod[t->type];
+  uint64_t m = mod[lt_host_type(t->type)];
   FILL(t, (int64_t)(lt_gen_random(g) % m));
 }
 
@@ -208,7 +208,7 @@ int lt_tensor_bernoulli(lt_tensor *t, lt_generator *g, double p) {
 }
 
 int lt_tensor_bernoulli_tensor(lt_tensor *t, lt_generator *g, const lt_tensor *p) {
-  if (p->type != LT_FLOAT && p->type != LT_DOUBLE)
+  if (lt_host_type(p->type) != LT_FLOAT && lt_host_type(p->type) != LT_DOUBLE)
     return lt_fail("bernoulli: probabilities must be a FloatTensor or DoubleTensor, got a %sTensor",
                    lt_type_name(p->type));
   int64_t n = lt_tensor_nelement(t);
@@ -261,9 +261,9 @@ int lt_tensor_randperm(lt_tensor *r, lt_generator *g, int64_t n) {
 }
 
 int lt_tensor_multinomial(lt_tensor *r, lt_generator *g, const lt_tensor *prob, int64_t n, int replacement) {
-  if (prob->type != LT_FLOAT && prob->type != LT_DOUBLE)
+  if (lt_host_type(prob->type) != LT_FLOAT && lt_host_type(prob->type) != LT_DOUBLE)
     return lt_fail("multinomial: probabilities must be a FloatTensor or DoubleTensor");
-  if (r->type != LT_LONG) return lt_fail("multinomial: the result must be a LongTensor");
+  if (lt_host_type(r->type) != LT_LONG) return lt_fail("multinomial: the result must be a LongTensor");
   if (prob->ndim != 1 && prob->ndim != 2)
     return lt_fail("multinomial: prob_dist must be 1D or 2D, got %dD", prob->ndim);
   int64_t ndist = prob->ndim == 1 ? 1 : prob->size[0];
@@ -285,7 +285,7 @@ int lt_tensor_multinomial(lt_tensor *r, lt_generator *g, const lt_tensor *prob, 
     double sum = 0;
     for (int64_t j = 0; j < ncat; j++) {
       int64_t o = prob->offset + i * ps0 + j * ps1;
-      double v = prob->type == LT_FLOAT ? ((float *)prob->storage->data)[o] : ((double *)prob->storage->data)[o];
+      double v = lt_host_type(prob->type) == LT_FLOAT ? ((float *)prob->storage->data)[o] : ((double *)prob->storage->data)[o];
       if (!(v >= 0)) {
         rc = lt_fail("multinomial: invalid distribution (probability entry < 0)");
         break;
@@ -330,20 +330,20 @@ int lt_tensor_multinomial(lt_tensor *r, lt_generator *g, const lt_tensor *prob, 
 
 static double get_fd(const lt_tensor *t, int64_t i) {
   int64_t o = t->offset + i * t->stride[0];
-  return t->type == LT_FLOAT ? ((float *)t->storage->data)[o] : ((double *)t->storage->data)[o];
+  return lt_host_type(t->type) == LT_FLOAT ? ((float *)t->storage->data)[o] : ((double *)t->storage->data)[o];
 }
 
 static void set_fd(lt_tensor *t, int64_t i, double v) {
   int64_t o = t->offset + i * t->stride[0];
-  if (t->type == LT_FLOAT) ((float *)t->storage->data)[o] = (float)v;
+  if (lt_host_type(t->type) == LT_FLOAT) ((float *)t->storage->data)[o] = (float)v;
   else ((double *)t->storage->data)[o] = v;
 }
 
 int lt_multinomial_alias_setup(const lt_tensor *probs, lt_tensor *J, lt_tensor *q) {
-  if (probs->type != LT_FLOAT && probs->type != LT_DOUBLE)
+  if (lt_host_type(probs->type) != LT_FLOAT && lt_host_type(probs->type) != LT_DOUBLE)
     return lt_fail("multinomialAliasSetup: probabilities must be a FloatTensor or DoubleTensor");
   if (probs->ndim != 1) return lt_fail("multinomialAliasSetup: probabilities must be 1D, got %dD", probs->ndim);
-  if (J->type != LT_LONG) return lt_fail("multinomialAliasSetup: the alias table must be a LongTensor");
+  if (lt_host_type(J->type) != LT_LONG) return lt_fail("multinomialAliasSetup: the alias table must be a LongTensor");
   if (q->type != probs->type)
     return lt_fail("multinomialAliasSetup: the probability table must be a %sTensor", lt_type_name(probs->type));
   int64_t K = probs->size[0];
@@ -392,10 +392,10 @@ int lt_multinomial_alias_setup(const lt_tensor *probs, lt_tensor *J, lt_tensor *
 }
 
 int lt_multinomial_alias_draw(lt_tensor *r, lt_generator *g, const lt_tensor *J, const lt_tensor *q) {
-  if (r->type != LT_LONG) return lt_fail("multinomialAlias: the result must be a LongTensor");
-  if (J->type != LT_LONG || J->ndim != 1)
+  if (lt_host_type(r->type) != LT_LONG) return lt_fail("multinomialAlias: the result must be a LongTensor");
+  if (lt_host_type(J->type) != LT_LONG || J->ndim != 1)
     return lt_fail("multinomialAlias: state[1] (the alias table) must be a 1D LongTensor");
-  if ((q->type != LT_FLOAT && q->type != LT_DOUBLE) || q->ndim != 1 || q->size[0] != J->size[0])
+  if ((lt_host_type(q->type) != LT_FLOAT && lt_host_type(q->type) != LT_DOUBLE) || q->ndim != 1 || q->size[0] != J->size[0])
     return lt_fail("multinomialAlias: state[2] (the probability table) must be a 1D Float or Double tensor "
                    "as long as state[1]");
   int64_t K = J->size[0];

@@ -80,7 +80,7 @@ static int run_slices(const char *fname, lt_tensor *values, lt_tensor *indices, 
   if (values->type != t->type)
     return lt_fail("%s: values must be a %sTensor, got a %sTensor", fname, lt_type_name(t->type),
                    lt_type_name(values->type));
-  if (indices->type != LT_LONG)
+  if (lt_host_type(indices->type) != LT_LONG)
     return lt_fail("%s: indices must be a LongTensor, got a %sTensor", fname, lt_type_name(indices->type));
   if (t->ndim == 0) { /* an empty tensor sorts to empty results */
     lt_tensor_clear(values);
@@ -121,7 +121,7 @@ static int run_slices(const char *fname, lt_tensor *values, lt_tensor *indices, 
     p.nslices *= t->size[d];
     p.nouter++;
   }
-  switch (t->type) {
+  switch (lt_host_type(t->type)) {
     case LT_BYTE: return slices__byte(&p);
     case LT_CHAR: return slices__char(&p);
     case LT_SHORT: return slices__short(&p);

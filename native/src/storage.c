@@ -24,8 +24,12 @@ int lt_fail(const char *fmt, ...) {
   return -1;
 }
 
-static const int elemsizes[LT_NTYPES] = {1, 1, 2, 4, 8, 4, 8, 2};
-static const char *type_names[LT_NTYPES] = {"Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half"};
+/* The Cuda types (cutorch's) have their host types' elements; Torch7 names
+ * cutorch's float type plain "Cuda" (torch.CudaTensor, torch.CudaStorage). */
+static const int elemsizes[LT_NTYPES] = {1, 1, 2, 4, 8, 4, 8, 2, 1, 1, 2, 4, 8, 4, 8, 2};
+static const char *type_names[LT_NTYPES] = {"Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half",
+                                            "CudaByte", "CudaChar", "CudaShort", "CudaInt", "CudaLong", "Cuda",
+                                            "CudaDouble", "CudaHalf"};
 
 int lt_elemsize(int type) { return (type >= 0 && type < LT_NTYPES) ? elemsizes[type] : 0; }
 const char *lt_type_name(int type) { return (type >= 0 && type < LT_NTYPES) ? type_names[type] : "?"; }
@@ -119,7 +123,7 @@ int lt_storage_resize(lt_storage *s, int64_t size) {
 
 int lt_storage_fill(lt_storage *s, double value) {
   int64_t n = s->size;
-  if (s->type == LT_HALF) {
+  if (lt_host_type(s->type) == LT_HALF) {
     uint16_t v = lt_float_to_half((float)value);
     uint16_t *d = (uint16_t *)s->data;
     for (int64_t i = 0; i < n; i++) d[i] = v;
@@ -142,7 +146,7 @@ int lt_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t s
             n * elemsizes[dst->type]);
     return 0;
   }
-  if (src->type == LT_HALF) {
+  if (lt_host_type(src->type) == LT_HALF) {
     const uint16_t *s = (const uint16_t *)src->data + src_off;
     LT_DISPATCH_AS(dst->type, dst_t, {
       dst_t *d = (dst_t *)dst->data + dst_off;
@@ -150,7 +154,7 @@ int lt_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t s
     });
     return 0;
   }
-  if (dst->type == LT_HALF) {
+  if (lt_host_type(dst->type) == LT_HALF) {
     uint16_t *d = (uint16_t *)dst->data + dst_off;
     LT_DISPATCH_AS(src->type, src_t, {
       const src_t *s = (const src_t *)src->data + src_off;
@@ -224,11 +228,11 @@ int lt_tensor_copy_half(lt_tensor *dst, const lt_tensor *src) {
   while (!lt_iter_done(&a)) {
     int64_t m = lt_iter_run(&a, &b, NULL);
     int64_t ds = a.inner_stride, ss = b.inner_stride;
-    if (dst->type == LT_HALF && src->type == LT_HALF) {
+    if (lt_host_type(dst->type) == LT_HALF && lt_host_type(src->type) == LT_HALF) {
       uint16_t *d = (uint16_t *)a.ptr;
       const uint16_t *s = (const uint16_t *)b.ptr;
       for (int64_t i = 0; i < m; i++) d[i * ds] = s[i * ss];
-    } else if (src->type == LT_HALF) {
+    } else if (lt_host_type(src->type) == LT_HALF) {
       const uint16_t *s = (const uint16_t *)b.ptr;
       LT_DISPATCH_AS(dst->type, dst_t, {
         dst_t *d = (dst_t *)a.ptr;

@@ -231,7 +231,7 @@ int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
     memmove(lt_tensor_data(dst), lt_tensor_data(src), n * lt_elemsize(dst->type));
     return 0;
   }
-  if (dst->type == LT_HALF || src->type == LT_HALF) return lt_tensor_copy_half(dst, src);
+  if (lt_host_type(dst->type) == LT_HALF || lt_host_type(src->type) == LT_HALF) return lt_tensor_copy_half(dst, src);
   LT_DISPATCH_AS(dst->type, dst_t, {
     LT_DISPATCH_AS(src->type, src_t, {
       if (contiguous) {
@@ -262,7 +262,7 @@ int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
 int lt_tensor_fill(lt_tensor *t, double value) {
   int64_t n = lt_tensor_nelement(t);
   if (n == 0) return 0;
-  if (t->type == LT_HALF) return lt_tensor_fill_half(t, value);
+  if (lt_host_type(t->type) == LT_HALF) return lt_tensor_fill_half(t, value);
   LT_DISPATCH(t->type, {
     scalar_t v = (scalar_t)value;
     if (lt_tensor_is_contiguous(t)) {

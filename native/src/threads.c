@@ -461,6 +461,6 @@ int64_t lt_atomic_add(int64_t *p, int64_t v) { return __atomic_add_fetch(p, v, _
  * its own chunk (or a finished bucket) of every replica's flat gradient. */
 void lt_sum_buffers(int type, void *dst, void **srcs, int n, int64_t from, int64_t to, int zero_srcs) {
   if (to <= from) return;
-  if (type == LT_FLOAT) SUM_BUFFERS(float);
-  else if (type == LT_DOUBLE) SUM_BUFFERS(double);
+  if (lt_host_type(type) == LT_FLOAT) SUM_BUFFERS(float);
+  else if (lt_host_type(type) == LT_DOUBLE) SUM_BUFFERS(double);
 }
