@@ -210,3 +210,33 @@ def test_worker_compute_threads_are_a_share_of_the_cores(rt):
     return torch.getnumthreads(), nw
     """)
     assert (n_main, n_worker) == (4, 2)
+
+
+def test_torch_threads_package_forms(rt):
+    """What programs of the era call: the package as the class (`Threads(n, init, main)` after
+    `local Threads = require 'threads'`, `Threads.serialization(...)`), the last init function's
+    results per worker, and the queries acceptsjob/haserror/isrunning."""
+    out = rt.execute(r"""
+    local Threads = require 'threads'
+    Threads.serialization('threads.sharedserialize')
+    assert(Threads.serialization() == 'threads.sharedserialize')
+    local data = torch.range(1, 10)
+    local pool, sizes = Threads(3, function() _G.base = 100 end,
+                                function(idx) _G.t = data; return data:size(1) + idx, base end)
+    Threads.serialization('threads.serialize')
+    assert(#sizes == 3)
+    local seen = {}
+    for _, r in ipairs(sizes) do
+       assert(r[2] == 100)
+       seen[#seen + 1] = r[1]
+    end
+    table.sort(seen)
+    assert(pool:acceptsjob() and not pool:haserror() and pool:isrunning())
+    -- the shared tensor is the same memory in the workers
+    pool:addjob(function() t[1] = -1 end)
+    pool:synchronize()
+    pool:terminate()
+    assert(not pool:isrunning())
+    return table.concat(seen, ',') .. ' ' .. data[1]
+    """)
+    assert out == "11,12,13 -1"

@@ -4,6 +4,8 @@
 --   local pool = threads.Threads(N, init1, init2, ...)  -- each initK(threadIndex) runs in every worker, in order
 --   pool:addjob([id,] callback, endcallback, ...)       -- callback(...) in a worker, endcallback(results) here
 --   pool:synchronize(); pool:dojob(); pool:hasjob(); pool:specific(true); pool:terminate()
+--   local pool, results = threads.Threads(N, ..., last)  -- results[k]: what `last` returned in a worker
+--   pool:acceptsjob([id]); pool:haserror(); pool:isrunning()
 --
 -- Closures cross states serialized with their upvalues (copies); with
 -- Threads.serialization('threads.sharedserialize') tensors and storages are
@@ -55,10 +57,15 @@ local function new(_, N, ...)
    if p == nil then torch._check(-1, 2) end
    self.pool = ffi.gc(p, C.lt_pool_terminate)
    local inits = {...}
+   -- what the last init function returned in each worker, as torch/threads gives it back
+   local initResults = {}
    if #inits > 0 then
       local ok, err = pcall(function()
          for i = 1, N do
-            for _, f in ipairs(inits) do self:_post(i, f, nil, i) end
+            for k, f in ipairs(inits) do
+               local keep = k == #inits and function(...) initResults[#initResults + 1] = {...} end or nil
+               self:_post(i, f, keep, i)
+            end
          end
          self:synchronize()
       end)
@@ -68,7 +75,7 @@ local function new(_, N, ...)
          error(err, 2)
       end
    end
-   return self
+   return self, initResults
 end
 setmetatable(Threads, {__call = new})
 
@@ -137,6 +144,20 @@ end
 function Threads:hasjob()
    return self.pending > 0
 end
+
+-- The job queues grow as needed, so a job is always accepted.
+function Threads:acceptsjob(idx)
+   if self.isSpecific and (type(idx) ~= 'number' or idx < 1 or idx > self.N) then
+      error(string.format('threads: acceptsjob: thread id in 1..%d expected in specific mode', self.N), 2)
+   end
+   return self.pool ~= nil
+end
+
+-- torch/threads raised job errors at dojob/synchronize long before it dropped
+-- this query; nothing is ever left pending as an error.
+function Threads:haserror() return false end
+
+function Threads:isrunning() return self.pool ~= nil end
 
 -- Wait for every job and run its end-callback; the first error is raised
 -- after all the others have come back, so the pool stays usable.
