@@ -108,6 +108,7 @@ include 'DontCast'
 include 'PartialLinear'
 include 'Kmeans'
 include 'SparseLinear'
+include 'IndexLinear'
 include 'Convert'
 -- end of family linear
 -- family table: table modules, shape modules, containers

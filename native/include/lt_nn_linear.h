@@ -29,4 +29,36 @@ int lt_nn_SparseLinear_updateOutput(lt_tensor *input, lt_tensor *output, lt_tens
 int lt_nn_SparseLinear_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                          lt_tensor *gradBias, lt_tensor *weight, double weightDecay, double scale);
 
+/* IndexLinear */
+/* Samples of sparse {key, value} features, concatenated over the batch:
+ * keys (LongTensor) and values (float/double, the weight's type) hold nKeys
+ * elements, sizes (LongTensor) the number of keys of each sample and
+ * cumSumSizes their running sums. A key names weight row key + keysOffset
+ * (0-based). weight: contiguous (nIn, nNorm + nOut) with nNorm 0, or 4 under
+ * max-normalization (per row {max |value| seen, its inverse, update scale,
+ * value bias}, then the nOut weights); bias: contiguous (nOut).
+ * updateOutput: output is resized to (nSamples, nOut), output[s] = bias +
+ * sum of value * weight row over the keys of s; under max-normalization the
+ * value is first normalized (into normalizedValues, resized to nKeys):
+ * (|v| > max ? sign(v) : v / max) + value bias, the statistics updated first
+ * when train != 0. accGradParameters resizes gradWeight to one row per key,
+ * scale * value * gradOutput[s] (preceded by scale * gradOutput[s] under
+ * max-normalization), and adds scale * column sums of gradOutput to gradBias.
+ * accUpdateGradParameters applies that step to weight and bias directly (and
+ * updateParameters a recorded gradWeight for keys, learningRate times): each
+ * key's row decays by weightDecay (times the update scale when normalizing)
+ * and moves by -step * gradient, in key order. */
+int lt_nn_IndexLinear_updateOutput(lt_tensor *keys, int64_t keysOffset, lt_tensor *values, lt_tensor *sizes,
+                                   lt_tensor *cumSumSizes, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
+                                   lt_tensor *normalizedValues, int train);
+int lt_nn_IndexLinear_accGradParameters(lt_tensor *keys, int64_t keysOffset, lt_tensor *values, lt_tensor *sizes,
+                                        lt_tensor *cumSumSizes, lt_tensor *gradOutput, lt_tensor *gradWeight,
+                                        lt_tensor *gradBias, lt_tensor *weight, lt_tensor *bias, double scale);
+int lt_nn_IndexLinear_accUpdateGradParameters(lt_tensor *keys, int64_t keysOffset, lt_tensor *values,
+                                              lt_tensor *sizes, lt_tensor *cumSumSizes, lt_tensor *gradOutput,
+                                              lt_tensor *weight, lt_tensor *bias, double weightDecay, double scale);
+int lt_nn_IndexLinear_updateParameters(lt_tensor *gradWeight, lt_tensor *gradBias, lt_tensor *weight,
+                                       lt_tensor *bias, lt_tensor *keys, int64_t keysOffset, double weightDecay,
+                                       double learningRate);
+
 #endif
