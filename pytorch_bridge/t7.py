@@ -56,6 +56,8 @@ def _element_name(kind):
         return kind[4:]
     return None
 MAX_DIM = 16
+# Classes written as their name alone, no field table: Torch7's nn (Profile.lua) makes torch.Timer so.
+_BODYLESS = {"torch.Timer"}
 
 
 class T7Error(ValueError):
@@ -300,6 +302,8 @@ class _Reader:
             self.fail(vat, "unsupported tensor or storage class %s" % name)
         obj = TorchObject(name, None, vnum)
         self.register(obj, TYPE_TORCH)
+        if name in _BODYLESS:
+            return obj
         fat = self.pos
         fields = self.read_object()
         if isinstance(fields, LuaList):
@@ -525,7 +529,8 @@ class _Writer:
                 return
             self.raw_string(("V %s" % obj.version).encode())
             self.raw_string(obj.typename.encode("utf-8"))
-            self.write(obj.fields)
+            if obj.typename not in _BODYLESS:
+                self.write(obj.fields)
         elif isinstance(obj, LuaFunction):
             if self.ref(obj.tag if obj.tag != TYPE_FUNCTION else TYPE_RECUR_FUNCTION, obj):
                 return

@@ -32,7 +32,8 @@ function Bottle:updateOutput(input)
       return self.output
    end
    local size, extra = folded(self, input)
-   self.inShape = torch.Tensor(input:size():totable())  -- as Torch7: the shapes as values
+   -- as Torch7: the folded shapes the module sees, as values (its backward views by them)
+   self.inShape = torch.Tensor(size:totable())
    local x = input:isContiguous() and input or input:contiguous()
    local out = self.modules[1]:updateOutput(x:view(size))
    local osize = torch.LongStorage(extra + out:dim())

@@ -78,7 +78,7 @@ local function branches(self, name)
       local cont = last and '       ' or '  |    '
       lines[#lines + 1] = '\n  ' .. arrow .. '(' .. i .. '): ' .. tostring(m):gsub('\n', '\n  ' .. cont)
    end
-   lines[#lines + 1] = '\n   ... -> output\n}'
+   lines[#lines + 1] = '\n     ... -> output\n}'  -- Torch7's indent: tab, then '   ... -> '
    return table.concat(lines)
 end
 nn._branchesToString = branches

@@ -26,6 +26,9 @@ end
 function CosineEmbeddingCriterion:updateOutput(input, y)
    local a, b, yv = pairRows(self, input, y)
    self.buffer = self.buffer or a.new()
+   -- unused here, but Torch7's code makes it together with `buffer` (and only when that is
+   -- missing): a file of ours needs it to run in Torch7
+   self._idx = self._idx or (a:type():find('Cuda') and a.new() or torch.ByteTensor())
    self.w1 = (self.w1 or a.new()):sum(self.buffer:cmul(a, b), 2)                    -- a . b
    self.w22 = (self.w22 or a.new()):sum(self.buffer:cmul(a, a), 2):add(EPS):pow(-1)  -- 1 / |a|^2
    self.w32 = (self.w32 or a.new()):sum(self.buffer:cmul(b, b), 2):add(EPS):pow(-1)  -- 1 / |b|^2

@@ -1,9 +1,12 @@
 -- nn.Min(dimension, nInputDims): the minimum over `dimension` (dropped from the output);
 -- the gradient goes to the position of the minimum.
-local Min, parent = torch.class('nn.Min', 'nn.Max')
+-- A Module of its own, as in Torch7 (so torch.isTypeOf(nn.Min(), 'nn.Max') is false), sharing
+-- nn.Max's methods: both have nn.Module as parent.
+local Min = torch.class('nn.Min', 'nn.Module')
 
-function Min:__init(dimension, nInputDims)
-   parent.__init(self, dimension, nInputDims)
+for _, name in ipairs {'__init', '_getPositiveDimension', '_lazyInit', '_reduce', 'updateGradInput', 'type',
+                       'clearState'} do
+   Min[name] = nn.Max[name]
 end
 
 function Min:updateOutput(input)

@@ -56,10 +56,6 @@ function PixelShuffle:updateGradInput(input, gradOutput)
    return self.gradInput
 end
 
-function PixelShuffle:__tostring__()
-   return string.format('%s(%d)', torch.type(self), self.upscaleFactor)
-end
-
 function PixelShuffle:clearState()
    nn.utils.clear(self, {'_intermediateShape', '_outShape', '_shuffleIn', '_shuffleOut'})
    return parent.clearState(self)

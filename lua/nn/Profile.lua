@@ -39,3 +39,11 @@ function Profile:updateGradInput(input, gradOutput)
    self:_record('Bwd', 'backward')
    return self.gradInput
 end
+
+-- Files: as in Torch7, where loading nn's Profile does this, a torch.Timer is written as its
+-- class name alone and read back as a new running timer, so a file holding nn.Profile has
+-- Torch7's layout (and one written by Torch7 reads here).
+local Timer = torch.getmetatable('torch.Timer')
+rawset(Timer, '__factory', function() return torch.Timer() end)
+function Timer:write(file) end
+function Timer:read(file, version) end

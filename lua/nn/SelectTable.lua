@@ -51,11 +51,8 @@ function SelectTable:type(type, tensorCache)
    return parent.type(self, type, tensorCache)
 end
 
-function SelectTable:clearState()
-   self.gradInput = {}
-   self.output = {}
-   return self
-end
+-- as Torch7: Identity's (a selected tensor becomes an empty one of its type, a table an empty table)
+SelectTable.clearState = nn.Identity.clearState
 
 function SelectTable:__tostring__()
    return torch.type(self) .. '(' .. tostring(self.index) .. ')'

@@ -35,7 +35,3 @@ function SpatialUpSamplingNearest:updateGradInput(input, gradOutput)
          self.scale_factor), 2)
    return self.gradInput
 end
-
-function SpatialUpSamplingNearest:__tostring__()
-   return string.format('%s(%d)', torch.type(self), self.scale_factor)
-end

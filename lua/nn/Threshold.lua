@@ -36,7 +36,3 @@ function Threshold:updateGradInput(input, gradOutput)
          self.val, self.inplace and 1 or 0), 2)
    return self.gradInput
 end
-
-function Threshold:__tostring__()
-   return torch.type(self) .. string.format('(%g, %g%s)', self.threshold, self.val, self.inplace and ', inplace' or '')
-end

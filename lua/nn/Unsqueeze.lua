@@ -14,14 +14,14 @@ function Unsqueeze:setNumInputDims(numInputDims)
 end
 
 function Unsqueeze:updateOutput(input)
-   local actual = self.pos
-   if self.numInputDims then
-      if input:dim() < self.numInputDims then
-         error(string.format('nn.Unsqueeze: the input has %d dims, fewer than numInputDims (%d)',
-                             input:dim(), self.numInputDims))
-      end
-      actual = actual + input:dim() - self.numInputDims  -- skip the batch dims
+   -- As Torch7: when numInputDims was not given, the first input fixes it (and it is kept,
+   -- so it is in saved files); a later input with more dims has that many batch dims.
+   self.numInputDims = self.numInputDims or input:dim()
+   if input:dim() < self.numInputDims then
+      error(string.format('nn.Unsqueeze: the input has %d dims, fewer than numInputDims (%d)',
+                          input:dim(), self.numInputDims))
    end
+   local actual = self.pos + input:dim() - self.numInputDims  -- skip the batch dims
    if actual < 1 or actual > input:dim() + 1 then
       error(string.format('nn.Unsqueeze: position %d is out of range for a %dD input', actual, input:dim()))
    end

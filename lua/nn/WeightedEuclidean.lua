@@ -8,9 +8,7 @@ function WeightedEuclidean:__init(inputSize, outputSize)
    self.gradWeight = torch.Tensor(inputSize, outputSize)
    self.diagCov = torch.Tensor(inputSize, outputSize)
    self.gradDiagCov = torch.Tensor(inputSize, outputSize)
-   self.gradInput:resize(inputSize)
-   self.output:resize(outputSize)
-   self.fastBackward = true
+   -- as Torch7, fastBackward is left unset: backward recomputes the forward unless a user sets it
    self:reset()
 end
 
