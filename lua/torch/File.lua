@@ -761,7 +761,9 @@ end
 
 -- Packages whose classes are loaded on demand when a file names them,
 -- as if the user had required them first (only ours, never arbitrary names).
-local autoPackages = {tds = true, nn = true, nngraph = true}
+local autoPackages = {tds = true, nn = true, nngraph = true, graph = true}
+-- classes named after another package than the one defining them
+local definingPackage = {['nn.gModule'] = 'nngraph', ['nn.ModuleFromCriterion'] = 'nngraph'}
 
 -- cutorch wrote CUDA tensors and storages in the CPU types' layout (sizes, strides,
 -- offset; storage data copied to the host). Once `require 'cutorch'` has run, they load
@@ -778,7 +780,7 @@ end
 local function classFor(className)
    local mt = torch.getmetatable(not torch._cudaEnabled and cudaAliases[className] or className)
    if mt then return mt end
-   local pkg = className:match('^([%w_]+)%.')
+   local pkg = definingPackage[className] or className:match('^([%w_]+)%.')
    if pkg and autoPackages[pkg] and package.searchpath(pkg, package.path) then
       pcall(require, pkg)
       mt = torch.getmetatable(className)
