@@ -26,14 +26,25 @@ function Module:forward(input)
    return self:updateOutput(input)
 end
 
+-- A module whose output is a tensor takes a tensor gradOutput: a table here would reach the C
+-- kernels as no tensor at all.
+local function checkGradOutput(self, gradOutput)
+   if torch.isTensor(self.output) and not torch.isTensor(gradOutput) then
+      error(string.format('%s: backward: gradOutput must be a tensor like the output, got %s',
+                          torch.type(self), torch.type(gradOutput)), 3)
+   end
+end
+
 function Module:backward(input, gradOutput, scale)
    scale = scale or 1
+   checkGradOutput(self, gradOutput)
    self:updateGradInput(input, gradOutput)
    self:accGradParameters(input, gradOutput, scale)
    return self.gradInput
 end
 
 function Module:backwardUpdate(input, gradOutput, lr)
+   checkGradOutput(self, gradOutput)
    self:updateGradInput(input, gradOutput)
    self:accUpdateGradParameters(input, gradOutput, lr)
    return self.gradInput

@@ -11,7 +11,7 @@
 
 static int thr_check(const char *fn, const lt_tensor *input, const lt_tensor *other, const char *what) {
   char b1[160], b2[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(other, input->type, fn, what)) return -1;
   if (other && lt_tensor_nelement(other) != lt_tensor_nelement(input))
@@ -22,7 +22,7 @@ static int thr_check(const char *fn, const lt_tensor *input, const lt_tensor *ot
 
 int lt_nn_Threshold_updateOutput(lt_tensor *input, lt_tensor *output, double threshold, double val, int inplace) {
   static const char fn[] = "Threshold_updateOutput";
-  if (thr_check(fn, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (thr_check(fn, input, NULL, NULL) || nn_check_given(output, input->type, fn, "output")) return -1;
   if (inplace) {
     NN_CALL(input->type, thr_forward, input, input, threshold, val);
     return lt_tensor_set(output, input);
@@ -36,7 +36,7 @@ int lt_nn_Threshold_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_
                                     double val, int inplace) {
   static const char fn[] = "Threshold_updateGradInput";
   (void)val;
-  if (thr_check(fn, input, gradOutput, "gradOutput") || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (thr_check(fn, input, gradOutput, "gradOutput") || nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   lt_tensor *dst = gradOutput;
   if (!inplace) {

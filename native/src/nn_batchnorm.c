@@ -18,7 +18,7 @@ typedef struct bn_geom {
 
 static int bn_geom_init(bn_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim < 2)
     return lt_fail("%s: 2D or 4D input tensor expected (batch x features) but got: %s", fn,
@@ -57,7 +57,7 @@ int lt_nn_BatchNormalization_updateOutput(lt_tensor *input, lt_tensor *output, l
   int ty = input->type;
   if (nn_check_vec(weight, g.C, ty, fn, "weight") || nn_check_vec(bias, g.C, ty, fn, "bias") ||
       nn_check_vec(running_mean, g.C, ty, fn, "running_mean") || nn_check_vec(running_var, g.C, ty, fn, "running_var") ||
-      nn_check_float(output, ty, fn, "output"))
+      nn_check_given(output, ty, fn, "output"))
     return -1;
   if (train) {
     if (!save_mean || !save_std) return lt_fail("%s: save_mean and save_std are needed in training mode", fn);
@@ -88,11 +88,11 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
   bn_geom g = {0, 0, 0};
   if (bn_geom_init(&g, fn, input)) return -1;
   int ty = input->type;
-  if (nn_check_float(gradOutput, ty, fn, "gradOutput")) return -1;
+  if (nn_check_given(gradOutput, ty, fn, "gradOutput")) return -1;
   if (!lt_tensor_is_same_size(input, gradOutput))
     return lt_fail("%s: gradOutput %s should have the size of input %s", fn, lt_shape_str(gradOutput, b1, sizeof b1),
                    lt_shape_str(input, b2, sizeof b2));
-  if (nn_check_float(gradInput, ty, fn, "gradInput") || nn_check_vec(gradWeight, g.C, ty, fn, "gradWeight") ||
+  if (nn_check_given(gradInput, ty, fn, "gradInput") || nn_check_vec(gradWeight, g.C, ty, fn, "gradWeight") ||
       nn_check_vec(gradBias, g.C, ty, fn, "gradBias") || nn_check_vec(weight, g.C, ty, fn, "weight"))
     return -1;
   if (train) {

@@ -53,7 +53,7 @@ static int conv_geom_init(conv_geom *g, const char *fn, const lt_tensor *input, 
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
   if (padW < 0 || padH < 0) return lt_fail("%s: padding should be non-negative, but got padH: %d padW: %d", fn, padH, padW);
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight")) return -1;
   if (input->ndim != 3 && input->ndim != 4)
@@ -97,7 +97,7 @@ static int conv_geom_init(conv_geom *g, const char *fn, const lt_tensor *input, 
 
 static int conv_check_gradOutput(const conv_geom *g, const char *fn, const lt_tensor *gradOutput, int type) {
   char buf[160];
-  if (nn_check_float(gradOutput, type, fn, "gradOutput")) return -1;
+  if (nn_check_given(gradOutput, type, fn, "gradOutput")) return -1;
   int ok = gradOutput->ndim == (g->batch ? 4 : 3);
   int f = g->batch;
   if (ok && g->batch) ok = gradOutput->size[0] == g->N;
@@ -145,7 +145,7 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   conv_geom g;
   (void)fgradInput;
   if (conv_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH)) return -1;
-  if (nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output") ||
+  if (nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_given(output, input->type, fn, "output") ||
       nn_check_float(finput, input->type, fn, "finput"))
     return -1;
   nn_copies cp = {0};
@@ -172,7 +172,7 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
   (void)finput;
   if (conv_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH)) return -1;
   if (conv_check_gradOutput(&g, fn, gradOutput, input->type) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput") ||
+      nn_check_given(gradInput, input->type, fn, "gradInput") ||
       nn_check_float(fgradInput, input->type, fn, "fgradInput"))
     return -1;
   nn_copies cp = {0};

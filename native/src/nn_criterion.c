@@ -15,7 +15,7 @@ typedef struct nll_geom {
 static int nll_begin(nll_geom *g, nn_copies *cp, const char *fn, const lt_tensor *input, const lt_tensor *target,
                      const lt_tensor *weights, const lt_tensor *total_weight, int64_t ignore_index) {
   char b1[160], b2[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (lt_host_type(target->type) != LT_LONG) return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
   if (input->ndim != 1 && input->ndim != 2)
@@ -50,7 +50,7 @@ int lt_nn_ClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt
   nn_copies cp = {0};
   int rc = -1;
   if (nll_begin(&g, &cp, fn, input, target, weights, total_weight, ignore_index) ||
-      nn_check_float(output, input->type, fn, "output"))
+      nn_check_given(output, input->type, fn, "output"))
     goto done;
   const void *in = nn_contig(&cp, input);
   if (!in || nn_resize1(output, 1) || nn_resize1(total_weight, 1)) goto done;
@@ -70,7 +70,7 @@ int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target,
   nn_copies cp = {0};
   int rc = -1;
   if (nll_begin(&g, &cp, fn, input, target, weights, total_weight, ignore_index) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(total_weight) != 1) {
     lt_fail("%s: total_weight should have one element (call updateOutput first)", fn);

@@ -19,7 +19,7 @@ typedef struct cls_geom {
 
 static int cls_input(cls_geom *g, const char *fn, const lt_tensor *input, const lt_tensor *target) {
   char b1[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (lt_host_type(target->type) != LT_LONG)
     return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
@@ -73,7 +73,7 @@ typedef struct snll_geom {
 static int snll_begin(snll_geom *g, nn_copies *cp, const char *fn, const lt_tensor *input, const lt_tensor *target,
                       const lt_tensor *weights, const lt_tensor *total_weight) {
   char b1[160], b2[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (lt_host_type(target->type) != LT_LONG)
     return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));
@@ -106,7 +106,7 @@ int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target,
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_float(output, input->type, fn, "output")) goto done;
+  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_given(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
   if (!x || (weights && !w) || nn_resize1(output, 1)) goto done;
@@ -122,7 +122,7 @@ int lt_nn_MultiMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *targ
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
@@ -139,7 +139,7 @@ int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *ta
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_float(output, input->type, fn, "output")) goto done;
+  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_given(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input);
   if (!x || nn_resize1(output, 1) || nn_resize_as(isTarget, input)) goto done;
   NN_CALL(input->type, ml_forward, &g, x, size_average, lt_tensor_data(isTarget), lt_tensor_data(output));
@@ -154,7 +154,7 @@ int lt_nn_MultiLabelMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor 
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(isTarget) != lt_tensor_nelement(input)) {
     lt_fail("%s: isTarget should have input's size (call updateOutput first)", fn);
@@ -176,7 +176,7 @@ int lt_nn_SpatialClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *tar
   nn_copies cp = {0};
   int rc = -1;
   if (snll_begin(&g, &cp, fn, input, target, weights, total_weight) ||
-      nn_check_float(output, input->type, fn, "output"))
+      nn_check_given(output, input->type, fn, "output"))
     goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
@@ -194,7 +194,7 @@ int lt_nn_SpatialClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *
   nn_copies cp = {0};
   int rc = -1;
   if (snll_begin(&g, &cp, fn, input, target, weights, total_weight) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(total_weight) != 1) {
     lt_fail("%s: total_weight should have one element (call updateOutput first)", fn);

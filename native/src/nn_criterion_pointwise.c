@@ -25,9 +25,9 @@ static const char *crit_name(int kind) {
 static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt_tensor *target,
                       const lt_tensor *weights) {
   if (!crit_name(kind)) return lt_fail("%s: unknown criterion kind %d", fn, kind);
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
-  if (nn_check_float(target, input->type, fn, "target") || nn_check_float(weights, input->type, fn, "weights"))
+  if (nn_check_given(target, input->type, fn, "target") || nn_check_float(weights, input->type, fn, "weights"))
     return -1;
   int64_t n = lt_tensor_nelement(input);
   if (lt_tensor_nelement(target) != n)
@@ -48,7 +48,7 @@ int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor 
   snprintf(fn, sizeof fn, "%s_updateOutput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   nn_copies cp = {0};
   int rc = -1;
-  if (crit_begin(fn, kind, input, target, weights) || nn_check_float(output, input->type, fn, "output")) goto done;
+  if (crit_begin(fn, kind, input, target, weights) || nn_check_given(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input), *y = x ? nn_contig(&cp, target) : NULL;
   const void *w = weights && y ? nn_contig(&cp, weights) : NULL;
   if (!x || !y || (weights && !w) || nn_resize1(output, 1)) goto done;
@@ -72,7 +72,7 @@ int lt_nn_PointwiseCriterion_updateGradInput(int kind, lt_tensor *input, lt_tens
   snprintf(fn, sizeof fn, "%s_updateGradInput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   nn_copies cp = {0};
   int rc = -1;
-  if (crit_begin(fn, kind, input, target, weights) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (crit_begin(fn, kind, input, target, weights) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     goto done;
   const void *x = nn_contig(&cp, input), *y = x ? nn_contig(&cp, target) : NULL;
   const void *w = weights && y ? nn_contig(&cp, weights) : NULL;

@@ -71,7 +71,7 @@ static int il_check_batch(const char *fn, const lt_tensor *keys, int64_t keysOff
                           const lt_tensor *bias, il_shape *sh) {
   if (il_check_params(fn, weight, bias, sh) || il_check_long_vec(fn, keys, "keys") ||
       il_check_long_vec(fn, sizes, "sizes") || il_check_long_vec(fn, cumSumSizes, "cumSumSizes") ||
-      nn_check_float(values, weight->type, fn, "values"))
+      nn_check_given(values, weight->type, fn, "values"))
     return -1;
   if (values->ndim > 1 || !lt_tensor_is_contiguous(values)) return lt_fail("%s: values must be a contiguous vector", fn);
   sh->nKeys = lt_tensor_nelement(keys);
@@ -98,7 +98,7 @@ static int il_check_batch(const char *fn, const lt_tensor *keys, int64_t keysOff
 /* gradOutput holds nSamples x nOut elements (its shape may be a vector for one sample). */
 static int il_check_grad_output(const char *fn, const lt_tensor *gradOutput, const lt_tensor *weight,
                                 const il_shape *sh) {
-  if (nn_check_float(gradOutput, weight->type, fn, "gradOutput")) return -1;
+  if (nn_check_given(gradOutput, weight->type, fn, "gradOutput")) return -1;
   if (lt_tensor_nelement(gradOutput) != sh->nSamples * sh->nOut)
     return lt_fail("%s: gradOutput must have %lld x %lld elements, got %lld", fn, (long long)sh->nSamples,
                    (long long)sh->nOut, (long long)lt_tensor_nelement(gradOutput));
@@ -111,7 +111,7 @@ int lt_nn_IndexLinear_updateOutput(lt_tensor *keys, int64_t keysOffset, lt_tenso
   static const char fn[] = "IndexLinear_updateOutput";
   il_shape sh;
   if (il_check_batch(fn, keys, keysOffset, values, sizes, cumSumSizes, weight, bias, &sh) ||
-      nn_check_float(output, weight->type, fn, "output") ||
+      nn_check_given(output, weight->type, fn, "output") ||
       nn_check_float(normalizedValues, weight->type, fn, "normalizedValues"))
     return -1;
   int64_t shape[2] = {sh.nSamples, sh.nOut};

@@ -58,6 +58,22 @@ static inline int nn_resize_as(lt_tensor *t, const lt_tensor *ref) { return lt_t
 
 static inline int nn_resize1(lt_tensor *t, int64_t n) { return lt_tensor_resize(t, 1, &n); }
 
+/* A float or double tensor; false for NULL too, which is what a Lua table passed where a tensor
+ * belongs arrives as (its ._c is nil). */
+static inline int nn_is_floating(const lt_tensor *t) {
+  return t && (lt_host_type(t->type) == LT_FLOAT || lt_host_type(t->type) == LT_DOUBLE);
+}
+
+/* A tensor the call cannot do without (input, gradOutput, target, output, gradInput): NULL is an error. */
+static inline int nn_check_given(const lt_tensor *t, int type, const char *fn, const char *what) {
+  if (!t) return lt_fail("%s: %s must be a %sTensor, got none (a table?)", fn, what, lt_type_name(type));
+  if (t->type != type)
+    return lt_fail("%s: %s is a %sTensor, expected a %sTensor like input", fn, what, lt_type_name(t->type),
+                   lt_type_name(type));
+  return 0;
+}
+
+/* An optional tensor (NULL: absent) of the input's type. */
 static inline int nn_check_float(const lt_tensor *t, int type, const char *fn, const char *what) {
   if (!t) return 0;
   if (t->type != type)

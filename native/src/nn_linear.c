@@ -41,7 +41,7 @@ int lt_nn_LookupTable_accGradParameters(lt_tensor *input, lt_tensor *gradOutput,
                                         lt_tensor *count, int scale_by_freq, int64_t padding_value,
                                         double scale) {
   static const char fn[] = "LookupTable_accGradParameters";
-  if (lut_check_weight(fn, gradWeight, "gradWeight") || nn_check_float(gradOutput, gradWeight->type, fn, "gradOutput"))
+  if (lut_check_weight(fn, gradWeight, "gradWeight") || nn_check_given(gradOutput, gradWeight->type, fn, "gradOutput"))
     return -1;
   int64_t nIndex = gradWeight->size[0], dim = gradWeight->size[1];
   if (lut_check_index(fn, input, nIndex)) return -1;

@@ -10,7 +10,7 @@
 static int sl_check(const char *fn, const lt_tensor *input, const lt_tensor *weight, int64_t nSamples) {
   if (lt_host_type(weight->type) != LT_FLOAT && lt_host_type(weight->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
-  if (nn_check_float(input, weight->type, fn, "input")) return -1;
+  if (nn_check_given(input, weight->type, fn, "input")) return -1;
   if (weight->ndim != 2 || !lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be a contiguous matrix", fn);
   if (input->ndim != 2 || input->size[1] != 3 || !lt_tensor_is_contiguous(input))
     return lt_fail("%s: input must be a contiguous nnz x 3 tensor of {sample, column, value}", fn);
@@ -20,7 +20,7 @@ static int sl_check(const char *fn, const lt_tensor *input, const lt_tensor *wei
 int lt_nn_SparseLinear_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                     int64_t nSamples) {
   static const char fn[] = "SparseLinear_updateOutput";
-  if (sl_check(fn, input, weight, nSamples) || nn_check_float(output, weight->type, fn, "output") ||
+  if (sl_check(fn, input, weight, nSamples) || nn_check_given(output, weight->type, fn, "output") ||
       nn_check_vec(bias, weight->size[0], weight->type, fn, "bias"))
     return -1;
   int64_t shape[2] = {nSamples, weight->size[0]};
@@ -36,7 +36,7 @@ int lt_nn_SparseLinear_accGradParameters(lt_tensor *input, lt_tensor *gradOutput
   if (gradOutput->ndim != 2 || gradOutput->size[1] != nOut)
     return lt_fail("%s: gradOutput must be nSamples x %lld", fn, (long long)nOut);
   if (sl_check(fn, input, weight, gradOutput->size[0]) || sl_check(fn, input, gradWeight, gradOutput->size[0]) ||
-      nn_check_float(gradOutput, weight->type, fn, "gradOutput") ||
+      nn_check_given(gradOutput, weight->type, fn, "gradOutput") ||
       nn_check_vec(gradBias, nOut, weight->type, fn, "gradBias"))
     return -1;
   if (!lt_tensor_is_same_size(gradWeight, weight)) return lt_fail("%s: gradWeight and weight differ in size", fn);

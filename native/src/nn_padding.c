@@ -37,7 +37,7 @@ typedef struct lin_tables {
  * dims (1 or 2 of them) make the planes. */
 static int geom_from_input(map_geom *g, const char *fn, const lt_tensor *input, int nsp) {
   char buf[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != nsp + 1 && input->ndim != nsp + 2)
     return lt_fail("%s: %dD or %dD input tensor expected but got: %s", fn, nsp + 1, nsp + 2,
@@ -167,7 +167,7 @@ static int gather_run(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
                       map_tables *t, int nsp) {
   nn_copies cp = {0};
   int rc = -1;
-  if (nn_check_float(result, input->type, fn, gradOutput ? "gradInput" : "output")) goto done;
+  if (nn_check_given(result, input->type, fn, gradOutput ? "gradInput" : "output")) goto done;
   if (!gradOutput) {
     const void *in = nn_contig(&cp, input);
     if (!in || resize_out(result, input, g, nsp)) goto done;
@@ -270,7 +270,7 @@ static int linear_call(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
     lin_tables_free(&t);
     return -1;
   }
-  if (nn_check_float(result, input->type, fn, gradOutput ? "gradInput" : "output")) goto done;
+  if (nn_check_given(result, input->type, fn, gradOutput ? "gradInput" : "output")) goto done;
   if (!gradOutput) {
     const void *in = nn_contig(&cp, input);
     if (!in || resize_out(result, input, &g, nsp)) goto done;

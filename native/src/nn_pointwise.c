@@ -11,7 +11,7 @@
 static int pw_check(const char *fn, int op, const lt_tensor *input, const lt_tensor *other, const char *what) {
   char b1[160], b2[160];
   if (op < 1 || op >= LT_PW_LAST) return lt_fail("%s: unknown op %d", fn, op);
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(other, input->type, fn, what)) return -1;
   if (other && lt_tensor_nelement(other) != lt_tensor_nelement(input))
@@ -22,7 +22,7 @@ static int pw_check(const char *fn, int op, const lt_tensor *input, const lt_ten
 
 int lt_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace) {
   static const char fn[] = "pointwise_updateOutput";
-  if (pw_check(fn, op, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (pw_check(fn, op, input, NULL, NULL) || nn_check_given(output, input->type, fn, "output")) return -1;
   if (inplace) {
     NN_CALL(input->type, pw_forward, op, input, input, a, b);
     return lt_tensor_set(output, input);
@@ -35,7 +35,7 @@ int lt_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, do
 int lt_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput, double a,
                                     double b, int inplace) {
   static const char fn[] = "pointwise_updateGradInput";
-  if (pw_check(fn, op, ref, gradOutput, "gradOutput") || nn_check_float(gradInput, ref->type, fn, "gradInput"))
+  if (pw_check(fn, op, ref, gradOutput, "gradOutput") || nn_check_given(gradInput, ref->type, fn, "gradInput"))
     return -1;
   lt_tensor *dst = gradOutput;
   if (!inplace) {

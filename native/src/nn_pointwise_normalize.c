@@ -12,7 +12,7 @@
 
 static int norm_rows(const char *fn, const lt_tensor *input, double p, int64_t *n, int64_t *d) {
   char b[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (!(p > 0)) return lt_fail("%s: the norm p must be > 0, got %g", fn, p);
   if (input->ndim == 1) {
@@ -28,7 +28,7 @@ static int norm_rows(const char *fn, const lt_tensor *input, double p, int64_t *
 int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *norm, double p, double eps) {
   static const char fn[] = "Normalize_updateOutput";
   int64_t n = 0, d = 0;
-  if (norm_rows(fn, input, p, &n, &d) || nn_check_float(output, input->type, fn, "output") ||
+  if (norm_rows(fn, input, p, &n, &d) || nn_check_given(output, input->type, fn, "output") ||
       nn_check_float(norm, input->type, fn, "norm"))
     return -1;
   nn_copies cp = {0};
@@ -43,8 +43,8 @@ int lt_nn_Normalize_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_
   static const char fn[] = "Normalize_updateGradInput";
   char b1[160], b2[160];
   int64_t n = 0, d = 0;
-  if (norm_rows(fn, input, p, &n, &d) || nn_check_float(gradOutput, input->type, fn, "gradOutput") ||
-      nn_check_float(gradInput, input->type, fn, "gradInput") || nn_check_vec(norm, n, input->type, fn, "norm"))
+  if (norm_rows(fn, input, p, &n, &d) || nn_check_given(gradOutput, input->type, fn, "gradOutput") ||
+      nn_check_given(gradInput, input->type, fn, "gradInput") || nn_check_vec(norm, n, input->type, fn, "norm"))
     return -1;
   if (lt_tensor_nelement(gradOutput) != n * d)
     return lt_fail("%s: inconsistent tensor size: gradOutput %s vs input %s", fn,

@@ -13,7 +13,7 @@ typedef struct prelu_geom {
 static int prelu_geom_of(const char *fn, const lt_tensor *input, const lt_tensor *weight, int64_t nplane,
                          prelu_geom *g) {
   char b[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_vec(weight, nplane > 0 ? nplane : 1, input->type, fn, "weight")) return -1;
   int64_t n = lt_tensor_nelement(input);
@@ -44,7 +44,7 @@ static int same_count(const char *fn, const lt_tensor *input, const lt_tensor *o
 int lt_nn_PReLU_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, int64_t nOutputPlane) {
   static const char fn[] = "PReLU_updateOutput";
   prelu_geom g;
-  if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || nn_check_float(output, input->type, fn, "output"))
+  if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || nn_check_given(output, input->type, fn, "output"))
     return -1;
   nn_copies cp = {0};
   const void *x = nn_contig(&cp, input), *w = nn_contig(&cp, weight);
@@ -58,7 +58,7 @@ int lt_nn_PReLU_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tens
   static const char fn[] = "PReLU_updateGradInput";
   prelu_geom g;
   if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || same_count(fn, input, gradOutput, "gradOutput") ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   nn_copies cp = {0};
   const void *x = nn_contig(&cp, input), *dy = nn_contig(&cp, gradOutput), *w = nn_contig(&cp, weight);

@@ -25,7 +25,7 @@ static int64_t pool_out_size(int64_t in, int k, int d, int pad, int ceil_mode) {
 static int pool_geom_init(pool_geom *g, const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
                           int padW, int padH, int ceil_mode) {
   char buf[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
@@ -130,7 +130,7 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
   static const char fn[] = "SpatialMaxPooling_updateOutput";
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_float(output, input->type, fn, "output")) return pool_end(&c, -1);
+  if (nn_check_given(output, input->type, fn, "output")) return pool_end(&c, -1);
   if (lt_host_type(indices->type) != LT_LONG) return pool_end(&c, lt_fail("%s: indices must be a LongTensor", fn));
   if (pool_resize(output, input, &c.g) || pool_resize(indices, input, &c.g)) return pool_end(&c, -1);
   NN_CALL(input->type, maxpool_forward, &c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
@@ -143,7 +143,7 @@ int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOut
   static const char fn[] = "SpatialMaxPooling_updateGradInput";
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_float(gradInput, input->type, fn, "gradInput")) return pool_end(&c, -1);
+  if (nn_check_given(gradInput, input->type, fn, "gradInput")) return pool_end(&c, -1);
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != c.g.planes * c.g.oH * c.g.oW)
     return pool_end(&c, lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn));
   const int64_t *idx = nn_contig(&c.cp, indices);
@@ -157,7 +157,7 @@ int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output
   static const char fn[] = "SpatialAveragePooling_updateOutput";
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_float(output, input->type, fn, "output") || pool_resize(output, input, &c.g)) return pool_end(&c, -1);
+  if (nn_check_given(output, input->type, fn, "output") || pool_resize(output, input, &c.g)) return pool_end(&c, -1);
   NN_CALL(input->type, avgpool_forward, &c.g, c.in, lt_tensor_data(output), count_include_pad);
   return pool_end(&c, 0);
 }
@@ -168,7 +168,7 @@ int lt_nn_SpatialAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gra
   static const char fn[] = "SpatialAveragePooling_updateGradInput";
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_float(gradInput, input->type, fn, "gradInput") || nn_resize_as(gradInput, input))
+  if (nn_check_given(gradInput, input->type, fn, "gradInput") || nn_resize_as(gradInput, input))
     return pool_end(&c, -1);
   NN_CALL(input->type, avgpool_backward, &c.g, c.go, lt_tensor_data(gradInput), count_include_pad);
   return pool_end(&c, 0);

@@ -11,7 +11,7 @@ typedef struct flp_geom {
 
 static int flp_geom_init(flp_geom *g, const char *fn, const lt_tensor *input, int width, int stride, int batch) {
   char b[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   int lo = batch ? 2 : 1;
   if (input->ndim < lo || input->ndim > lo + 2)
@@ -38,7 +38,7 @@ int lt_nn_FeatureLPPooling_updateOutput(lt_tensor *input, lt_tensor *output, dou
   static const char fn[] = "FeatureLPPooling_updateOutput";
   nn_copies cp = {0};
   flp_geom g = {0};
-  if (flp_geom_init(&g, fn, input, width, stride, batch_mode) || nn_check_float(output, input->type, fn, "output"))
+  if (flp_geom_init(&g, fn, input, width, stride, batch_mode) || nn_check_given(output, input->type, fn, "output"))
     return -1;
   int64_t sz[4];
   for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
@@ -57,7 +57,7 @@ int lt_nn_FeatureLPPooling_updateGradInput(lt_tensor *gradOutput, lt_tensor *inp
   nn_copies cp = {0};
   flp_geom g = {0};
   if (flp_geom_init(&g, fn, input, width, stride, batch_mode) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t n = g.B * g.oF * g.S;
   if (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != n)

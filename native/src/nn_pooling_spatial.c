@@ -12,7 +12,7 @@ typedef struct img_geom {
 
 static int img_geom_init(img_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, lt_shape_str(input, buf, sizeof buf));
@@ -104,7 +104,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *ou
   img_geom g = {0};
   if (img_geom_init(&g, fn, input)) return -1;
   if (W <= 0 || H <= 0) return lt_fail("%s: output size should be greater than zero, but got W: %d H: %d", fn, W, H);
-  if (nn_check_float(output, input->type, fn, "output")) return -1;
+  if (nn_check_given(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   g.oH = H;
   g.oW = W;
@@ -129,7 +129,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
   if (gradOutput->ndim != input->ndim) return lt_fail("%s: gradOutput must have input's dimensions", fn);
   g.oH = gradOutput->size[input->ndim - 2];
   g.oW = gradOutput->size[input->ndim - 1];
-  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != 2 * g.planes * g.oH * g.oW)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
@@ -147,7 +147,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor
   img_geom g = {0};
   if (img_geom_init(&g, fn, input)) return -1;
   if (W <= 0 || H <= 0) return lt_fail("%s: output size should be greater than zero, but got W: %d H: %d", fn, W, H);
-  if (nn_check_float(output, input->type, fn, "output")) return -1;
+  if (nn_check_given(output, input->type, fn, "output")) return -1;
   g.oH = H;
   g.oW = W;
   const void *in = nn_contig(&cp, input);
@@ -165,7 +165,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_ten
   if (gradOutput->ndim != input->ndim) return lt_fail("%s: gradOutput must have input's dimensions", fn);
   g.oH = gradOutput->size[input->ndim - 2];
   g.oW = gradOutput->size[input->ndim - 1];
-  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
   if (!go || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
@@ -181,7 +181,7 @@ int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *out
   nn_copies cp = {0};
   dil_geom g = {0};
   if (dil_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, dilationW, dilationH, ceil_mode)) return -1;
-  if (nn_check_float(output, input->type, fn, "output")) return -1;
+  if (nn_check_given(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || img_resize(output, input, g.im.oH, g.im.oW) || img_resize(indices, input, g.im.oH, g.im.oW))
@@ -199,7 +199,7 @@ int lt_nn_SpatialDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *
   dil_geom g = {0};
   if (dil_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, dilationW, dilationH, ceil_mode)) return -1;
   if (img_check_grad(fn, input, gradOutput, g.im.oH, g.im.oW) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = g.im.oH * g.im.oW, n = g.im.planes * L;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)
@@ -233,7 +233,7 @@ int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, 
   static const char fn[] = "SpatialMaxUnpooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
-  if (unpool_begin(&g, fn, input, indices, oW, oH) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (unpool_begin(&g, fn, input, indices, oW, oH) || nn_check_given(output, input->type, fn, "output")) return -1;
   const void *in = nn_contig(&cp, input);
   const int64_t *ind = in ? nn_contig(&cp, indices) : NULL;
   if (!ind || img_resize(output, input, oH, oW)) return nn_copies_free(&cp, -1);
@@ -250,7 +250,7 @@ int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradO
   nn_copies cp = {0};
   img_geom g = {0};
   if (unpool_begin(&g, fn, input, indices, oW, oH) || img_check_grad(fn, input, gradOutput, oH, oW) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
@@ -268,7 +268,7 @@ int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradO
  * output = x * scale^-beta. */
 static int lrn_begin(const char *fn, const lt_tensor *input, int size, int64_t *N, int64_t *C, int64_t *S) {
   char b[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: Input must be 3D or 4D, got %s", fn, lt_shape_str(input, b, sizeof b));
@@ -285,7 +285,7 @@ int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, l
   static const char fn[] = "SpatialCrossMapLRN_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, C = 0, S = 0;
-  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_float(output, input->type, fn, "output") ||
+  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_given(output, input->type, fn, "output") ||
       nn_check_float(scale, input->type, fn, "scale"))
     return -1;
   const void *in = nn_contig(&cp, input);
@@ -303,7 +303,7 @@ int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOu
   nn_copies cp = {0};
   int64_t N = 0, C = 0, S = 0, n;
   (void)k;
-  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_float(gradInput, input->type, fn, "gradInput")) return -1;
+  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_given(gradInput, input->type, fn, "gradInput")) return -1;
   n = lt_tensor_nelement(input);
   if (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != n)
     return lt_fail("%s: gradOutput %s does not match input", fn, lt_shape_str(gradOutput, b, sizeof b));
@@ -325,7 +325,7 @@ int lt_nn_SpatialFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
   static const char fn[] = "SpatialFractionalMaxPooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
-  if (img_geom_init(&g, fn, input) || nn_check_float(output, input->type, fn, "output") ||
+  if (img_geom_init(&g, fn, input) || nn_check_given(output, input->type, fn, "output") ||
       nn_check_float(randomSamples, input->type, fn, "randomSamples"))
     return -1;
   if (outW < 1 || outH < 1 || poolSizeW < 1 || poolSizeH < 1)
@@ -358,7 +358,7 @@ int lt_nn_SpatialFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
   (void)poolSizeW;
   (void)poolSizeH;
   if (img_geom_init(&g, fn, input) || img_check_grad(fn, input, gradOutput, outH, outW) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = (int64_t)outH * outW, n = g.planes * L;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)

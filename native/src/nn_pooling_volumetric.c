@@ -30,7 +30,7 @@ static int vol_geom_init(vol_geom *g, const char *fn, const lt_tensor *input, co
                          const int *pad, const int *dil, int ceil_mode) {
   char buf[160];
   static const char *nm[3] = {"T", "H", "W"};
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
@@ -94,7 +94,7 @@ int lt_nn_VolumetricDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {padT, padH, padW}, dil[3] = {dilationT, dilationH, dilationW};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_float(output, input->type, fn, "output"))
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_given(output, input->type, fn, "output"))
     return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
@@ -111,7 +111,7 @@ int lt_nn_VolumetricDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {padT, padH, padW}, dil[3] = {dilationT, dilationH, dilationW};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_float(gradInput, input->type, fn, "gradInput") ||
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_given(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, g.out, input->type) ||
       vol_check(fn, "indices", indices, input, g.out, LT_LONG))
     return -1;
@@ -129,7 +129,7 @@ int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *out
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_given(output, input->type, fn, "output")) return -1;
   const void *in = nn_contig(&cp, input);
   if (!in || vol_resize(output, input, g.out)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, volavg_forward, &g, in, lt_tensor_data(output));
@@ -142,7 +142,7 @@ int lt_nn_VolumetricAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_float(gradInput, input->type, fn, "gradInput") ||
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_given(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, g.out, input->type))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
@@ -157,7 +157,7 @@ int lt_nn_VolumetricAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *
 static int volunpool_begin(vol_geom *g, const char *fn, const lt_tensor *input, const lt_tensor *indices, int oT,
                            int oW, int oH, int dT, int dW, int dH, int padT, int padW, int padH) {
   char b[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
@@ -185,7 +185,7 @@ int lt_nn_VolumetricMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *outpu
   nn_copies cp = {0};
   vol_geom g = {0};
   if (volunpool_begin(&g, fn, input, indices, oT, oW, oH, dT, dW, dH, padT, padW, padH) ||
-      nn_check_float(output, input->type, fn, "output"))
+      nn_check_given(output, input->type, fn, "output"))
     return -1;
   const void *in = nn_contig(&cp, input);
   const int64_t *ind = in ? nn_contig(&cp, indices) : NULL;
@@ -202,7 +202,7 @@ int lt_nn_VolumetricMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gr
   nn_copies cp = {0};
   vol_geom g = {0};
   if (volunpool_begin(&g, fn, input, indices, oT, oW, oH, dT, dW, dH, padT, padW, padH) ||
-      nn_check_float(gradInput, input->type, fn, "gradInput") ||
+      nn_check_given(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, g.in, input->type))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
@@ -216,7 +216,7 @@ int lt_nn_VolumetricMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gr
 static int tmp_begin(const char *fn, const lt_tensor *input, int kW, int dW, int64_t *N, int64_t *T, int64_t *F,
                      int64_t *oT) {
   char b[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 2 && input->ndim != 3)
     return lt_fail("%s: 2D or 3D (batch mode) tensor expected for input, but got: %s", fn,
@@ -243,7 +243,7 @@ int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, l
   static const char fn[] = "TemporalMaxPooling_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
-  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_given(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || tmp_resize(output, input, oT) || tmp_resize(indices, input, oT)) return nn_copies_free(&cp, -1);
@@ -257,7 +257,7 @@ int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOu
   char b[160];
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
-  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   int nd = input->ndim;
   if (gradOutput->type != input->type || gradOutput->ndim != nd || gradOutput->size[nd - 2] != oT ||
@@ -282,12 +282,12 @@ int lt_nn_VolumetricFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tenso
   char b[160];
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
                    lt_shape_str(input, b, sizeof b));
-  if (nn_check_float(output, input->type, fn, "output") || nn_check_float(randomSamples, input->type, fn, "randomSamples"))
+  if (nn_check_given(output, input->type, fn, "output") || nn_check_float(randomSamples, input->type, fn, "randomSamples"))
     return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   int f = input->ndim == 5;
@@ -323,13 +323,13 @@ int lt_nn_VolumetricFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_te
   (void)poolSizeT;
   (void)poolSizeW;
   (void)poolSizeH;
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
                    lt_shape_str(input, b, sizeof b));
   int64_t o[3] = {outH, outW, outT};
-  if (nn_check_float(gradInput, input->type, fn, "gradInput") ||
+  if (nn_check_given(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, o, input->type) || vol_check(fn, "indices", indices, input, o, LT_LONG))
     return -1;
   int f = input->ndim == 5;

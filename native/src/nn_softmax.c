@@ -13,7 +13,7 @@ typedef struct sm_geom {
 
 static int sm_geom_init(sm_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   const int64_t *s = input->size;
   switch (input->ndim) {
@@ -31,7 +31,7 @@ static int sm_geom_init(sm_geom *g, const char *fn, const lt_tensor *input) {
 
 static int sm_forward(const char *fn, lt_tensor *input, lt_tensor *output, int logsm) {
   sm_geom g;
-  if (sm_geom_init(&g, fn, input) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (sm_geom_init(&g, fn, input) || nn_check_given(output, input->type, fn, "output")) return -1;
   nn_copies cp = {0};
   const void *in = nn_contig(&cp, input);
   int rc = -1;
@@ -46,8 +46,8 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
                        lt_tensor *output, int logsm) {
   char b1[160], b2[160];
   sm_geom g;
-  if (sm_geom_init(&g, fn, output) || nn_check_float(gradOutput, output->type, fn, "gradOutput") ||
-      nn_check_float(gradInput, output->type, fn, "gradInput"))
+  if (sm_geom_init(&g, fn, output) || nn_check_given(gradOutput, output->type, fn, "gradOutput") ||
+      nn_check_given(gradInput, output->type, fn, "gradInput"))
     return -1;
   (void)input;
   if (!lt_tensor_is_same_size(output, gradOutput))

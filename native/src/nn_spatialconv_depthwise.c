@@ -18,7 +18,7 @@ static int dw_geom_init(dw_geom *g, const char *fn, const lt_tensor *input, cons
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
   if (padW < 0 || padH < 0) return lt_fail("%s: padding should be non-negative, but got padH: %d padW: %d", fn, padH, padW);
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight")) return -1;
   if (weight->ndim == 4 && weight->size[2] == kH && weight->size[3] == kW) {
@@ -52,7 +52,7 @@ static int dw_geom_init(dw_geom *g, const char *fn, const lt_tensor *input, cons
 
 static int dw_check_gradOutput(const dw_geom *g, const char *fn, const lt_tensor *go, int type) {
   char buf[160];
-  if (nn_check_float(go, type, fn, "gradOutput")) return -1;
+  if (nn_check_given(go, type, fn, "gradOutput")) return -1;
   int f = g->batch;
   if (go->ndim != 3 + f || (f && go->size[0] != g->N) || go->size[f] != g->nIn * g->mult || go->size[f + 1] != g->oH ||
       go->size[f + 2] != g->oW)
@@ -85,7 +85,7 @@ int lt_nn_SpatialDepthWiseConvolution_updateOutput(lt_tensor *input, lt_tensor *
   static const char fn[] = "SpatialDepthWiseConvolution_updateOutput";
   dw_geom g;
   if (dw_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH) ||
-      dw_check_bias(&g, fn, "bias", bias, input->type) || nn_check_float(output, input->type, fn, "output"))
+      dw_check_bias(&g, fn, "bias", bias, input->type) || nn_check_given(output, input->type, fn, "output"))
     return -1;
   nn_copies cp = {0};
   int rc = -1;
@@ -104,7 +104,7 @@ int lt_nn_SpatialDepthWiseConvolution_updateGradInput(lt_tensor *input, lt_tenso
   static const char fn[] = "SpatialDepthWiseConvolution_updateGradInput";
   dw_geom g;
   if (dw_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH) ||
-      dw_check_gradOutput(&g, fn, gradOutput, input->type) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+      dw_check_gradOutput(&g, fn, gradOutput, input->type) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   nn_copies cp = {0};
   int rc = -1;

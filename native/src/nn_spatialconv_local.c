@@ -18,7 +18,7 @@ static int loc_geom_init(loc_geom *g, const char *fn, const lt_tensor *input, co
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
   if (padW < 0 || padH < 0) return lt_fail("%s: padding should be non-negative, but got padH: %d padW: %d", fn, padH, padW);
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight") || nn_check_float(bias, input->type, fn, "bias")) return -1;
   if (input->ndim != 3 && input->ndim != 4)
@@ -49,7 +49,7 @@ static int loc_geom_init(loc_geom *g, const char *fn, const lt_tensor *input, co
 
 static int loc_check_gradOutput(const loc_geom *g, const char *fn, const lt_tensor *go, int type) {
   char buf[160];
-  if (nn_check_float(go, type, fn, "gradOutput")) return -1;
+  if (nn_check_given(go, type, fn, "gradOutput")) return -1;
   int f = g->batch;
   if (go->ndim != 3 + f || (f && go->size[0] != g->N) || go->size[f] != g->nOut || go->size[f + 1] != g->oH ||
       go->size[f + 2] != g->oW)
@@ -72,7 +72,7 @@ int lt_nn_SpatialConvolutionLocal_updateOutput(lt_tensor *input, lt_tensor *outp
   static const char fn[] = "SpatialConvolutionLocal_updateOutput";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, weight, bias, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||
-      nn_check_float(output, input->type, fn, "output"))
+      nn_check_given(output, input->type, fn, "output"))
     return -1;
   nn_copies cp = {0};
   int rc = -1;
@@ -91,7 +91,7 @@ int lt_nn_SpatialConvolutionLocal_updateGradInput(lt_tensor *input, lt_tensor *g
   static const char fn[] = "SpatialConvolutionLocal_updateGradInput";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, weight, NULL, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||
-      loc_check_gradOutput(&g, fn, gradOutput, input->type) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+      loc_check_gradOutput(&g, fn, gradOutput, input->type) || nn_check_given(gradInput, input->type, fn, "gradInput"))
     return -1;
   nn_copies cp = {0};
   int rc = -1;

@@ -35,7 +35,7 @@ static int map_geom_init(map_geom *g, const char *fn, const lt_tensor *input, co
   char buf[160];
   g->from = NULL;
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
-  if (lt_host_type(input->type) != LT_FLOAT && lt_host_type(input->type) != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight")) return -1;
   if (conn->ndim != 2 || conn->size[1] != 2 ||
@@ -115,7 +115,7 @@ int lt_nn_SpatialConvolutionMap_updateOutput(lt_tensor *input, lt_tensor *output
   nn_copies cp = {0};
   if (map_geom_init(&g, fn, input, weight, connTable, nInputPlane, nOutputPlane, dW, dH, full)) return -1;
   int rc = -1;
-  if (nn_check_vec(bias, nOutputPlane, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output"))
+  if (nn_check_vec(bias, nOutputPlane, input->type, fn, "bias") || nn_check_given(output, input->type, fn, "output"))
     goto done;
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
   if (!w || map_resize(output, &g, g.nOut, g.oH, g.oW)) goto done;
@@ -135,8 +135,8 @@ int lt_nn_SpatialConvolutionMap_updateGradInput(lt_tensor *input, lt_tensor *gra
   nn_copies cp = {0};
   if (map_geom_init(&g, fn, input, weight, connTable, nInputPlane, nOutputPlane, dW, dH, full)) return -1;
   int rc = -1;
-  if (nn_check_float(gradOutput, input->type, fn, "gradOutput") ||
-      nn_check_float(gradInput, input->type, fn, "gradInput"))
+  if (nn_check_given(gradOutput, input->type, fn, "gradOutput") ||
+      nn_check_given(gradInput, input->type, fn, "gradInput"))
     goto done;
   int f = g.batch;
   if (gradOutput->ndim != input->ndim || (f && gradOutput->size[0] != g.N) || gradOutput->size[f] != g.nOut ||
@@ -162,7 +162,7 @@ int lt_nn_SpatialConvolutionMap_accGradParameters(lt_tensor *input, lt_tensor *g
   nn_copies cp = {0};
   if (map_geom_init(&g, fn, input, gradWeight, connTable, nInputPlane, nOutputPlane, dW, dH, full)) return -1;
   int rc = -1;
-  if (nn_check_float(gradOutput, input->type, fn, "gradOutput") ||
+  if (nn_check_given(gradOutput, input->type, fn, "gradOutput") ||
       nn_check_vec(gradBias, nOutputPlane, input->type, fn, "gradBias"))
     goto done;
   if (!lt_tensor_is_contiguous(gradWeight)) {
