@@ -592,3 +592,24 @@ def test_heap_tracking_switch_and_tic_toc(rt):
         call(rt, "torch.setheaptracking(1)")
     dt = call(rt, "local t = torch.tic(); local x = 0; for i = 1, 1e6 do x = x + i end; return torch.toc(t)")
     assert 0 <= dt < 5
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_result_first_max_min_along_a_dimension(rt, rng, name):
+    """res:max(src, dim) (Torch7's optional result, as optim's adamax uses it) reduces src along dim into
+    res; res:max(a, b) of two tensors stays the elementwise cmax."""
+    src = rng.standard_normal((4, 7))
+    f = rt.eval("""function(src, name)
+       local r1, r2, e = torch.Tensor(), torch.Tensor(), torch.Tensor()
+       local _, idx = r1[name](r1, src, 1)
+       r2[name](r2, src, 2)
+       e[name](e, src, src:clone():mul(-1))
+       return r1, idx, r2, e
+    end""")
+    r1, idx, r2, e = f(rt.from_numpy(src), name)
+    red = np.max if name == "max" else np.min
+    arg = np.argmax if name == "max" else np.argmin
+    np.testing.assert_array_equal(rt.to_numpy(r1), red(src, 0, keepdims=True))
+    np.testing.assert_array_equal(rt.to_numpy(idx), arg(src, 0)[None, :] + 1)
+    np.testing.assert_array_equal(rt.to_numpy(r2), red(src, 1, keepdims=True))
+    np.testing.assert_array_equal(rt.to_numpy(e), (np.maximum if name == "max" else np.minimum)(src, -src))

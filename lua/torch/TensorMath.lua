@@ -332,6 +332,9 @@ for name, want in pairs {max = 1, min = 0} do
          values, indices, t, d = self, a, b, c
       elseif isTensor(a) and b == nil then
          return torch[cname](self, a)
+      elseif isTensor(a) and type(b) == 'number' then
+         -- res:max(src, dim): the values into res, the indices into a new tensor (Torch7's optional result)
+         values, indices, t, d = self, newTensor(torch._indexTypeFor(a)), a, b
       elseif isTensor(a) then
          return torch[cname](self, a, b)
       else
