@@ -97,10 +97,18 @@ function DataParallelTable:_distribute(dst, src)
    local n = #self.gpuAssignments
    local total = firstTensor(src):size(self.dimension)
    local used = math.min(n, total)
+   -- as cunn's, the replicas of a Cuda-typed table get their inputs on the "device": a host float
+   -- tensor (fb.resnet.torch feeds pinned FloatTensors) is copied into the table's type
+   local onDevice = self.typeStr and self.typeStr:match('^torch%.Cuda') and torch.getmetatable(self.typeStr)
    local function slice(d, s, i)
       if torch.isTensor(s) then
          local start, len = self:_sliceRange(s:size(self.dimension), i, n)
-         d = d and torch.isTensor(d) and torch.type(d) == torch.type(s) and d or s.new()
+         local want = s
+         if onDevice and not torch.type(s):match('^torch%.Cuda') and
+            (torch.type(s) == 'torch.FloatTensor' or torch.type(s) == 'torch.DoubleTensor') then
+            want = onDevice
+         end
+         d = d and torch.isTensor(d) and torch.type(d) == torch.type(want) and d or want.new()
          d:resize(s:narrow(self.dimension, start, len):size()):copy(s:narrow(self.dimension, start, len))
          return d
       end
