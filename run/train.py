@@ -252,8 +252,9 @@ def launch(child_argv, launch_opts, save, grace):
         group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
         proc = subprocess.Popen(full, env=e, **group)
         watch = RankWatch(pids)
-        watch.start()
         stopper = JobStopper(proc, watch, grace)
+        watch.on_failure = stopper.end_after_failure
+        watch.start()
         previous = {s: signal.signal(s, stopper.on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             code = proc.wait()
@@ -264,6 +265,12 @@ def launch(child_argv, launch_opts, save, grace):
             watch.stop()
     if code != 0:
         _release_segments(watch.pids.values())
+    if stopper.failed:
+        print("luatorch train: %s; ended the other ranks%s. The checkpoints written so far are kept%s."
+              % (stopper.failed, " (killed after %g s)" % DEAD_RANK_GRACE if stopper.late else "",
+                 " in %s (--resume continues from the last complete one)" % save if save else ""),
+              file=sys.stderr)
+        return code if code not in (0, None) else 1
     if stopper.stopped:
         if code != 130:  # the ranks did not get to say it themselves
             late = " (the ranks did not stop within %g s and were killed)" % grace if stopper.late else ""
@@ -288,14 +295,31 @@ def _release_segments(pids):
               % (len(freed), sum(s.nbytes or 0 for s in freed) / 1e6), file=sys.stderr)
 
 
+# After one rank died, the others get SIGTERM and this long to go before SIGKILL: a rank waiting in a
+# collective runs no Python signal handler until the collective returns, so this is short.
+DEAD_RANK_GRACE = 1.0
+
+
 class JobStopper:
     """Ctrl-C (or SIGTERM, SIGHUP) while a launched job runs: passed on to the ranks as SIGINT; the job is
-    killed at a second one, after `grace` seconds, or at once when no rank has started yet."""
+    killed at a second one, after `grace` seconds, or at once when no rank has started yet. A rank that
+    died (see RankWatch) ends the others at once: SIGTERM, then SIGKILL after DEAD_RANK_GRACE."""
 
     def __init__(self, proc, watch, grace):
         self.proc, self.watch, self.grace = proc, watch, grace
         self.stopped = self.late = False
+        self.failed = None   # what happened to the rank that died first
         self._timer = None
+
+    def end_after_failure(self, what):
+        if self.failed or self.stopped:
+            return
+        self.failed = what
+        for pid in self.watch.alive():
+            _signal(pid, signal.SIGTERM)
+        self._timer = threading.Timer(DEAD_RANK_GRACE, self.kill, kwargs={"late": True})
+        self._timer.daemon = True
+        self._timer.start()
 
     def on_signal(self, signum, frame):
         ranks = self.watch.alive()
@@ -330,19 +354,57 @@ def _signal(pid, sig):
         pass
 
 
+def record_exit(code):
+    """A rank's exit status, for the launcher (RankWatch): a rank that ends without one died."""
+    where = os.environ.get("LUATORCH_PIDS_DIR")
+    rank = os.environ.get("LUATORCH_RANK_ID")
+    if not where or rank is None:
+        return
+    try:
+        with open(os.path.join(where, rank + ".exit"), "w") as f:
+            f.write(str(code))
+    except OSError:
+        pass
+
+
 class RankWatch(threading.Thread):
     """Watches the ranks' processes (pids from files the ranks write) through pidfds, which become
-    readable the moment a process ends: when a job fails, the launcher can say which rank ended first
-    (MPI launchers name only PIDs, or nothing, and kill the others right after)."""
+    readable the moment a process ends: the launcher can say which rank ended first and how (MPI
+    launchers name only PIDs, or nothing), and end the job at once: a rank that ends without having
+    written its exit status (killed, crashed) or with a failing one calls on_failure(description)."""
 
     def __init__(self, pids_dir):
         super().__init__(daemon=True)
         self.pids_dir = pids_dir
         self.pids, self.fds, self.ended, self.first_dead = {}, {}, set(), None
+        self.on_failure = None
         self._halt = threading.Event()
+
+    def _exit_status(self, rank):
+        try:
+            with open(os.path.join(self.pids_dir, "%d.exit" % rank)) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def how_it_ended(self, rank):
+        """None for a clean end (exit 0, or 130 after Ctrl-C), else a description of the failure. A
+        rank that failed by itself records its status before it calls MPI_Abort, which kills the others
+        without one: that rank is named as the cause."""
+        code = self._exit_status(rank)
+        if code in (0, 130):
+            return None
+        for other in sorted(self.pids):
+            c = self._exit_status(other)
+            if c not in (None, 0, 130):
+                return "rank %d (pid %d) exited with status %d" % (other, self.pids[other], c)
+        return "rank %d (pid %d) died without an exit status (killed by a signal, or crashed)" % (
+            rank, self.pids[rank])
 
     def _register(self, poller):
         for name in os.listdir(self.pids_dir):
+            if not name.isdigit():
+                continue
             rank = int(name)
             if rank in self.pids:
                 continue
@@ -364,6 +426,10 @@ class RankWatch(threading.Thread):
                 if ended and self.first_dead is None and len(ended) < len(self.pids):
                     self.first_dead = ended
                 self.ended.update(ended)
+                for rank in ended:
+                    what = self.how_it_ended(rank)
+                    if what and self.on_failure:
+                        self.on_failure(what)
                 for fd in [fd for fd, r in self.fds.items() if r in ended]:
                     poller.unregister(fd)
         finally:
@@ -404,6 +470,7 @@ def run_rank(lua_argv, threads=None):
             print(str(err), file=sys.stderr)
         raise SystemExit(1)  # not through main's MPI_Abort: there is no common world to end
     if os.environ.get("LUATORCH_PIDS_DIR"):  # for the launcher's message if this rank dies
+        os.environ["LUATORCH_RANK_ID"] = str(rank)
         with open(os.path.join(os.environ["LUATORCH_PIDS_DIR"], str(rank)), "w") as f:
             f.write(str(os.getpid()))
     if threads is None:
@@ -465,6 +532,7 @@ def main(argv=None):
             grace = float(values.get("timeout", options.defaults["timeout"])) + 10
             return launch(child, launch_opts, save, grace)
         code = run_rank(lua_argv, launch_opts["threads"])
+        record_exit(code)
     except KeyboardInterrupt:  # before the training started (or while the launcher was starting)
         if launcher_rank() in (None, 0):
             print(interrupted_line(save), file=sys.stderr)
