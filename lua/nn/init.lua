@@ -5,14 +5,7 @@ nn = nn or {}
 local nn = nn
 
 -- Each file runs once, so a family can include a parent class that another family also lists.
-local included = {}
-local function include(name)
-   if included[name] then return end
-   local path = package.searchpath('nn.' .. name, package.path)
-   if not path then error('nn: cannot find module file nn/' .. name .. '.lua') end
-   dofile(path)
-   included[name] = true
-end
+local include = torch._includer('nn')
 nn._include = include
 
 include 'utils'

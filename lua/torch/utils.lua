@@ -50,6 +50,21 @@ torch._typesById[C.LT_HALF] = torch._halfType
 function torch._indexTypeFor(t) return t._c.type >= C.LT_CUDA_BYTE and C.LT_CUDA_LONG or C.LT_LONG end
 function torch._maskTypeFor(t) return t._c.type >= C.LT_CUDA_BYTE and C.LT_CUDA_BYTE or C.LT_BYTE end
 
+-- A package's `include 'Name'`: runs lua/<pkg>/Name.lua once (classes that
+-- several groups of a package list load once), and marks it as loaded so
+-- that require '<pkg>.Name', as Torch7's files allowed, finds it.
+function torch._includer(pkg)
+   local included = {}
+   return function(name)
+      if included[name] then return end
+      local path = package.searchpath(pkg .. '.' .. name, package.path)
+      if not path then error(pkg .. ': cannot find module file ' .. pkg .. '/' .. name .. '.lua', 2) end
+      dofile(path)
+      included[name] = true
+      package.loaded[pkg .. '.' .. name] = package.loaded[pkg .. '.' .. name] or true
+   end
+end
+
 -- Raise the native library's last error message as a Lua error at `level`.
 function torch._check(rc, level)
    if rc ~= 0 then error(ffi.string(C.lt_errmsg()), (level or 1) + 1) end
