@@ -67,6 +67,33 @@ def compile_args():
     return args
 
 
+def optional_libraries():
+    """The image codecs' libraries that this machine can build against: (define, library) pairs, found
+    by compiling and linking a one-line program (headers and the linkable library both needed)."""
+    import subprocess
+    import tempfile
+
+    found = []
+    cc = os.environ.get("CC", "cc").split()
+    for define, header, lib, call in (("LT_HAVE_JPEG", "jpeglib.h", "jpeg", "jpeg_std_error(0)"),
+                                      ("LT_HAVE_PNG", "png.h", "png16", "png_access_version_number()")):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "t.c")
+            with open(src, "w") as f:
+                f.write("#include <stdio.h>\n#include <%s>\nint main(void) { (void)%s; return 0; }\n" % (header, call))
+            try:
+                r = subprocess.run(cc + [src, "-o", os.path.join(tmp, "t"), "-l" + lib], capture_output=True)
+            except OSError:
+                continue
+            if r.returncode == 0:
+                found.append((define, lib))
+            else:
+                print("luatorch build: no %s (its header or library is missing): the image package will not "
+                      "read or write those files" % lib, file=sys.stderr)
+    return found
+
+
+OPTIONAL = optional_libraries()
 cdef = cdef_text()
 bootstrap_free = cdef.replace(BOOTSTRAP + "\n", "")
 assert BOOTSTRAP in cdef, "lt_core.h must declare lt_cdef_text"
@@ -81,6 +108,9 @@ ffibuilder.set_source(
     sources=[os.path.relpath(s, ROOT) for s in sources()],
     include_dirs=[INCLUDE, SRC],
     extra_compile_args=compile_args(),
+    # libjpeg(-turbo) and libpng back the image package's codecs (native/src/image_codec.c), where present
+    libraries=[lib for _, lib in OPTIONAL],
+    define_macros=[(define, "1") for define, _ in OPTIONAL],
     extra_link_args=["-fopenmp", "-ldl"],
 )
 

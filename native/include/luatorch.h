@@ -32,6 +32,8 @@
 #include "lt_nn_tvconv.h" /* nn: temporal and volumetric convolutions */
 #include "lt_nn_pooling.h" /* nn: pooling and normalization layers */
 #include "lt_nn_padding.h" /* nn: paddings, upsampling, dropouts, shuffles */
+#include "lt_nn_rnn.h" /* nn: cuDNN's recurrent cells (cudnn.RNN, LSTM, GRU) */
+#include "lt_image.h" /* image: JPEG/PNG/PPM codecs, resampling, colour spaces */
 #include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 
 #endif
