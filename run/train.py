@@ -18,6 +18,7 @@ Options (the fb.resnet.torch single-dash spellings are accepted as well):
     --save DIR             -save         checkpoints, log.jsonl and plots (default: the --resume DIR, else checkpoints)
     --resume DIR           -resume       continue the run in DIR
     --overwrite            -overwrite    delete the run already in --save (its files only) and start afresh
+    --trust-model          -trustModel   let the model/checkpoint files run the Lua functions they hold
     --depth N, --seed S, --workers W     -depth, -manualSeed, -nThreads
     --max-iters N, --val-iters N         -maxIters, -valIters: cut each epoch / validation pass at N iterations
     --timeout S            -timeout      seconds a collective waits for a peer before every rank stops
@@ -47,7 +48,7 @@ LONG = {
     "--batch-size": "batchSize", "--lr": "LR", "--allreduce": "allreduce", "--dpt": "dpt",
     "--data": "dataSource", "--save": "save", "--resume": "resume", "--depth": "depth",
     "--seed": "manualSeed", "--workers": "nThreads", "--max-iters": "maxIters", "--val-iters": "valIters",
-    "--timeout": "timeout",
+    "--timeout": "timeout", "--trust-model": "trustModel",
 }
 
 

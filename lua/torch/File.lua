@@ -993,9 +993,16 @@ local function recompile(dump)
 end
 torch._t7Recompile = recompile
 
+-- Whether files may hold functions when the reader was not told (readObject's
+-- functions option): yes, as in Torch7, unless LUATORCH_T7_FUNCTIONS=0 turns
+-- bytecode off in this whole process.
+local functionsSetting = os.getenv('LUATORCH_T7_FUNCTIONS')
+torch._t7FunctionsByDefault = not (functionsSetting == '0' or functionsSetting == 'false' or functionsSetting == 'no')
+
 function File:_readFunction(at, typeidx, legacy)
-   if self._functions == false then
-      t7error(at, 'the file holds a function, and reading functions is disabled (functions = false)')
+   if self._functions == false or (self._functions == nil and not torch._t7FunctionsByDefault) then
+      t7error(at, 'the file holds a Lua function (code that would run in this process), and reading functions ' ..
+                  'is disabled (%s)', self._functions == false and 'functions = false' or 'LUATORCH_T7_FUNCTIONS=0')
    end
    local bAt = self._pos
    local dump = self:_readT7String('function bytecode')

@@ -6,6 +6,7 @@
 -- Every file is written to a temporary name and renamed, so a crash never leaves a
 -- half-written checkpoint where `-resume` would read it.
 require 'torch'
+local load = require 'luatorch.train.load'
 
 local M = {}
 
@@ -42,13 +43,13 @@ local function bareModel(model)
    return deepCopy(model):clearState()
 end
 
-function M.latest(dir)
+function M.latest(dir, trusted)
    if dir == nil or dir == 'none' then return nil end
    local path = join(dir, 'latest.t7')
    if not exists(path) then error('checkpoints: no latest.t7 in ' .. dir .. ' (nothing to resume)', 0) end
    print('=> Loading checkpoint ' .. path)
-   local latest = torch.load(path)
-   local optimState = torch.load(join(dir, latest.optimFile))
+   local latest = load(path, trusted)
+   local optimState = load(join(dir, latest.optimFile), trusted)
    return latest, optimState
 end
 
@@ -61,8 +62,8 @@ function M.finished(dir, latest, nEpochs)
    return string.format('nothing left to do: %s %s (%s); a larger --epochs trains on', dir, where, best)
 end
 
-function M.loadModel(dir, latest)
-   return torch.load(join(dir, latest.modelFile))
+function M.loadModel(dir, latest, trusted)
+   return load(join(dir, latest.modelFile), trusted)
 end
 
 function M.save(dir, epoch, model, optimState, isBestModel, extra)

@@ -11,6 +11,7 @@ require 'nn'
 local opts = require 'luatorch.train.opts'
 local models = require 'luatorch.train.models'
 local checkpoints = require 'luatorch.train.checkpoints'
+local load = require 'luatorch.train.load'
 local Trainer = require 'luatorch.train.Trainer'
 local DataLoader = require 'luatorch.datasets'
 
@@ -82,14 +83,14 @@ function train.main(argv, host)
 
    local refusal = host.check_save and host.check_save(opt.save, opt.resume, opt.overwrite, opt.testOnly)
    if refusal then error(refusal, 0) end -- another run's folder (the verdict is the same on every rank)
-   local latest, optimState = checkpoints.latest(opt.resume)
+   local latest, optimState = checkpoints.latest(opt.resume, opt.trustModel)
    local finished = latest and not opt.testOnly and checkpoints.finished(opt.resume, latest, opt.nEpochs)
    if finished then -- every rank read the same latest.t7: all return here, before any collective
       if rank == 0 then print(finished) end
       return nil, nil
    end
-   local checkpointModel = latest and checkpoints.loadModel(opt.resume, latest)
-   if latest == nil and opt.optimState ~= 'none' then optimState = torch.load(opt.optimState) end
+   local checkpointModel = latest and checkpoints.loadModel(opt.resume, latest, opt.trustModel)
+   if latest == nil and opt.optimState ~= 'none' then optimState = load(opt.optimState, opt.trustModel) end
    local model, criterion = models.setup(opt, checkpointModel, info)
 
    local trainer = Trainer(model, criterion, opt, optimState, comm)

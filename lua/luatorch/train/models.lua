@@ -12,13 +12,18 @@ local function unwrap(model)
    return model
 end
 
-local function loadModel(path)
+local load = require 'luatorch.train.load'
+
+local function loadModel(path, trusted)
    local f = io.open(path, 'rb')
    if not f then error('models: no such model file: ' .. path, 0) end
    f:close()
    print('=> Loading model from file: ' .. path)
-   local ok, model = pcall(torch.load, path)
-   if not ok then error('models: cannot load ' .. path .. ': ' .. tostring(model), 0) end
+   local ok, model = pcall(load, path, trusted)
+   if not ok then
+      local msg = tostring(model)
+      error('models: ' .. (msg:find(path, 1, true) and msg or ('cannot load ' .. path .. ': ' .. msg)), 0)
+   end
    if type(model) == 'table' and model.model and not model.forward then model = model.model end
    if not (type(model) == 'table' and model.forward) then
       error('models: ' .. path .. ' holds a ' .. torch.type(model) .. ', not an nn module', 0)
@@ -56,9 +61,9 @@ function M.setup(opt, checkpointModel, info)
    if checkpointModel then
       model = unwrap(checkpointModel)
    elseif opt.retrain ~= 'none' then
-      model = loadModel(opt.retrain)
+      model = loadModel(opt.retrain, opt.trustModel)
    elseif opt.netType:match('%.t7$') then
-      model = loadModel(opt.netType)
+      model = loadModel(opt.netType, opt.trustModel)
    else
       model = create(opt, info)
    end

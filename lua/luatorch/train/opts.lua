@@ -39,6 +39,7 @@ function M.cmd()
    cmd:option('-save', 'checkpoints', 'directory in which to save checkpoints and log.jsonl')
    cmd:option('-resume', 'none', 'resume from the latest checkpoint in this directory')
    cmd:option('-overwrite', false, 'start afresh even if -save holds a run (`luatorch train` deletes its files)')
+   cmd:option('-trustModel', false, 'let model, checkpoint and optimState files run the Lua functions they hold')
    cmd:text(' ---------- Optimization options ----------------------')
    cmd:option('-LR', 0.1, 'initial learning rate')
    cmd:option('-momentum', 0.9, 'momentum')
@@ -150,7 +151,7 @@ M.rules = {
    allreduce = allreduce, schedule = schedule, netType = model, retrain = fileOrNone, optimState = fileOrNone,
    data = data,
    testOnly = BOOLEAN, tenCrop = BOOLEAN, validate = BOOLEAN, freezeBN = BOOLEAN, nesterov = BOOLEAN,
-   resetClassifier = BOOLEAN, shareGradInput = BOOLEAN, optnet = BOOLEAN, overwrite = BOOLEAN,
+   resetClassifier = BOOLEAN, shareGradInput = BOOLEAN, optnet = BOOLEAN, overwrite = BOOLEAN, trustModel = BOOLEAN,
 }
 
 -- The ResNet depths models/resnet.lua builds, per kind of data.
