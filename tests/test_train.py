@@ -263,3 +263,35 @@ def test_paper_models_train_on_imagenet_like_data(tmp_path, model, data):
                     "--epochs", "1", "--max-iters", "1", "--val-iters", "1", "--batch-size", "2")
     rec = log(save)[0]
     assert rec["iterations"] == 1 and rec["val_images"] == 2 and np.isfinite(rec["train_loss"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_full_disk_keeps_the_previous_checkpoint(tmp_path):
+    """Checkpoints on a 1.4 MB tmpfs: a write fails with ENOSPC during the run; the run ends with a line saying
+    which file could not be written, no half-written file is left, and what latest.t7 names loads and resumes."""
+    import shutil
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1400k", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        save = disk / "run"
+        cmd = [sys.executable, "-m", "run.cli", "train", "--save", str(save), *SMALL, "--max-iters", "2",
+               "--batch-size", "8", "--epochs", "4"]
+        r = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
+        assert r.returncode != 0
+        assert "checkpoints: cannot write" in r.stderr and "the checkpoints written before are intact" in r.stderr, \
+            r.stderr[-2000:]
+        left = os.listdir(save)
+        assert not [n for n in left if n.endswith(".tmp")], left
+        assert "latest.t7" in left, "the disk should hold the first epoch's checkpoint: %s" % left
+        kept = tmp_path / "kept"
+        shutil.copytree(save, kept)
+    finally:
+        subprocess.run(["umount", str(disk)])
+    r = subprocess.run([sys.executable, "-m", "run.cli", "train", "--resume", str(kept), *SMALL, "--max-iters", "2",
+                        "--batch-size", "8", "--epochs", "4"], cwd=ROOT, env=child_env(), capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert max(rec["epoch"] for rec in log(str(kept))) == 4

@@ -18,9 +18,16 @@ local function exists(path)
    return f ~= nil
 end
 
+-- Written beside and renamed over, so a failed write (a full disk) leaves the previous file, and the
+-- latest.t7 that names it, intact; the half-written file is removed.
 local function saveAtomic(path, obj)
    local tmp = path .. '.tmp'
-   torch.save(tmp, obj)
+   local saved, why = pcall(torch.save, tmp, obj)
+   if not saved then
+      os.remove(tmp)
+      error(string.format('checkpoints: cannot write %s (%s); the checkpoints written before are intact',
+                          path, tostring(why)), 0)
+   end
    local ok, err = os.rename(tmp, path)
    if not ok then error('checkpoints: cannot rename ' .. tmp .. ' to ' .. path .. ': ' .. tostring(err), 0) end
 end
