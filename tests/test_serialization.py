@@ -198,7 +198,7 @@ def test_nesting_bomb_lua(rt):
 
 
 def test_functions_refused_on_request(rt):
-    with pytest.raises(LuaError, match="at byte 0: the file holds a function"):
+    with pytest.raises(LuaError, match="at byte 0: the file holds a Lua function"):
         rt.call(rt.eval("torch.load"), t7path("function.t7"), "binary", True, rt.table(functions=False))
 
 

@@ -97,9 +97,11 @@ function DataParallelTable:_distribute(dst, src)
    local n = #self.gpuAssignments
    local total = firstTensor(src):size(self.dimension)
    local used = math.min(n, total)
-   -- as cunn's, the replicas of a Cuda-typed table get their inputs on the "device": a host float
-   -- tensor (fb.resnet.torch feeds pinned FloatTensors) is copied into the table's type
-   local onDevice = self.typeStr and self.typeStr:match('^torch%.Cuda') and torch.getmetatable(self.typeStr)
+   -- as cunn's, replicas holding Cuda tensors get their inputs on the "device": a host float tensor
+   -- (fb.resnet.torch feeds pinned FloatTensors) is copied into the replicas' type
+   local params = self.modules[1] and self.modules[1]:parameters()
+   local replicaType = params and params[1] and torch.type(params[1])
+   local onDevice = replicaType and replicaType:match('^torch%.Cuda') and torch.getmetatable(replicaType)
    local function slice(d, s, i)
       if torch.isTensor(s) then
          local start, len = self:_sliceRange(s:size(self.dimension), i, n)

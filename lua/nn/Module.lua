@@ -27,9 +27,10 @@ function Module:forward(input)
 end
 
 -- A module whose output is a tensor takes a tensor gradOutput: a table here would reach the C
--- kernels as no tensor at all.
+-- kernels as no tensor at all. (nil is let through: modules that ignore gradOutput, as Kmeans, take
+-- it, and a kernel that needs one says so.)
 local function checkGradOutput(self, gradOutput)
-   if torch.isTensor(self.output) and not torch.isTensor(gradOutput) then
+   if torch.isTensor(self.output) and gradOutput ~= nil and not torch.isTensor(gradOutput) then
       error(string.format('%s: backward: gradOutput must be a tensor like the output, got %s',
                           torch.type(self), torch.type(gradOutput)), 3)
    end

@@ -51,13 +51,14 @@ static bn_vec bn_vec_of(lt_tensor *t) {
 int lt_nn_BatchNormalization_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                           lt_tensor *running_mean, lt_tensor *running_var, lt_tensor *save_mean,
                                           lt_tensor *save_std, int train, double momentum, double eps) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "BatchNormalization_updateOutput";
   bn_geom g = {0, 0, 0};
   if (bn_geom_init(&g, fn, input)) return -1;
   int ty = input->type;
   if (nn_check_vec(weight, g.C, ty, fn, "weight") || nn_check_vec(bias, g.C, ty, fn, "bias") ||
       nn_check_vec(running_mean, g.C, ty, fn, "running_mean") || nn_check_vec(running_var, g.C, ty, fn, "running_var") ||
-      nn_check_given(output, ty, fn, "output"))
+      nn_check_float(output, ty, fn, "output"))
     return -1;
   if (train) {
     if (!save_mean || !save_std) return lt_fail("%s: save_mean and save_std are needed in training mode", fn);
@@ -83,6 +84,7 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
                                       lt_tensor *gradWeight, lt_tensor *gradBias, lt_tensor *weight,
                                       lt_tensor *running_mean, lt_tensor *running_var, lt_tensor *save_mean,
                                       lt_tensor *save_std, int train, double scale, double eps) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "BatchNormalization_backward";
   char b1[160], b2[160];
   bn_geom g = {0, 0, 0};
@@ -92,7 +94,7 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
   if (!lt_tensor_is_same_size(input, gradOutput))
     return lt_fail("%s: gradOutput %s should have the size of input %s", fn, lt_shape_str(gradOutput, b1, sizeof b1),
                    lt_shape_str(input, b2, sizeof b2));
-  if (nn_check_given(gradInput, ty, fn, "gradInput") || nn_check_vec(gradWeight, g.C, ty, fn, "gradWeight") ||
+  if (nn_check_float(gradInput, ty, fn, "gradInput") || nn_check_vec(gradWeight, g.C, ty, fn, "gradWeight") ||
       nn_check_vec(gradBias, g.C, ty, fn, "gradBias") || nn_check_vec(weight, g.C, ty, fn, "weight"))
     return -1;
   if (train) {

@@ -141,11 +141,12 @@ static int conv_col_buffers(lt_tensor *buf, const conv_geom *g, int bt, void **c
 int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                             lt_tensor *finput, lt_tensor *fgradInput, int kW, int kH, int dW, int dH,
                                             int padW, int padH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialConvolutionMM_updateOutput";
   conv_geom g;
   (void)fgradInput;
   if (conv_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH)) return -1;
-  if (nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_given(output, input->type, fn, "output") ||
+  if (nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output") ||
       nn_check_float(finput, input->type, fn, "finput"))
     return -1;
   nn_copies cp = {0};
@@ -167,12 +168,13 @@ done:
 int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                lt_tensor *weight, lt_tensor *finput, lt_tensor *fgradInput, int kW,
                                                int kH, int dW, int dH, int padW, int padH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialConvolutionMM_updateGradInput";
   conv_geom g;
   (void)finput;
   if (conv_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH)) return -1;
   if (conv_check_gradOutput(&g, fn, gradOutput, input->type) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput") ||
+      nn_check_float(gradInput, input->type, fn, "gradInput") ||
       nn_check_float(fgradInput, input->type, fn, "fgradInput"))
     return -1;
   nn_copies cp = {0};
@@ -192,6 +194,7 @@ done:
 int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                  lt_tensor *gradBias, lt_tensor *finput, lt_tensor *fgradInput,
                                                  int kW, int kH, int dW, int dH, int padW, int padH, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialConvolutionMM_accGradParameters";
   conv_geom g;
   if (conv_geom_init(&g, fn, input, gradWeight, kW, kH, dW, dH, padW, padH)) return -1;

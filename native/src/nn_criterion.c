@@ -45,12 +45,13 @@ static int nll_begin(nll_geom *g, nn_copies *cp, const char *fn, const lt_tensor
 
 int lt_nn_ClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output, int size_average,
                                          lt_tensor *weights, lt_tensor *total_weight, int64_t ignore_index) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "ClassNLLCriterion_updateOutput";
   nll_geom g;
   nn_copies cp = {0};
   int rc = -1;
   if (nll_begin(&g, &cp, fn, input, target, weights, total_weight, ignore_index) ||
-      nn_check_given(output, input->type, fn, "output"))
+      nn_check_float(output, input->type, fn, "output"))
     goto done;
   const void *in = nn_contig(&cp, input);
   if (!in || nn_resize1(output, 1) || nn_resize1(total_weight, 1)) goto done;
@@ -65,12 +66,13 @@ done:
 int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                             int size_average, lt_tensor *weights, lt_tensor *total_weight,
                                             int64_t ignore_index) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "ClassNLLCriterion_updateGradInput";
   nll_geom g;
   nn_copies cp = {0};
   int rc = -1;
   if (nll_begin(&g, &cp, fn, input, target, weights, total_weight, ignore_index) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(total_weight) != 1) {
     lt_fail("%s: total_weight should have one element (call updateOutput first)", fn);

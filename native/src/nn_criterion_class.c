@@ -102,11 +102,12 @@ static int snll_begin(snll_geom *g, nn_copies *cp, const char *fn, const lt_tens
 
 int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                             int size_average, int p, lt_tensor *weights, double margin) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "MultiMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_given(output, input->type, fn, "output")) goto done;
+  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_float(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
   if (!x || (weights && !w) || nn_resize1(output, 1)) goto done;
@@ -118,11 +119,12 @@ done:
 
 int lt_nn_MultiMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                int size_average, int p, lt_tensor *weights, double margin) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "MultiMarginCriterion_updateGradInput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+  if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
@@ -135,11 +137,12 @@ done:
 
 int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                                  lt_tensor *isTarget, int size_average) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "MultiLabelMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_given(output, input->type, fn, "output")) goto done;
+  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_float(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input);
   if (!x || nn_resize1(output, 1) || nn_resize_as(isTarget, input)) goto done;
   NN_CALL(input->type, ml_forward, &g, x, size_average, lt_tensor_data(isTarget), lt_tensor_data(output));
@@ -150,11 +153,12 @@ done:
 
 int lt_nn_MultiLabelMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                     lt_tensor *isTarget, int size_average) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "MultiLabelMarginCriterion_updateGradInput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
-  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+  if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(isTarget) != lt_tensor_nelement(input)) {
     lt_fail("%s: isTarget should have input's size (call updateOutput first)", fn);
@@ -171,12 +175,13 @@ done:
 
 int lt_nn_SpatialClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                                 int size_average, lt_tensor *weights, lt_tensor *total_weight) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialClassNLLCriterion_updateOutput";
   snll_geom g;
   nn_copies cp = {0};
   int rc = -1;
   if (snll_begin(&g, &cp, fn, input, target, weights, total_weight) ||
-      nn_check_given(output, input->type, fn, "output"))
+      nn_check_float(output, input->type, fn, "output"))
     goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
@@ -189,12 +194,13 @@ done:
 
 int lt_nn_SpatialClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                    int size_average, lt_tensor *weights, lt_tensor *total_weight) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialClassNLLCriterion_updateGradInput";
   snll_geom g;
   nn_copies cp = {0};
   int rc = -1;
   if (snll_begin(&g, &cp, fn, input, target, weights, total_weight) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(total_weight) != 1) {
     lt_fail("%s: total_weight should have one element (call updateOutput first)", fn);

@@ -44,11 +44,12 @@ static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt
 
 int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                           int size_average, lt_tensor *weights, double param) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateOutput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   nn_copies cp = {0};
   int rc = -1;
-  if (crit_begin(fn, kind, input, target, weights) || nn_check_given(output, input->type, fn, "output")) goto done;
+  if (crit_begin(fn, kind, input, target, weights) || nn_check_float(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input), *y = x ? nn_contig(&cp, target) : NULL;
   const void *w = weights && y ? nn_contig(&cp, weights) : NULL;
   if (!x || !y || (weights && !w) || nn_resize1(output, 1)) goto done;
@@ -68,11 +69,12 @@ done:
 
 int lt_nn_PointwiseCriterion_updateGradInput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                              int size_average, lt_tensor *weights, double param) {
+  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateGradInput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   nn_copies cp = {0};
   int rc = -1;
-  if (crit_begin(fn, kind, input, target, weights) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+  if (crit_begin(fn, kind, input, target, weights) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   const void *x = nn_contig(&cp, input), *y = x ? nn_contig(&cp, target) : NULL;
   const void *w = weights && y ? nn_contig(&cp, weights) : NULL;

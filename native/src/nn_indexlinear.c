@@ -71,7 +71,7 @@ static int il_check_batch(const char *fn, const lt_tensor *keys, int64_t keysOff
                           const lt_tensor *bias, il_shape *sh) {
   if (il_check_params(fn, weight, bias, sh) || il_check_long_vec(fn, keys, "keys") ||
       il_check_long_vec(fn, sizes, "sizes") || il_check_long_vec(fn, cumSumSizes, "cumSumSizes") ||
-      nn_check_given(values, weight->type, fn, "values"))
+      nn_check_float(values, weight->type, fn, "values"))
     return -1;
   if (values->ndim > 1 || !lt_tensor_is_contiguous(values)) return lt_fail("%s: values must be a contiguous vector", fn);
   sh->nKeys = lt_tensor_nelement(keys);
@@ -111,7 +111,7 @@ int lt_nn_IndexLinear_updateOutput(lt_tensor *keys, int64_t keysOffset, lt_tenso
   static const char fn[] = "IndexLinear_updateOutput";
   il_shape sh;
   if (il_check_batch(fn, keys, keysOffset, values, sizes, cumSumSizes, weight, bias, &sh) ||
-      nn_check_given(output, weight->type, fn, "output") ||
+      nn_check_float(output, weight->type, fn, "output") ||
       nn_check_float(normalizedValues, weight->type, fn, "normalizedValues"))
     return -1;
   int64_t shape[2] = {sh.nSamples, sh.nOut};
@@ -125,6 +125,7 @@ int lt_nn_IndexLinear_updateOutput(lt_tensor *keys, int64_t keysOffset, lt_tenso
 int lt_nn_IndexLinear_accGradParameters(lt_tensor *keys, int64_t keysOffset, lt_tensor *values, lt_tensor *sizes,
                                         lt_tensor *cumSumSizes, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                         lt_tensor *gradBias, lt_tensor *weight, lt_tensor *bias, double scale) {
+  if (!gradOutput) return lt_fail("%s: gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "IndexLinear_accGradParameters";
   il_shape sh;
   if (il_check_batch(fn, keys, keysOffset, values, sizes, cumSumSizes, weight, bias, &sh) ||
@@ -144,6 +145,7 @@ int lt_nn_IndexLinear_accGradParameters(lt_tensor *keys, int64_t keysOffset, lt_
 int lt_nn_IndexLinear_accUpdateGradParameters(lt_tensor *keys, int64_t keysOffset, lt_tensor *values,
                                               lt_tensor *sizes, lt_tensor *cumSumSizes, lt_tensor *gradOutput,
                                               lt_tensor *weight, lt_tensor *bias, double weightDecay, double scale) {
+  if (!gradOutput) return lt_fail("%s: gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "IndexLinear_accUpdateGradParameters";
   il_shape sh;
   if (il_check_batch(fn, keys, keysOffset, values, sizes, cumSumSizes, weight, bias, &sh) ||

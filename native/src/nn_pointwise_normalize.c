@@ -26,9 +26,10 @@ static int norm_rows(const char *fn, const lt_tensor *input, double p, int64_t *
 }
 
 int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *norm, double p, double eps) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "Normalize_updateOutput";
   int64_t n = 0, d = 0;
-  if (norm_rows(fn, input, p, &n, &d) || nn_check_given(output, input->type, fn, "output") ||
+  if (norm_rows(fn, input, p, &n, &d) || nn_check_float(output, input->type, fn, "output") ||
       nn_check_float(norm, input->type, fn, "norm"))
     return -1;
   nn_copies cp = {0};
@@ -40,11 +41,12 @@ int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor 
 
 int lt_nn_Normalize_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *norm,
                                     double p, double eps) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "Normalize_updateGradInput";
   char b1[160], b2[160];
   int64_t n = 0, d = 0;
   if (norm_rows(fn, input, p, &n, &d) || nn_check_given(gradOutput, input->type, fn, "gradOutput") ||
-      nn_check_given(gradInput, input->type, fn, "gradInput") || nn_check_vec(norm, n, input->type, fn, "norm"))
+      nn_check_float(gradInput, input->type, fn, "gradInput") || nn_check_vec(norm, n, input->type, fn, "norm"))
     return -1;
   if (lt_tensor_nelement(gradOutput) != n * d)
     return lt_fail("%s: inconsistent tensor size: gradOutput %s vs input %s", fn,

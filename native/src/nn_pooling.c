@@ -127,10 +127,11 @@ static int pool_end(pool_call *c, int rc) { return nn_copies_free(&c->cp, rc); }
 
 int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int kH,
                                          int dW, int dH, int padW, int padH, int ceil_mode) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialMaxPooling_updateOutput";
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_given(output, input->type, fn, "output")) return pool_end(&c, -1);
+  if (nn_check_float(output, input->type, fn, "output")) return pool_end(&c, -1);
   if (lt_host_type(indices->type) != LT_LONG) return pool_end(&c, lt_fail("%s: indices must be a LongTensor", fn));
   if (pool_resize(output, input, &c.g) || pool_resize(indices, input, &c.g)) return pool_end(&c, -1);
   NN_CALL(input->type, maxpool_forward, &c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
@@ -140,10 +141,11 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
 int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                             lt_tensor *indices, int kW, int kH, int dW, int dH, int padW, int padH,
                                             int ceil_mode) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialMaxPooling_updateGradInput";
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_given(gradInput, input->type, fn, "gradInput")) return pool_end(&c, -1);
+  if (nn_check_float(gradInput, input->type, fn, "gradInput")) return pool_end(&c, -1);
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != c.g.planes * c.g.oH * c.g.oW)
     return pool_end(&c, lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn));
   const int64_t *idx = nn_contig(&c.cp, indices);
@@ -154,10 +156,11 @@ int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOut
 
 int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kW, int kH, int dW, int dH,
                                              int padW, int padH, int ceil_mode, int count_include_pad) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialAveragePooling_updateOutput";
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_given(output, input->type, fn, "output") || pool_resize(output, input, &c.g)) return pool_end(&c, -1);
+  if (nn_check_float(output, input->type, fn, "output") || pool_resize(output, input, &c.g)) return pool_end(&c, -1);
   NN_CALL(input->type, avgpool_forward, &c.g, c.in, lt_tensor_data(output), count_include_pad);
   return pool_end(&c, 0);
 }
@@ -165,10 +168,11 @@ int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output
 int lt_nn_SpatialAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                 int kW, int kH, int dW, int dH, int padW, int padH, int ceil_mode,
                                                 int count_include_pad) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialAveragePooling_updateGradInput";
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
-  if (nn_check_given(gradInput, input->type, fn, "gradInput") || nn_resize_as(gradInput, input))
+  if (nn_check_float(gradInput, input->type, fn, "gradInput") || nn_resize_as(gradInput, input))
     return pool_end(&c, -1);
   NN_CALL(input->type, avgpool_backward, &c.g, c.go, lt_tensor_data(gradInput), count_include_pad);
   return pool_end(&c, 0);

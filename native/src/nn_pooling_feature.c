@@ -35,10 +35,11 @@ static int flp_geom_init(flp_geom *g, const char *fn, const lt_tensor *input, in
 
 int lt_nn_FeatureLPPooling_updateOutput(lt_tensor *input, lt_tensor *output, double power, int width, int stride,
                                         int batch_mode) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "FeatureLPPooling_updateOutput";
   nn_copies cp = {0};
   flp_geom g = {0};
-  if (flp_geom_init(&g, fn, input, width, stride, batch_mode) || nn_check_given(output, input->type, fn, "output"))
+  if (flp_geom_init(&g, fn, input, width, stride, batch_mode) || nn_check_float(output, input->type, fn, "output"))
     return -1;
   int64_t sz[4];
   for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
@@ -52,12 +53,13 @@ int lt_nn_FeatureLPPooling_updateOutput(lt_tensor *input, lt_tensor *output, dou
 int lt_nn_FeatureLPPooling_updateGradInput(lt_tensor *gradOutput, lt_tensor *input, lt_tensor *output,
                                            lt_tensor *gradInput, double power, int width, int stride,
                                            int batch_mode) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "FeatureLPPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};
   flp_geom g = {0};
   if (flp_geom_init(&g, fn, input, width, stride, batch_mode) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t n = g.B * g.oF * g.S;
   if (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != n)

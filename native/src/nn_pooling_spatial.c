@@ -99,12 +99,13 @@ static int scatter_check(const int64_t *ind, int64_t n, int64_t plane) {
 /* ---------------------------------------------------------------- adaptive max */
 int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int W,
                                                  int H) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialAdaptiveMaxPooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
   if (img_geom_init(&g, fn, input)) return -1;
   if (W <= 0 || H <= 0) return lt_fail("%s: output size should be greater than zero, but got W: %d H: %d", fn, W, H);
-  if (nn_check_given(output, input->type, fn, "output")) return -1;
+  if (nn_check_float(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   g.oH = H;
   g.oW = W;
@@ -122,6 +123,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *ou
 
 int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *indices) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialAdaptiveMaxPooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -129,7 +131,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
   if (gradOutput->ndim != input->ndim) return lt_fail("%s: gradOutput must have input's dimensions", fn);
   g.oH = gradOutput->size[input->ndim - 2];
   g.oW = gradOutput->size[input->ndim - 1];
-  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != 2 * g.planes * g.oH * g.oW)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
@@ -142,12 +144,13 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
 
 /* ------------------------------------------------------------ adaptive average */
 int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int W, int H) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialAdaptiveAveragePooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
   if (img_geom_init(&g, fn, input)) return -1;
   if (W <= 0 || H <= 0) return lt_fail("%s: output size should be greater than zero, but got W: %d H: %d", fn, W, H);
-  if (nn_check_given(output, input->type, fn, "output")) return -1;
+  if (nn_check_float(output, input->type, fn, "output")) return -1;
   g.oH = H;
   g.oW = W;
   const void *in = nn_contig(&cp, input);
@@ -158,6 +161,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor
 
 int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput,
                                                         lt_tensor *gradInput) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialAdaptiveAveragePooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -165,7 +169,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_ten
   if (gradOutput->ndim != input->ndim) return lt_fail("%s: gradOutput must have input's dimensions", fn);
   g.oH = gradOutput->size[input->ndim - 2];
   g.oW = gradOutput->size[input->ndim - 1];
-  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+  if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
   if (!go || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
@@ -177,11 +181,12 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_ten
 int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW,
                                                 int kH, int dW, int dH, int padW, int padH, int dilationW,
                                                 int dilationH, int ceil_mode) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialDilatedMaxPooling_updateOutput";
   nn_copies cp = {0};
   dil_geom g = {0};
   if (dil_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, dilationW, dilationH, ceil_mode)) return -1;
-  if (nn_check_given(output, input->type, fn, "output")) return -1;
+  if (nn_check_float(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || img_resize(output, input, g.im.oH, g.im.oW) || img_resize(indices, input, g.im.oH, g.im.oW))
@@ -194,12 +199,13 @@ int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *out
 int lt_nn_SpatialDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    lt_tensor *indices, int kW, int kH, int dW, int dH, int padW,
                                                    int padH, int dilationW, int dilationH, int ceil_mode) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialDilatedMaxPooling_updateGradInput";
   nn_copies cp = {0};
   dil_geom g = {0};
   if (dil_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, dilationW, dilationH, ceil_mode)) return -1;
   if (img_check_grad(fn, input, gradOutput, g.im.oH, g.im.oW) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = g.im.oH * g.im.oW, n = g.im.planes * L;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)
@@ -230,10 +236,11 @@ static int unpool_begin(img_geom *g, const char *fn, const lt_tensor *input, con
 }
 
 int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int oW, int oH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialMaxUnpooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
-  if (unpool_begin(&g, fn, input, indices, oW, oH) || nn_check_given(output, input->type, fn, "output")) return -1;
+  if (unpool_begin(&g, fn, input, indices, oW, oH) || nn_check_float(output, input->type, fn, "output")) return -1;
   const void *in = nn_contig(&cp, input);
   const int64_t *ind = in ? nn_contig(&cp, indices) : NULL;
   if (!ind || img_resize(output, input, oH, oW)) return nn_copies_free(&cp, -1);
@@ -246,11 +253,12 @@ int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, 
 
 int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *indices, int oW, int oH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialMaxUnpooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
   if (unpool_begin(&g, fn, input, indices, oW, oH) || img_check_grad(fn, input, gradOutput, oH, oW) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
@@ -282,10 +290,11 @@ static int lrn_begin(const char *fn, const lt_tensor *input, int size, int64_t *
 
 int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *scale, int size,
                                           double alpha, double beta, double k) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialCrossMapLRN_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, C = 0, S = 0;
-  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_given(output, input->type, fn, "output") ||
+  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_float(output, input->type, fn, "output") ||
       nn_check_float(scale, input->type, fn, "scale"))
     return -1;
   const void *in = nn_contig(&cp, input);
@@ -298,12 +307,13 @@ int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, l
 int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *scale, lt_tensor *output, int size, double alpha,
                                              double beta, double k) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialCrossMapLRN_updateGradInput";
   char b[160];
   nn_copies cp = {0};
   int64_t N = 0, C = 0, S = 0, n;
   (void)k;
-  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_given(gradInput, input->type, fn, "gradInput")) return -1;
+  if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_float(gradInput, input->type, fn, "gradInput")) return -1;
   n = lt_tensor_nelement(input);
   if (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != n)
     return lt_fail("%s: gradOutput %s does not match input", fn, lt_shape_str(gradOutput, b, sizeof b));
@@ -322,10 +332,11 @@ int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOu
 int lt_nn_SpatialFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, int outW, int outH,
                                                    int poolSizeW, int poolSizeH, lt_tensor *indices,
                                                    lt_tensor *randomSamples) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialFractionalMaxPooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
-  if (img_geom_init(&g, fn, input) || nn_check_given(output, input->type, fn, "output") ||
+  if (img_geom_init(&g, fn, input) || nn_check_float(output, input->type, fn, "output") ||
       nn_check_float(randomSamples, input->type, fn, "randomSamples"))
     return -1;
   if (outW < 1 || outH < 1 || poolSizeW < 1 || poolSizeH < 1)
@@ -352,13 +363,14 @@ int lt_nn_SpatialFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
 int lt_nn_SpatialFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                       int outW, int outH, int poolSizeW, int poolSizeH,
                                                       lt_tensor *indices) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialFractionalMaxPooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
   (void)poolSizeW;
   (void)poolSizeH;
   if (img_geom_init(&g, fn, input) || img_check_grad(fn, input, gradOutput, outH, outW) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = (int64_t)outH * outW, n = g.planes * L;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)

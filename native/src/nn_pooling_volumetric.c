@@ -90,11 +90,12 @@ int lt_nn_VolumetricDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
                                                    int kW, int kH, int dT, int dW, int dH, int padT, int padW,
                                                    int padH, int dilationT, int dilationW, int dilationH,
                                                    int ceil_mode) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricDilatedMaxPooling_updateOutput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {padT, padH, padW}, dil[3] = {dilationT, dilationH, dilationW};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_given(output, input->type, fn, "output"))
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_float(output, input->type, fn, "output"))
     return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
@@ -107,11 +108,12 @@ int lt_nn_VolumetricDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
                                                       lt_tensor *indices, int kT, int kW, int kH, int dT, int dW,
                                                       int dH, int padT, int padW, int padH, int dilationT,
                                                       int dilationW, int dilationH, int ceil_mode) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricDilatedMaxPooling_updateGradInput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {padT, padH, padW}, dil[3] = {dilationT, dilationH, dilationW};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_given(gradInput, input->type, fn, "gradInput") ||
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, ceil_mode) || nn_check_float(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, g.out, input->type) ||
       vol_check(fn, "indices", indices, input, g.out, LT_LONG))
     return -1;
@@ -125,11 +127,12 @@ int lt_nn_VolumetricDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
 /* ---------------------------------------------------------- average pooling */
 int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kT, int kW, int kH, int dT,
                                                 int dW, int dH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricAveragePooling_updateOutput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_given(output, input->type, fn, "output")) return -1;
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_float(output, input->type, fn, "output")) return -1;
   const void *in = nn_contig(&cp, input);
   if (!in || vol_resize(output, input, g.out)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, volavg_forward, &g, in, lt_tensor_data(output));
@@ -138,11 +141,12 @@ int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *out
 
 int lt_nn_VolumetricAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    int kT, int kW, int kH, int dT, int dW, int dH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricAveragePooling_updateGradInput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   nn_copies cp = {0};
   vol_geom g = {0};
-  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_given(gradInput, input->type, fn, "gradInput") ||
+  if (vol_geom_init(&g, fn, input, k, d, p, dil, 0) || nn_check_float(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, g.out, input->type))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
@@ -181,11 +185,12 @@ static int volunpool_begin(vol_geom *g, const char *fn, const lt_tensor *input, 
 
 int lt_nn_VolumetricMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int oT,
                                               int oW, int oH, int dT, int dW, int dH, int padT, int padW, int padH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricMaxUnpooling_updateOutput";
   nn_copies cp = {0};
   vol_geom g = {0};
   if (volunpool_begin(&g, fn, input, indices, oT, oW, oH, dT, dW, dH, padT, padW, padH) ||
-      nn_check_given(output, input->type, fn, "output"))
+      nn_check_float(output, input->type, fn, "output"))
     return -1;
   const void *in = nn_contig(&cp, input);
   const int64_t *ind = in ? nn_contig(&cp, indices) : NULL;
@@ -198,11 +203,12 @@ int lt_nn_VolumetricMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *outpu
 int lt_nn_VolumetricMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                  lt_tensor *indices, int oT, int oW, int oH, int dT, int dW, int dH,
                                                  int padT, int padW, int padH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricMaxUnpooling_updateGradInput";
   nn_copies cp = {0};
   vol_geom g = {0};
   if (volunpool_begin(&g, fn, input, indices, oT, oW, oH, dT, dW, dH, padT, padW, padH) ||
-      nn_check_given(gradInput, input->type, fn, "gradInput") ||
+      nn_check_float(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, g.in, input->type))
     return -1;
   const void *go = nn_contig(&cp, gradOutput);
@@ -240,10 +246,11 @@ static int tmp_resize(lt_tensor *t, const lt_tensor *input, int64_t oT) {
 }
 
 int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int dW) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "TemporalMaxPooling_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
-  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_given(output, input->type, fn, "output")) return -1;
+  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_float(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   const void *in = nn_contig(&cp, input);
   if (!in || tmp_resize(output, input, oT) || tmp_resize(indices, input, oT)) return nn_copies_free(&cp, -1);
@@ -253,11 +260,12 @@ int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, l
 
 int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *indices, int kW, int dW) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "TemporalMaxPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
-  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+  if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int nd = input->ndim;
   if (gradOutput->type != input->type || gradOutput->ndim != nd || gradOutput->size[nd - 2] != oT ||
@@ -278,6 +286,7 @@ int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOu
 int lt_nn_VolumetricFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, int outT, int outW,
                                                       int outH, int poolSizeT, int poolSizeW, int poolSizeH,
                                                       lt_tensor *indices, lt_tensor *randomSamples) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricFractionalMaxPooling_updateOutput";
   char b[160];
   nn_copies cp = {0};
@@ -287,7 +296,7 @@ int lt_nn_VolumetricFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tenso
   if (input->ndim != 4 && input->ndim != 5)
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
                    lt_shape_str(input, b, sizeof b));
-  if (nn_check_given(output, input->type, fn, "output") || nn_check_float(randomSamples, input->type, fn, "randomSamples"))
+  if (nn_check_float(output, input->type, fn, "output") || nn_check_float(randomSamples, input->type, fn, "randomSamples"))
     return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   int f = input->ndim == 5;
@@ -317,6 +326,7 @@ int lt_nn_VolumetricFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_te
                                                          lt_tensor *gradInput, int outT, int outW, int outH,
                                                          int poolSizeT, int poolSizeW, int poolSizeH,
                                                          lt_tensor *indices) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricFractionalMaxPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};
@@ -329,7 +339,7 @@ int lt_nn_VolumetricFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_te
     return lt_fail("%s: 4D or 5D (batch mode) tensor expected for input, but got: %s", fn,
                    lt_shape_str(input, b, sizeof b));
   int64_t o[3] = {outH, outW, outT};
-  if (nn_check_given(gradInput, input->type, fn, "gradInput") ||
+  if (nn_check_float(gradInput, input->type, fn, "gradInput") ||
       vol_check(fn, "gradOutput", gradOutput, input, o, input->type) || vol_check(fn, "indices", indices, input, o, LT_LONG))
     return -1;
   int f = input->ndim == 5;

@@ -31,7 +31,7 @@ static int sm_geom_init(sm_geom *g, const char *fn, const lt_tensor *input) {
 
 static int sm_forward(const char *fn, lt_tensor *input, lt_tensor *output, int logsm) {
   sm_geom g;
-  if (sm_geom_init(&g, fn, input) || nn_check_given(output, input->type, fn, "output")) return -1;
+  if (sm_geom_init(&g, fn, input) || nn_check_float(output, input->type, fn, "output")) return -1;
   nn_copies cp = {0};
   const void *in = nn_contig(&cp, input);
   int rc = -1;
@@ -47,7 +47,7 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
   char b1[160], b2[160];
   sm_geom g;
   if (sm_geom_init(&g, fn, output) || nn_check_given(gradOutput, output->type, fn, "gradOutput") ||
-      nn_check_given(gradInput, output->type, fn, "gradInput"))
+      nn_check_float(gradInput, output->type, fn, "gradInput"))
     return -1;
   (void)input;
   if (!lt_tensor_is_same_size(output, gradOutput))
@@ -64,16 +64,20 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
 }
 
 int lt_nn_SoftMax_updateOutput(lt_tensor *input, lt_tensor *output) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   return sm_forward("SoftMax_updateOutput", input, output, 0);
 }
 int lt_nn_SoftMax_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *output) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   return sm_backward("SoftMax_updateGradInput", input, gradOutput, gradInput, output, 0);
 }
 int lt_nn_LogSoftMax_updateOutput(lt_tensor *input, lt_tensor *output) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   return sm_forward("LogSoftMax_updateOutput", input, output, 1);
 }
 int lt_nn_LogSoftMax_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                      lt_tensor *output) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   return sm_backward("LogSoftMax_updateGradInput", input, gradOutput, gradInput, output, 1);
 }
 

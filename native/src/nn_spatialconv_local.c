@@ -69,10 +69,11 @@ static int loc_resize(lt_tensor *t, const loc_geom *g, int64_t C, int64_t H, int
 int lt_nn_SpatialConvolutionLocal_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                lt_tensor *bias, int kW, int kH, int dW, int dH, int padW, int padH,
                                                int64_t iW, int64_t iH, int64_t oW, int64_t oH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialConvolutionLocal_updateOutput";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, weight, bias, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||
-      nn_check_given(output, input->type, fn, "output"))
+      nn_check_float(output, input->type, fn, "output"))
     return -1;
   nn_copies cp = {0};
   int rc = -1;
@@ -88,10 +89,11 @@ done:
 int lt_nn_SpatialConvolutionLocal_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                   lt_tensor *weight, int kW, int kH, int dW, int dH, int padW,
                                                   int padH, int64_t iW, int64_t iH, int64_t oW, int64_t oH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialConvolutionLocal_updateGradInput";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, weight, NULL, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||
-      loc_check_gradOutput(&g, fn, gradOutput, input->type) || nn_check_given(gradInput, input->type, fn, "gradInput"))
+      loc_check_gradOutput(&g, fn, gradOutput, input->type) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   nn_copies cp = {0};
   int rc = -1;
@@ -107,6 +109,7 @@ int lt_nn_SpatialConvolutionLocal_accGradParameters(lt_tensor *input, lt_tensor 
                                                     lt_tensor *gradBias, int kW, int kH, int dW, int dH, int padW,
                                                     int padH, int64_t iW, int64_t iH, int64_t oW, int64_t oH,
                                                     double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialConvolutionLocal_accGradParameters";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, gradWeight, gradBias, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||

@@ -110,12 +110,13 @@ static int map_resize(lt_tensor *t, const map_geom *g, int64_t C, int64_t H, int
 int lt_nn_SpatialConvolutionMap_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                              lt_tensor *connTable, int nInputPlane, int nOutputPlane, int dW, int dH,
                                              int full) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   const char *fn = full ? "SpatialFullConvolutionMap_updateOutput" : "SpatialConvolutionMap_updateOutput";
   map_geom g;
   nn_copies cp = {0};
   if (map_geom_init(&g, fn, input, weight, connTable, nInputPlane, nOutputPlane, dW, dH, full)) return -1;
   int rc = -1;
-  if (nn_check_vec(bias, nOutputPlane, input->type, fn, "bias") || nn_check_given(output, input->type, fn, "output"))
+  if (nn_check_vec(bias, nOutputPlane, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output"))
     goto done;
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
   if (!w || map_resize(output, &g, g.nOut, g.oH, g.oW)) goto done;
@@ -129,6 +130,7 @@ done:
 int lt_nn_SpatialConvolutionMap_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                 lt_tensor *weight, lt_tensor *connTable, int nInputPlane,
                                                 int nOutputPlane, int dW, int dH, int full) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   const char *fn = full ? "SpatialFullConvolutionMap_updateGradInput" : "SpatialConvolutionMap_updateGradInput";
   char buf[160];
   map_geom g;
@@ -136,7 +138,7 @@ int lt_nn_SpatialConvolutionMap_updateGradInput(lt_tensor *input, lt_tensor *gra
   if (map_geom_init(&g, fn, input, weight, connTable, nInputPlane, nOutputPlane, dW, dH, full)) return -1;
   int rc = -1;
   if (nn_check_given(gradOutput, input->type, fn, "gradOutput") ||
-      nn_check_given(gradInput, input->type, fn, "gradInput"))
+      nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   int f = g.batch;
   if (gradOutput->ndim != input->ndim || (f && gradOutput->size[0] != g.N) || gradOutput->size[f] != g.nOut ||
@@ -156,6 +158,7 @@ done:
 int lt_nn_SpatialConvolutionMap_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                   lt_tensor *gradBias, lt_tensor *connTable, int nInputPlane,
                                                   int nOutputPlane, int dW, int dH, int full, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   const char *fn = full ? "SpatialFullConvolutionMap_accGradParameters" : "SpatialConvolutionMap_accGradParameters";
   char buf[160];
   map_geom g;
