@@ -240,3 +240,34 @@ def test_torch_threads_package_forms(rt):
     return table.concat(seen, ',') .. ' ' .. data[1]
     """)
     assert out == "11,12,13 -1"
+
+
+def test_queue_carries_jobs_between_states(rt):
+    """threads.Queue: a bounded queue of closures; workers attach by id, producers wait while it is full,
+    dojob runs the job where it is taken and returns its results."""
+    out = rt.execute(r"""
+    local threads = require 'threads'
+    local q = threads.Queue(2)
+    assert(q.size == 2 and q.isempty == 1 and q.isfull == 0)
+    local pool = threads.Threads(2)
+    local id = q:id()
+    -- two workers each put 5 jobs through a queue of 2 slots: they wait for the main state to take them
+    for w = 1, 2 do
+       pool:addjob(function()
+          local Q = require('threads').Queue(id)
+          for k = 1, 5 do Q:addjob(function(a, b) return a * 100 + b, __threadid end, w, k) end
+          return true
+       end)
+    end
+    local got = {}
+    for i = 1, 10 do
+       local v = q:dojob()
+       got[#got + 1] = v
+    end
+    pool:synchronize()
+    pool:terminate()
+    assert(q.isempty == 1)
+    table.sort(got)
+    return table.concat(got, ',')
+    """)
+    assert out == "101,102,103,104,105,201,202,203,204,205"

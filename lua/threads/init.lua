@@ -6,6 +6,7 @@ local threads = {
    Threads = require 'threads.Threads',
    Mutex = sync.Mutex,
    Condition = sync.Condition,
+   Queue = require 'threads.Queue',
 }
 -- As in torch/threads, the package itself works as the class: threads(N, ...)
 -- and threads.serialization(name) are threads.Threads(N, ...) and its serialization.

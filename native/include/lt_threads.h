@@ -62,6 +62,18 @@ void lt_chan_push(void *c, int64_t v);
 int lt_chan_pop(void *c, int64_t *v, double timeout);         /* 0, or 1 on timeout (timeout < 0: forever) */
 void lt_chan_free(void *c);
 
+/* A bounded queue of byte strings (torch/threads' Queue): any thread pushes and pops, waiting while
+ * it is full (push) or empty (pop). Reference-counted: each state that attaches retains it. */
+void *lt_queue_new(int64_t size);
+void lt_queue_retain(void *q);
+void lt_queue_release(void *q);                                /* frees at the last reference */
+int lt_queue_push(void *q, const char *data, int64_t len, double timeout);  /* 0, 1 on timeout, -1 no memory */
+/* 0 with *data (free it with lt_queue_msg_free) and *len, or 1 on timeout */
+int lt_queue_pop(void *q, char **data, int64_t *len, double timeout);
+void lt_queue_msg_free(char *data);
+int64_t lt_queue_count(void *q);
+int64_t lt_queue_size(void *q);
+
 int64_t lt_atomic_add(int64_t *p, int64_t v);                 /* returns the new value */
 
 /* dst[from:to] += srcs[k][from:to] for every srcs[k] != dst (float or double

@@ -444,6 +444,94 @@ void lt_chan_free(void *vc) {
   free(c);
 }
 
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t notempty, notfull;
+  char **msg;
+  int64_t *len;
+  int64_t head, count, size, refs;
+} msgqueue;
+
+void *lt_queue_new(int64_t size) {
+  if (size < 1) size = 1;
+  msgqueue *q = calloc(1, sizeof *q);
+  if (!q) return NULL;
+  q->msg = calloc((size_t)size, sizeof *q->msg);
+  q->len = calloc((size_t)size, sizeof *q->len);
+  if (!q->msg || !q->len) {
+    free(q->msg), free(q->len), free(q);
+    return NULL;
+  }
+  q->size = size;
+  q->refs = 1;
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->notempty, NULL);
+  pthread_cond_init(&q->notfull, NULL);
+  return q;
+}
+
+void lt_queue_retain(void *vq) { __atomic_add_fetch(&((msgqueue *)vq)->refs, 1, __ATOMIC_ACQ_REL); }
+
+void lt_queue_release(void *vq) {
+  msgqueue *q = vq;
+  if (!q || __atomic_sub_fetch(&q->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+  for (int64_t i = 0; i < q->count; i++) free(q->msg[(q->head + i) % q->size]);
+  pthread_cond_destroy(&q->notempty);
+  pthread_cond_destroy(&q->notfull);
+  pthread_mutex_destroy(&q->mu);
+  free(q->msg), free(q->len), free(q);
+}
+
+int lt_queue_push(void *vq, const char *data, int64_t len, double timeout) {
+  msgqueue *q = vq;
+  char *copy = malloc(len > 0 ? (size_t)len : 1);
+  if (!copy) return -1;
+  memcpy(copy, data, (size_t)len);
+  pthread_mutex_lock(&q->mu);
+  int timed_out = 0;
+  while (q->count == q->size && !timed_out) timed_out = lt_cond_wait(&q->notfull, &q->mu, timeout);
+  if (q->count < q->size) {
+    int64_t at = (q->head + q->count) % q->size;
+    q->msg[at] = copy, q->len[at] = len;
+    q->count++;
+    timed_out = 0;
+    pthread_cond_signal(&q->notempty);
+  } else {
+    free(copy);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return timed_out;
+}
+
+int lt_queue_pop(void *vq, char **data, int64_t *len, double timeout) {
+  msgqueue *q = vq;
+  pthread_mutex_lock(&q->mu);
+  int timed_out = 0;
+  while (q->count == 0 && !timed_out) timed_out = lt_cond_wait(&q->notempty, &q->mu, timeout);
+  if (q->count) {
+    *data = q->msg[q->head], *len = q->len[q->head];
+    q->msg[q->head] = NULL;
+    q->head = (q->head + 1) % q->size;
+    q->count--;
+    timed_out = 0;
+    pthread_cond_signal(&q->notfull);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return timed_out;
+}
+
+void lt_queue_msg_free(char *data) { free(data); }
+
+int64_t lt_queue_count(void *vq) {
+  msgqueue *q = vq;
+  pthread_mutex_lock(&q->mu);
+  int64_t n = q->count;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+int64_t lt_queue_size(void *vq) { return ((msgqueue *)vq)->size; }
+
 int64_t lt_atomic_add(int64_t *p, int64_t v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 
 #define SUM_BUFFERS(T)                                           \
