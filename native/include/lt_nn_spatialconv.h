@@ -1,7 +1,8 @@
 /* nn kernels: spatial convolutions (Torch7's THNN counterparts).
  * Same conventions as lt_nn.h (outputs and buffers resized here, parameter
  * gradients accumulated with scale, bias/gradBias may be NULL, 3-D or 4-D
- * (batch) images). `columns` is a scratch tensor (one unfolded sample). */
+ * (batch) images). `columns` is a scratch tensor (column chunks and partial
+ * weight gradients; see lt_nn_unfold_set_chunk in lt_nn_tvconv.h). */
 #ifndef LT_NN_SPATIALCONV_H
 #define LT_NN_SPATIALCONV_H
 

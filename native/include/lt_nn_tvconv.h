@@ -38,6 +38,13 @@ int lt_nn_TemporalRowConvolution_accGradParameters(lt_tensor *input, lt_tensor *
                                                    lt_tensor *gradBias, int kW, int dW, int padW, int featFirst,
                                                    double scale);
 
+/* The unfold-based convolutions (SpatialDilatedConvolution, SpatialFullConvolution,
+ * Volumetric[Dilated|Full]Convolution) build their column matrices in chunks
+ * of about this many elements per thread (whole output rows, at least one);
+ * 0 restores the default (2^18, and at least 256 columns). Returns the
+ * previous setting. For tests of the chunked paths. */
+int64_t lt_nn_unfold_set_chunk(int64_t elements);
+
 /* ---- VolumetricConvolution / VolumetricDilatedConvolution (vol2col + GEMM) ----
  * input (nIn, T, H, W) or (N, nIn, T, H, W); weight (nOut, nIn, kT, kH, kW)
  * or (nOut, nIn*kT*kH*kW); bias (nOut) or NULL. Output size per dimension:

@@ -10,8 +10,7 @@
  *    its output: the image is the output, the columns span the input:
  *    output_n = col2im(weight^T * input_n), gradInput_n = weight * cols(gradOutput_n),
  *    gradWeight += input_n * cols(gradOutput_n)^T.
- * Samples run one after the other; the unfolding runs over the channels in
- * parallel and the GEMMs use the BLAS threads. */
+ * The unfolding, the GEMMs, the chunking and the threading are nn_unfold.h's. */
 #ifndef NN_GENERIC_PASS
 #include "nn_internal.h"
 
@@ -30,7 +29,7 @@ static int sc_check_input(const char *fn, const lt_tensor *input, const lt_tenso
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
   if (padW < 0 || padH < 0) return lt_fail("%s: padding should be non-negative, but got padH: %d padW: %d", fn, padH, padW);
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (weight && nn_check_float(weight, input->type, fn, "weight")) return -1;
   if (input->ndim != 3 && input->ndim != 4)
@@ -132,6 +131,23 @@ static int sc_resize(lt_tensor *t, const sc_geom *g, int64_t C, int64_t H, int64
   return g->batch ? lt_tensor_resize(t, 4, sz) : lt_tensor_resize(t, 3, sz + 1);
 }
 
+#include "nn_unfold.h"
+
+/* The unfold geometry of g: a 2-D image is a volume of depth 1. */
+static void sc_unfold(const sc_geom *g, nn_unfold *u) {
+  int64_t in[3] = {1, g->H, g->W}, out[3] = {1, g->oH, g->oW};
+  int k[3] = {1, g->kH, g->kW}, d[3] = {1, g->dH, g->dW}, p[3] = {0, g->padH, g->padW}, l[3] = {1, g->dilH, g->dilW};
+  nn_unfold_set(u, g->C, in, out, k, d, p, l);
+}
+
+/* Plans a call of M x K weights over g's samples; columns becomes its scratch. */
+static int sc_plan(nn_unfold_plan *pl, lt_tensor *columns, const sc_geom *g, int64_t M, int partials,
+                   const char *fn) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  return nn_unfold_plan_for(pl, columns, &u, g->N, M, partials, fn);
+}
+
 #define NN_GENERIC_FILE "nn_spatialconv.c"
 #include "nn_generic.h"
 
@@ -140,8 +156,10 @@ static int sc_resize(lt_tensor *t, const sc_geom *g, int64_t C, int64_t H, int64
 int lt_nn_SpatialDilatedConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                  lt_tensor *bias, lt_tensor *columns, int kW, int kH, int dW,
                                                  int dH, int padW, int padH, int dilationW, int dilationH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialDilatedConvolution_updateOutput";
   sc_geom g;
+  nn_unfold_plan pl;
   int64_t nOut;
   if (dil_geom(&g, &nOut, fn, input, weight, kW, kH, dW, dH, padW, padH, dilationW, dilationH)) return -1;
   if (nn_check_vec(bias, nOut, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output") ||
@@ -150,8 +168,8 @@ int lt_nn_SpatialDilatedConvolution_updateOutput(lt_tensor *input, lt_tensor *ou
   nn_copies cp = {0};
   int rc = -1;
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
-  if (!w || sc_resize(output, &g, nOut, g.oH, g.oW) || nn_resize1(columns, g.K * g.L)) goto done;
-  NN_CALL(input->type, dil_forward, &g, nOut, in, w, bias ? lt_tensor_data(bias) : NULL,
+  if (!w || sc_resize(output, &g, nOut, g.oH, g.oW) || sc_plan(&pl, columns, &g, nOut, 0, fn)) goto done;
+  NN_CALL(input->type, dil_forward, &g, &pl, nOut, in, w, bias ? lt_tensor_data(bias) : NULL,
           bias ? nn_vec_stride(bias) : 0, lt_tensor_data(output), lt_tensor_data(columns));
   rc = 0;
 done:
@@ -161,8 +179,10 @@ done:
 int lt_nn_SpatialDilatedConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *weight, lt_tensor *columns, int kW, int kH, int dW,
                                                     int dH, int padW, int padH, int dilationW, int dilationH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialDilatedConvolution_updateGradInput";
   sc_geom g;
+  nn_unfold_plan pl;
   int64_t nOut;
   if (dil_geom(&g, &nOut, fn, input, weight, kW, kH, dW, dH, padW, padH, dilationW, dilationH)) return -1;
   if (sc_check_shape(&g, fn, "gradOutput", gradOutput, input->type, nOut, g.oH, g.oW) ||
@@ -171,8 +191,8 @@ int lt_nn_SpatialDilatedConvolution_updateGradInput(lt_tensor *input, lt_tensor 
   nn_copies cp = {0};
   int rc = -1;
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
-  if (!w || sc_resize(gradInput, &g, g.C, g.H, g.W) || nn_resize1(columns, g.K * g.L)) goto done;
-  NN_CALL(input->type, dil_backward_input, &g, nOut, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
+  if (!w || sc_resize(gradInput, &g, g.C, g.H, g.W) || sc_plan(&pl, columns, &g, nOut, 0, fn)) goto done;
+  NN_CALL(input->type, dil_backward_input, &g, &pl, nOut, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -182,8 +202,10 @@ int lt_nn_SpatialDilatedConvolution_accGradParameters(lt_tensor *input, lt_tenso
                                                       lt_tensor *gradWeight, lt_tensor *gradBias,
                                                       lt_tensor *columns, int kW, int kH, int dW, int dH, int padW,
                                                       int padH, int dilationW, int dilationH, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialDilatedConvolution_accGradParameters";
   sc_geom g;
+  nn_unfold_plan pl;
   int64_t nOut;
   if (dil_geom(&g, &nOut, fn, input, gradWeight, kW, kH, dW, dH, padW, padH, dilationW, dilationH)) return -1;
   if (sc_check_shape(&g, fn, "gradOutput", gradOutput, input->type, nOut, g.oH, g.oW) ||
@@ -193,8 +215,8 @@ int lt_nn_SpatialDilatedConvolution_accGradParameters(lt_tensor *input, lt_tenso
   nn_copies cp = {0};
   int rc = -1;
   const void *in = nn_contig(&cp, input), *go = in ? nn_contig(&cp, gradOutput) : NULL;
-  if (!go || nn_resize1(columns, g.K * g.L)) goto done;
-  NN_CALL(input->type, dil_acc_grad, &g, nOut, in, go, lt_tensor_data(gradWeight),
+  if (!go || sc_plan(&pl, columns, &g, nOut, 1, fn)) goto done;
+  NN_CALL(input->type, dil_acc_grad, &g, &pl, nOut, in, go, lt_tensor_data(gradWeight),
           gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0,
           lt_tensor_data(columns), scale);
   rc = 0;
@@ -207,8 +229,10 @@ done:
 int lt_nn_SpatialFullConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                               lt_tensor *bias, lt_tensor *columns, int kW, int kH, int dW, int dH,
                                               int padW, int padH, int adjW, int adjH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialFullConvolution_updateOutput";
   sc_geom g;
+  nn_unfold_plan pl;
   int64_t nIn;
   if (full_geom(&g, &nIn, fn, input, weight, kW, kH, dW, dH, padW, padH, adjW, adjH)) return -1;
   if (nn_check_vec(bias, g.C, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output") ||
@@ -217,8 +241,8 @@ int lt_nn_SpatialFullConvolution_updateOutput(lt_tensor *input, lt_tensor *outpu
   nn_copies cp = {0};
   int rc = -1;
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
-  if (!w || sc_resize(output, &g, g.C, g.H, g.W) || nn_resize1(columns, g.K * g.L)) goto done;
-  NN_CALL(input->type, full_forward, &g, nIn, in, w, bias ? lt_tensor_data(bias) : NULL,
+  if (!w || sc_resize(output, &g, g.C, g.H, g.W) || sc_plan(&pl, columns, &g, nIn, 0, fn)) goto done;
+  NN_CALL(input->type, full_forward, &g, &pl, nIn, in, w, bias ? lt_tensor_data(bias) : NULL,
           bias ? nn_vec_stride(bias) : 0, lt_tensor_data(output), lt_tensor_data(columns));
   rc = 0;
 done:
@@ -228,8 +252,10 @@ done:
 int lt_nn_SpatialFullConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                  lt_tensor *weight, lt_tensor *columns, int kW, int kH, int dW,
                                                  int dH, int padW, int padH, int adjW, int adjH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialFullConvolution_updateGradInput";
   sc_geom g;
+  nn_unfold_plan pl;
   int64_t nIn;
   if (full_geom(&g, &nIn, fn, input, weight, kW, kH, dW, dH, padW, padH, adjW, adjH)) return -1;
   if (sc_check_shape(&g, fn, "gradOutput", gradOutput, input->type, g.C, g.H, g.W) ||
@@ -238,8 +264,8 @@ int lt_nn_SpatialFullConvolution_updateGradInput(lt_tensor *input, lt_tensor *gr
   nn_copies cp = {0};
   int rc = -1;
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
-  if (!w || sc_resize(gradInput, &g, nIn, g.oH, g.oW) || nn_resize1(columns, g.K * g.L)) goto done;
-  NN_CALL(input->type, full_backward_input, &g, nIn, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
+  if (!w || sc_resize(gradInput, &g, nIn, g.oH, g.oW) || sc_plan(&pl, columns, &g, nIn, 0, fn)) goto done;
+  NN_CALL(input->type, full_backward_input, &g, &pl, nIn, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -248,8 +274,10 @@ done:
 int lt_nn_SpatialFullConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                    lt_tensor *gradBias, lt_tensor *columns, int kW, int kH, int dW,
                                                    int dH, int padW, int padH, int adjW, int adjH, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialFullConvolution_accGradParameters";
   sc_geom g;
+  nn_unfold_plan pl;
   int64_t nIn;
   if (full_geom(&g, &nIn, fn, input, gradWeight, kW, kH, dW, dH, padW, padH, adjW, adjH)) return -1;
   if (sc_check_shape(&g, fn, "gradOutput", gradOutput, input->type, g.C, g.H, g.W) ||
@@ -259,8 +287,8 @@ int lt_nn_SpatialFullConvolution_accGradParameters(lt_tensor *input, lt_tensor *
   nn_copies cp = {0};
   int rc = -1;
   const void *in = nn_contig(&cp, input), *go = in ? nn_contig(&cp, gradOutput) : NULL;
-  if (!go || nn_resize1(columns, g.K * g.L)) goto done;
-  NN_CALL(input->type, full_acc_grad, &g, nIn, in, go, lt_tensor_data(gradWeight),
+  if (!go || sc_plan(&pl, columns, &g, nIn, 1, fn)) goto done;
+  NN_CALL(input->type, full_acc_grad, &g, &pl, nIn, in, go, lt_tensor_data(gradWeight),
           gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0,
           lt_tensor_data(columns), scale);
   rc = 0;
@@ -297,6 +325,7 @@ static int sub_geom(sc_geom *g, const char *fn, const lt_tensor *input, const lt
 
 int lt_nn_SpatialSubSampling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                           int kW, int kH, int dW, int dH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialSubSampling_updateOutput";
   sc_geom g;
   if (sub_geom(&g, fn, input, weight, kW, kH, dW, dH) || nn_check_vec(weight, g.C, input->type, fn, "weight") ||
@@ -315,6 +344,7 @@ done:
 
 int lt_nn_SpatialSubSampling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *weight, int kW, int kH, int dW, int dH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialSubSampling_updateGradInput";
   sc_geom g;
   if (sub_geom(&g, fn, input, weight, kW, kH, dW, dH) || nn_check_vec(weight, g.C, input->type, fn, "weight") ||
@@ -334,6 +364,7 @@ done:
 
 int lt_nn_SpatialSubSampling_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                lt_tensor *gradBias, int kW, int kH, int dW, int dH, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "SpatialSubSampling_accGradParameters";
   sc_geom g;
   if (sub_geom(&g, fn, input, gradWeight, kW, kH, dW, dH) ||
@@ -354,125 +385,50 @@ done:
 
 #else /* ---------------------------------------------- generic part (real) */
 
-/* cols[(c*kH + kh)*kW + kw][oh*oW + ow] = img[c][oh*dH - padH + kh*dilH][ow*dW - padW + kw*dilW], 0 outside. */
-static void NN_(sc_im2col)(const sc_geom *g, const real *img, real *cols) {
-  const int64_t H = g->H, W = g->W, oH = g->oH, oW = g->oW;
-  const int kH = g->kH, kW = g->kW;
-#pragma omp parallel for schedule(static) if (g->K * g->L >= LT_OMP_THRESHOLD)
-  for (int64_t row = 0; row < g->K; row++) {
-    int64_t c = row / (kH * kW);
-    int kh = (int)(row / kW % kH), kw = (int)(row % kW);
-    const real *plane = img + c * H * W;
-    real *r = cols + row * oH * oW;
-    for (int64_t oh = 0; oh < oH; oh++, r += oW) {
-      int64_t ih = oh * g->dH - g->padH + (int64_t)kh * g->dilH;
-      if (ih < 0 || ih >= H) {
-        memset(r, 0, sizeof(real) * oW);
-        continue;
-      }
-      const real *src = plane + ih * W;
-      for (int64_t ow = 0; ow < oW; ow++) {
-        int64_t iw = ow * g->dW - g->padW + (int64_t)kw * g->dilW;
-        r[ow] = iw >= 0 && iw < W ? src[iw] : 0;
-      }
-    }
-  }
+#include "nn_unfold.h"
+
+static void NN_(dil_forward)(const sc_geom *g, const nn_unfold_plan *pl, int64_t nOut, const real *in, const real *w,
+                             const real *b, int64_t bs, real *out, real *buf) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  NN_(unfold_gemm)(&u, pl, g->N, in, w, nOut, b, bs, out, buf);
 }
 
-/* The adjoint: img = 0, then every column entry is added to its pixel (channels run in parallel). */
-static void NN_(sc_col2im)(const sc_geom *g, const real *cols, real *img) {
-  const int64_t H = g->H, W = g->W, oH = g->oH, oW = g->oW;
-  const int kH = g->kH, kW = g->kW;
-#pragma omp parallel for schedule(static) if (g->K * g->L >= LT_OMP_THRESHOLD)
-  for (int64_t c = 0; c < g->C; c++) {
-    real *plane = img + c * H * W;
-    memset(plane, 0, sizeof(real) * H * W);
-    for (int kh = 0; kh < kH; kh++)
-      for (int kw = 0; kw < kW; kw++) {
-        const real *r = cols + ((c * kH + kh) * kW + kw) * oH * oW;
-        for (int64_t oh = 0; oh < oH; oh++, r += oW) {
-          int64_t ih = oh * g->dH - g->padH + (int64_t)kh * g->dilH;
-          if (ih < 0 || ih >= H) continue;
-          real *dst = plane + ih * W;
-          for (int64_t ow = 0; ow < oW; ow++) {
-            int64_t iw = ow * g->dW - g->padW + (int64_t)kw * g->dilW;
-            if (iw >= 0 && iw < W) dst[iw] += r[ow];
-          }
-        }
-      }
-  }
+static void NN_(dil_backward_input)(const sc_geom *g, const nn_unfold_plan *pl, int64_t nOut, const real *go,
+                                    const real *w, real *gi, real *buf) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  NN_(gemm_fold)(&u, pl, g->N, w, nOut, go, NULL, 0, gi, buf);
 }
 
-/* gb[o] += scale * sum over samples and pixels of go[n][o]. */
-static void NN_(sc_acc_bias)(const real *go, int64_t N, int64_t C, int64_t P, real *gb, int64_t gbs, double scale) {
-#pragma omp parallel for schedule(static) if (N * C * P >= LT_OMP_THRESHOLD)
-  for (int64_t o = 0; o < C; o++) {
-    accreal s = 0;
-    for (int64_t n = 0; n < N; n++) {
-      const real *r = go + (n * C + o) * P;
-      for (int64_t p = 0; p < P; p++) s += r[p];
-    }
-    gb[o * gbs] += (real)(scale * s);
-  }
+static void NN_(dil_acc_grad)(const sc_geom *g, const nn_unfold_plan *pl, int64_t nOut, const real *in,
+                              const real *go, real *gw, real *gb, int64_t gbs, real *buf, double scale) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  NN_(unfold_acc)(&u, pl, g->N, go, in, nOut, gw, buf, scale);
+  NN_(unfold_bias_grad)(go, g->N, nOut, g->L, gb, gbs, scale);
 }
 
-static void NN_(dil_forward)(const sc_geom *g, int64_t nOut, const real *in, const real *w, const real *b, int64_t bs,
-                             real *out, real *cols) {
-  for (int64_t n = 0; n < g->N; n++) {
-    real *o = out + n * nOut * g->L;
-    NN_(sc_im2col)(g, in + n * g->C * g->H * g->W, cols);
-    if (b)
-      for (int64_t c = 0; c < nOut; c++)
-        for (int64_t l = 0; l < g->L; l++) o[c * g->L + l] = b[c * bs];
-    NN_GEMM(0, 0, nOut, g->L, g->K, 1, w, g->K, cols, g->L, b ? 1 : 0, o, g->L);
-  }
+static void NN_(full_forward)(const sc_geom *g, const nn_unfold_plan *pl, int64_t nIn, const real *in, const real *w,
+                              const real *b, int64_t bs, real *out, real *buf) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  NN_(gemm_fold)(&u, pl, g->N, w, nIn, in, b, bs, out, buf);
 }
 
-static void NN_(dil_backward_input)(const sc_geom *g, int64_t nOut, const real *go, const real *w, real *gi,
-                                    real *cols) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_GEMM(1, 0, g->K, g->L, nOut, 1, w, g->K, go + n * nOut * g->L, g->L, 0, cols, g->L);
-    NN_(sc_col2im)(g, cols, gi + n * g->C * g->H * g->W);
-  }
+static void NN_(full_backward_input)(const sc_geom *g, const nn_unfold_plan *pl, int64_t nIn, const real *go,
+                                     const real *w, real *gi, real *buf) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  NN_(unfold_gemm)(&u, pl, g->N, go, w, nIn, NULL, 0, gi, buf);
 }
 
-static void NN_(dil_acc_grad)(const sc_geom *g, int64_t nOut, const real *in, const real *go, real *gw, real *gb,
-                              int64_t gbs, real *cols, double scale) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_(sc_im2col)(g, in + n * g->C * g->H * g->W, cols);
-    NN_GEMM(0, 1, nOut, g->K, g->L, scale, go + n * nOut * g->L, g->L, cols, g->L, 1, gw, g->K);
-  }
-  if (gb) NN_(sc_acc_bias)(go, g->N, nOut, g->L, gb, gbs, scale);
-}
-
-static void NN_(full_forward)(const sc_geom *g, int64_t nIn, const real *in, const real *w, const real *b, int64_t bs,
-                              real *out, real *cols) {
-  const int64_t P = g->H * g->W;
-  for (int64_t n = 0; n < g->N; n++) {
-    real *o = out + n * g->C * P;
-    NN_GEMM(1, 0, g->K, g->L, nIn, 1, w, g->K, in + n * nIn * g->L, g->L, 0, cols, g->L);
-    NN_(sc_col2im)(g, cols, o);
-    if (b)
-      for (int64_t c = 0; c < g->C; c++)
-        for (int64_t p = 0; p < P; p++) o[c * P + p] += b[c * bs];
-  }
-}
-
-static void NN_(full_backward_input)(const sc_geom *g, int64_t nIn, const real *go, const real *w, real *gi,
-                                     real *cols) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_(sc_im2col)(g, go + n * g->C * g->H * g->W, cols);
-    NN_GEMM(0, 0, nIn, g->L, g->K, 1, w, g->K, cols, g->L, 0, gi + n * nIn * g->L, g->L);
-  }
-}
-
-static void NN_(full_acc_grad)(const sc_geom *g, int64_t nIn, const real *in, const real *go, real *gw, real *gb,
-                               int64_t gbs, real *cols, double scale) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_(sc_im2col)(g, go + n * g->C * g->H * g->W, cols);
-    NN_GEMM(0, 1, nIn, g->K, g->L, scale, in + n * nIn * g->L, g->L, cols, g->L, 1, gw, g->K);
-  }
-  if (gb) NN_(sc_acc_bias)(go, g->N, g->C, g->H * g->W, gb, gbs, scale);
+static void NN_(full_acc_grad)(const sc_geom *g, const nn_unfold_plan *pl, int64_t nIn, const real *in,
+                               const real *go, real *gw, real *gb, int64_t gbs, real *buf, double scale) {
+  nn_unfold u;
+  sc_unfold(g, &u);
+  NN_(unfold_acc)(&u, pl, g->N, in, go, nIn, gw, buf, scale);
+  NN_(unfold_bias_grad)(go, g->N, g->C, g->H * g->W, gb, gbs, scale);
 }
 
 /* Sum of the window of output pixel (oh, ow) in one plane. */

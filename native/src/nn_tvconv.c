@@ -8,15 +8,15 @@
  * those rows never overlap for one k, so each k is one GEMM.
  * TemporalRowConvolution and TemporalSubSampling are per-feature (depthwise)
  * 1-D filters sharing one loop kernel (SubSampling: one weight for all k).
- * Volumetric: vol2col (with stride, padding, dilation) + GEMM per sample;
- * the full (transposed) convolution is the same pair of operations in the
- * other order (GEMM then col2vol). Samples run one after the other with
- * multi-threaded GEMMs, vol2col/col2vol parallel over channels. */
+ * Volumetric: vol2col (with stride, padding, dilation) + GEMM; the full
+ * (transposed) convolution is the same pair of operations in the other
+ * order (GEMM then col2vol). Both are nn_unfold.h's (column chunks, samples
+ * in parallel). */
 #ifndef NN_GENERIC_PASS
 #include "nn_internal.h"
 
 static int tv_check_type(const lt_tensor *input, const char *fn) {
-  if (input->type != LT_FLOAT && input->type != LT_DOUBLE)
+  if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (!lt_blas_loaded()) return lt_fail("%s: BLAS is not loaded (lt_blas_load was not called)", fn);
   return 0;
@@ -58,7 +58,7 @@ static int tresize(lt_tensor *t, const tgeom *g, int64_t S, int64_t F) {
 
 static int tcheck_gradOutput(const tgeom *g, const char *fn, const lt_tensor *go, int type, int64_t O) {
   char buf[160];
-  if (nn_check_float(go, type, fn, "gradOutput")) return -1;
+  if (nn_check_given(go, type, fn, "gradOutput")) return -1;
   int ok = go->ndim == (g->batch ? 3 : 2) && (!g->batch || go->size[0] == g->N) &&
            go->size[g->batch] == g->oS && go->size[g->batch + 1] == O;
   if (!ok)
@@ -102,11 +102,28 @@ typedef struct vgeom {
   int64_t inN, outN;          /* elements per sample of the module's input and output */
 } vgeom;
 
+#include "nn_unfold.h"
+
+int64_t nn_unfold_chunk_override = 0;
+
+int64_t lt_nn_unfold_set_chunk(int64_t elements) {
+  int64_t old = nn_unfold_chunk_override;
+  nn_unfold_chunk_override = elements > 0 ? elements : 0;
+  return old;
+}
+
+/* The unfold geometry of g. */
+static void vunfold(const vgeom *g, nn_unfold *u) {
+  int64_t in[3] = {g->iT, g->iH, g->iW}, out[3] = {g->oT, g->oH, g->oW};
+  nn_unfold_set(u, g->C, in, out, g->k, g->d, g->p, g->l);
+}
+
 #define NN_GENERIC_FILE "nn_tvconv.c"
 #include "nn_generic.h"
 
 int lt_nn_TemporalConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                            int kW, int dW, int inputFrameSize, int outputFrameSize) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "TemporalConvolution_updateOutput";
   tgeom g;
   if (tgeom_init(&g, fn, input, kW, dW, inputFrameSize)) return -1;
@@ -132,6 +149,7 @@ done:
 
 int lt_nn_TemporalConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *weight, int kW, int dW) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "TemporalConvolution_updateGradInput";
   tgeom g;
   if (tgeom_init(&g, fn, input, kW, dW, -1)) return -1;
@@ -151,6 +169,7 @@ done:
 
 int lt_nn_TemporalConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                 lt_tensor *gradBias, int kW, int dW, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "TemporalConvolution_accGradParameters";
   tgeom g;
   if (tgeom_init(&g, fn, input, kW, dW, -1)) return -1;
@@ -215,7 +234,7 @@ static int dw_resize(lt_tensor *t, const dwgeom *g, int64_t S, int featFirst) {
 
 static int dw_check_gradOutput(const dwgeom *g, const char *fn, const lt_tensor *go, int type, int featFirst) {
   char buf[160];
-  if (nn_check_float(go, type, fn, "gradOutput")) return -1;
+  if (nn_check_given(go, type, fn, "gradOutput")) return -1;
   int f = g->t.batch;
   int ok = go->ndim == (f ? 3 : 2) && (!f || go->size[0] == g->t.N) &&
            go->size[featFirst ? f : f + 1] == g->t.F && go->size[featFirst ? f + 1 : f] == g->t.oS;
@@ -301,6 +320,7 @@ done:
 
 int lt_nn_TemporalRowConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                               lt_tensor *bias, int kW, int dW, int padW, int featFirst) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   int64_t F = weight->ndim >= 1 ? weight->size[0] : -1;
   return dw_forward("TemporalRowConvolution_updateOutput", input, output, weight, bias, kW, dW, padW, featFirst, 0,
                     F);
@@ -308,6 +328,7 @@ int lt_nn_TemporalRowConvolution_updateOutput(lt_tensor *input, lt_tensor *outpu
 
 int lt_nn_TemporalRowConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                  lt_tensor *weight, int kW, int dW, int padW, int featFirst) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   return dw_backward("TemporalRowConvolution_updateGradInput", input, gradOutput, gradInput, weight, kW, dW, padW,
                      featFirst, 0);
 }
@@ -315,23 +336,27 @@ int lt_nn_TemporalRowConvolution_updateGradInput(lt_tensor *input, lt_tensor *gr
 int lt_nn_TemporalRowConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                    lt_tensor *gradBias, int kW, int dW, int padW, int featFirst,
                                                    double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   return dw_acc("TemporalRowConvolution_accGradParameters", input, gradOutput, gradWeight, gradBias, kW, dW, padW,
                 featFirst, 0, scale);
 }
 
 int lt_nn_TemporalSubSampling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                            int kW, int dW, int inputFrameSize) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   return dw_forward("TemporalSubSampling_updateOutput", input, output, weight, bias, kW, dW, 0, 0, 1,
                     inputFrameSize);
 }
 
 int lt_nn_TemporalSubSampling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *weight, int kW, int dW) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   return dw_backward("TemporalSubSampling_updateGradInput", input, gradOutput, gradInput, weight, kW, dW, 0, 0, 1);
 }
 
 int lt_nn_TemporalSubSampling_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                 lt_tensor *gradBias, int kW, int dW, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   return dw_acc("TemporalSubSampling_accGradParameters", input, gradOutput, gradWeight, gradBias, kW, dW, 0, 0, 1,
                 scale);
 }
@@ -457,9 +482,14 @@ static int vcheck_shape(const vgeom *g, const char *fn, const char *what, const 
   return 0;
 }
 
-static int vcols(lt_tensor *finput, const vgeom *g, int type, const char *fn, void **cols) {
-  if (nn_check_float(finput, type, fn, "finput") || nn_resize1(finput, g->K * g->L)) return -1;
-  *cols = lt_tensor_data(finput);
+/* Plans a call of M x K weights over g's samples; finput becomes its scratch (partials: weight gradients). */
+static int vcols(lt_tensor *finput, const vgeom *g, int64_t M, int partials, int type, const char *fn,
+                 nn_unfold_plan *pl, void **buf) {
+  nn_unfold u;
+  vunfold(g, &u);
+  if (nn_check_float(finput, type, fn, "finput") || nn_unfold_plan_for(pl, finput, &u, g->N, M, partials, fn))
+    return -1;
+  *buf = lt_tensor_data(finput);
   return 0;
 }
 
@@ -467,8 +497,10 @@ int lt_nn_VolumetricConvolution_updateOutput(lt_tensor *input, lt_tensor *output
                                              lt_tensor *bias, lt_tensor *finput, int kT, int kW, int kH, int dT,
                                              int dW, int dH, int padT, int padW, int padH, int dilT, int dilW,
                                              int dilH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricConvolution_updateOutput";
   vgeom g;
+  nn_unfold_plan pl;
   if (vconv_init(&g, fn, input, weight, kT, kW, kH, dT, dW, dH, padT, padW, padH, dilT, dilW, dilH) ||
       nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output"))
     return -1;
@@ -476,8 +508,10 @@ int lt_nn_VolumetricConvolution_updateOutput(lt_tensor *input, lt_tensor *output
   int rc = -1;
   void *cols;
   const void *x = nn_contig(&cp, input), *w = x ? nn_contig(&cp, weight) : NULL;
-  if (!w || vcols(finput, &g, input->type, fn, &cols) || vresize(output, &g, g.nOut, g.oT, g.oH, g.oW)) goto done;
-  NN_CALL(input->type, vconv_forward, &g, x, w, bias ? lt_tensor_data(bias) : NULL, bias ? nn_vec_stride(bias) : 0,
+  if (!w || vcols(finput, &g, g.nOut, 0, input->type, fn, &pl, &cols) ||
+      vresize(output, &g, g.nOut, g.oT, g.oH, g.oW))
+    goto done;
+  NN_CALL(input->type, vconv_forward, &g, &pl, x, w, bias ? lt_tensor_data(bias) : NULL, bias ? nn_vec_stride(bias) : 0,
           lt_tensor_data(output), cols);
   rc = 0;
 done:
@@ -488,8 +522,10 @@ int lt_nn_VolumetricConvolution_updateGradInput(lt_tensor *input, lt_tensor *gra
                                                 lt_tensor *weight, lt_tensor *finput, int kT, int kW, int kH, int dT,
                                                 int dW, int dH, int padT, int padW, int padH, int dilT, int dilW,
                                                 int dilH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricConvolution_updateGradInput";
   vgeom g;
+  nn_unfold_plan pl;
   if (vconv_init(&g, fn, input, weight, kT, kW, kH, dT, dW, dH, padT, padW, padH, dilT, dilW, dilH) ||
       vcheck_shape(&g, fn, "gradOutput", gradOutput, input->type, g.nOut, g.oT, g.oH, g.oW) ||
       nn_check_float(gradInput, input->type, fn, "gradInput"))
@@ -498,8 +534,10 @@ int lt_nn_VolumetricConvolution_updateGradInput(lt_tensor *input, lt_tensor *gra
   int rc = -1;
   void *cols;
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
-  if (!w || vcols(finput, &g, input->type, fn, &cols) || vresize(gradInput, &g, g.nIn, g.iT, g.iH, g.iW)) goto done;
-  NN_CALL(input->type, vconv_backward, &g, go, w, lt_tensor_data(gradInput), cols);
+  if (!w || vcols(finput, &g, g.nOut, 0, input->type, fn, &pl, &cols) ||
+      vresize(gradInput, &g, g.nIn, g.iT, g.iH, g.iW))
+    goto done;
+  NN_CALL(input->type, vconv_backward, &g, &pl, go, w, lt_tensor_data(gradInput), cols);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -509,8 +547,10 @@ int lt_nn_VolumetricConvolution_accGradParameters(lt_tensor *input, lt_tensor *g
                                                   lt_tensor *gradBias, lt_tensor *finput, int kT, int kW, int kH,
                                                   int dT, int dW, int dH, int padT, int padW, int padH, int dilT,
                                                   int dilW, int dilH, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricConvolution_accGradParameters";
   vgeom g;
+  nn_unfold_plan pl;
   if (vconv_init(&g, fn, input, gradWeight, kT, kW, kH, dT, dW, dH, padT, padW, padH, dilT, dilW, dilH) ||
       vcheck_shape(&g, fn, "gradOutput", gradOutput, input->type, g.nOut, g.oT, g.oH, g.oW) ||
       nn_check_vec(gradBias, g.nOut, input->type, fn, "gradBias"))
@@ -520,9 +560,9 @@ int lt_nn_VolumetricConvolution_accGradParameters(lt_tensor *input, lt_tensor *g
   int rc = -1;
   void *cols;
   const void *x = nn_contig(&cp, input), *go = x ? nn_contig(&cp, gradOutput) : NULL;
-  if (!go || vcols(finput, &g, input->type, fn, &cols)) goto done;
-  NN_CALL(input->type, vconv_acc, &g, x, go, lt_tensor_data(gradWeight), gradBias ? lt_tensor_data(gradBias) : NULL,
-          gradBias ? nn_vec_stride(gradBias) : 0, cols, scale);
+  if (!go || vcols(finput, &g, g.nOut, 1, input->type, fn, &pl, &cols)) goto done;
+  NN_CALL(input->type, vconv_acc, &g, &pl, x, go, lt_tensor_data(gradWeight),
+          gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0, cols, scale);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -531,8 +571,10 @@ done:
 int lt_nn_VolumetricFullConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                  lt_tensor *bias, lt_tensor *finput, int dT, int dW, int dH,
                                                  int padT, int padW, int padH, int adjT, int adjW, int adjH) {
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricFullConvolution_updateOutput";
   vgeom g;
+  nn_unfold_plan pl;
   if (vfull_init(&g, fn, input, weight, dT, dW, dH, padT, padW, padH, adjT, adjW, adjH) ||
       nn_check_vec(bias, g.nOut, input->type, fn, "bias") || nn_check_float(output, input->type, fn, "output"))
     return -1;
@@ -540,8 +582,10 @@ int lt_nn_VolumetricFullConvolution_updateOutput(lt_tensor *input, lt_tensor *ou
   int rc = -1;
   void *cols;
   const void *x = nn_contig(&cp, input), *w = x ? nn_contig(&cp, weight) : NULL;
-  if (!w || vcols(finput, &g, input->type, fn, &cols) || vresize(output, &g, g.nOut, g.iT, g.iH, g.iW)) goto done;
-  NN_CALL(input->type, vfull_forward, &g, x, w, bias ? lt_tensor_data(bias) : NULL, bias ? nn_vec_stride(bias) : 0,
+  if (!w || vcols(finput, &g, g.nIn, 0, input->type, fn, &pl, &cols) ||
+      vresize(output, &g, g.nOut, g.iT, g.iH, g.iW))
+    goto done;
+  NN_CALL(input->type, vfull_forward, &g, &pl, x, w, bias ? lt_tensor_data(bias) : NULL, bias ? nn_vec_stride(bias) : 0,
           lt_tensor_data(output), cols);
   rc = 0;
 done:
@@ -551,8 +595,10 @@ done:
 int lt_nn_VolumetricFullConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *weight, lt_tensor *finput, int dT, int dW, int dH,
                                                     int padT, int padW, int padH, int adjT, int adjW, int adjH) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricFullConvolution_updateGradInput";
   vgeom g;
+  nn_unfold_plan pl;
   if (vfull_init(&g, fn, input, weight, dT, dW, dH, padT, padW, padH, adjT, adjW, adjH) ||
       vcheck_shape(&g, fn, "gradOutput", gradOutput, input->type, g.nOut, g.iT, g.iH, g.iW) ||
       nn_check_float(gradInput, input->type, fn, "gradInput"))
@@ -561,8 +607,10 @@ int lt_nn_VolumetricFullConvolution_updateGradInput(lt_tensor *input, lt_tensor 
   int rc = -1;
   void *cols;
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
-  if (!w || vcols(finput, &g, input->type, fn, &cols) || vresize(gradInput, &g, g.nIn, g.oT, g.oH, g.oW)) goto done;
-  NN_CALL(input->type, vfull_backward, &g, go, w, lt_tensor_data(gradInput), cols);
+  if (!w || vcols(finput, &g, g.nIn, 0, input->type, fn, &pl, &cols) ||
+      vresize(gradInput, &g, g.nIn, g.oT, g.oH, g.oW))
+    goto done;
+  NN_CALL(input->type, vfull_backward, &g, &pl, go, w, lt_tensor_data(gradInput), cols);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -572,8 +620,10 @@ int lt_nn_VolumetricFullConvolution_accGradParameters(lt_tensor *input, lt_tenso
                                                       lt_tensor *gradWeight, lt_tensor *gradBias, lt_tensor *finput,
                                                       int dT, int dW, int dH, int padT, int padW, int padH, int adjT,
                                                       int adjW, int adjH, double scale) {
+  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
   static const char fn[] = "VolumetricFullConvolution_accGradParameters";
   vgeom g;
+  nn_unfold_plan pl;
   if (vfull_init(&g, fn, input, gradWeight, dT, dW, dH, padT, padW, padH, adjT, adjW, adjH) ||
       vcheck_shape(&g, fn, "gradOutput", gradOutput, input->type, g.nOut, g.iT, g.iH, g.iW) ||
       nn_check_vec(gradBias, g.nOut, input->type, fn, "gradBias"))
@@ -583,9 +633,9 @@ int lt_nn_VolumetricFullConvolution_accGradParameters(lt_tensor *input, lt_tenso
   int rc = -1;
   void *cols;
   const void *x = nn_contig(&cp, input), *go = x ? nn_contig(&cp, gradOutput) : NULL;
-  if (!go || vcols(finput, &g, input->type, fn, &cols)) goto done;
-  NN_CALL(input->type, vfull_acc, &g, x, go, lt_tensor_data(gradWeight), gradBias ? lt_tensor_data(gradBias) : NULL,
-          gradBias ? nn_vec_stride(gradBias) : 0, cols, scale);
+  if (!go || vcols(finput, &g, g.nIn, 1, input->type, fn, &pl, &cols)) goto done;
+  NN_CALL(input->type, vfull_acc, &g, &pl, x, go, lt_tensor_data(gradWeight),
+          gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0, cols, scale);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -718,146 +768,51 @@ static void NN_(dw_acc)(const dwgeom *g, const real *x, const real *go, real *gw
 
 /* ---- volumetric */
 
-/* cols[((c*kT + kt)*kH + kh)*kW + kw][(ot*oH + oh)*oW + ow] =
- *   vol[c][ot*dT - pT + kt*lT][oh*dH - pH + kh*lH][ow*dW - pW + kw*lW], 0 outside. */
-static void NN_(vol2col)(const vgeom *g, const real *vol, real *cols) {
-  const int64_t iT = g->iT, iH = g->iH, iW = g->iW, oT = g->oT, oH = g->oH, oW = g->oW;
-  const int kT = g->k[0], kH = g->k[1], kW = g->k[2];
-#pragma omp parallel for schedule(static) if (g->K * g->L >= LT_OMP_THRESHOLD)
-  for (int64_t c = 0; c < g->C; c++) {
-    const real *v = vol + c * iT * iH * iW;
-    for (int kt = 0; kt < kT; kt++)
-      for (int kh = 0; kh < kH; kh++)
-        for (int kw = 0; kw < kW; kw++) {
-          real *row = cols + (((c * kT + kt) * kH + kh) * kW + kw) * g->L;
-          for (int64_t ot = 0; ot < oT; ot++) {
-            int64_t it = ot * g->d[0] - g->p[0] + kt * g->l[0];
-            for (int64_t oh = 0; oh < oH; oh++) {
-              int64_t ih = oh * g->d[1] - g->p[1] + kh * g->l[1];
-              real *r = row + (ot * oH + oh) * oW;
-              if (it < 0 || it >= iT || ih < 0 || ih >= iH) {
-                memset(r, 0, sizeof(real) * oW);
-                continue;
-              }
-              const real *src = v + (it * iH + ih) * iW;
-              for (int64_t ow = 0; ow < oW; ow++) {
-                int64_t iw = ow * g->d[2] - g->p[2] + kw * g->l[2];
-                r[ow] = iw >= 0 && iw < iW ? src[iw] : 0;
-              }
-            }
-          }
-        }
-  }
+#include "nn_unfold.h"
+
+static void NN_(vconv_forward)(const vgeom *g, const nn_unfold_plan *pl, const real *x, const real *w, const real *b,
+                               int64_t bs, real *out, real *buf) {
+  nn_unfold u;
+  vunfold(g, &u);
+  NN_(unfold_gemm)(&u, pl, g->N, x, w, g->nOut, b, bs, out, buf);
 }
 
-/* The adjoint of vol2col: vol = 0, then every column entry is added where it came from. */
-static void NN_(col2vol)(const vgeom *g, const real *cols, real *vol) {
-  const int64_t iT = g->iT, iH = g->iH, iW = g->iW, oT = g->oT, oH = g->oH, oW = g->oW;
-  const int kT = g->k[0], kH = g->k[1], kW = g->k[2];
-#pragma omp parallel for schedule(static) if (g->K * g->L >= LT_OMP_THRESHOLD)
-  for (int64_t c = 0; c < g->C; c++) {
-    real *v = vol + c * iT * iH * iW;
-    memset(v, 0, sizeof(real) * iT * iH * iW);
-    for (int kt = 0; kt < kT; kt++)
-      for (int kh = 0; kh < kH; kh++)
-        for (int kw = 0; kw < kW; kw++) {
-          const real *row = cols + (((c * kT + kt) * kH + kh) * kW + kw) * g->L;
-          for (int64_t ot = 0; ot < oT; ot++) {
-            int64_t it = ot * g->d[0] - g->p[0] + kt * g->l[0];
-            if (it < 0 || it >= iT) continue;
-            for (int64_t oh = 0; oh < oH; oh++) {
-              int64_t ih = oh * g->d[1] - g->p[1] + kh * g->l[1];
-              if (ih < 0 || ih >= iH) continue;
-              const real *r = row + (ot * oH + oh) * oW;
-              real *dst = v + (it * iH + ih) * iW;
-              for (int64_t ow = 0; ow < oW; ow++) {
-                int64_t iw = ow * g->d[2] - g->p[2] + kw * g->l[2];
-                if (iw >= 0 && iw < iW) dst[iw] += r[ow];
-              }
-            }
-          }
-        }
-  }
+static void NN_(vconv_backward)(const vgeom *g, const nn_unfold_plan *pl, const real *go, const real *w, real *gi,
+                                real *buf) {
+  nn_unfold u;
+  vunfold(g, &u);
+  NN_(gemm_fold)(&u, pl, g->N, w, g->nOut, go, NULL, 0, gi, buf);
 }
 
-/* out[o][l] = b[o] for every l (or 0). */
-static void NN_(vfill_bias)(real *out, int64_t C, int64_t L, const real *b, int64_t bs) {
-  for (int64_t o = 0; o < C; o++) {
-    real v = b ? b[o * bs] : 0, *r = out + o * L;
-    for (int64_t l = 0; l < L; l++) r[l] = v;
-  }
+static void NN_(vconv_acc)(const vgeom *g, const nn_unfold_plan *pl, const real *x, const real *go, real *gw, real *gb,
+                           int64_t gbs, real *buf, double scale) {
+  nn_unfold u;
+  vunfold(g, &u);
+  NN_(unfold_acc)(&u, pl, g->N, go, x, g->nOut, gw, buf, scale);
+  NN_(unfold_bias_grad)(go, g->N, g->nOut, g->L, gb, gbs, scale);
 }
 
-static void NN_(vbias_grad)(const real *go, int64_t N, int64_t C, int64_t L, real *gb, int64_t gbs, double scale) {
-  if (!gb) return;
-#pragma omp parallel for schedule(static) if (N * C * L >= LT_OMP_THRESHOLD)
-  for (int64_t o = 0; o < C; o++) {
-    accreal s = 0;
-    for (int64_t n = 0; n < N; n++) {
-      const real *r = go + (n * C + o) * L;
-      for (int64_t l = 0; l < L; l++) s += r[l];
-    }
-    gb[o * gbs] += (real)(scale * s);
-  }
+/* Full convolution: the unfolded volume is the module's output, the columns span its input. */
+static void NN_(vfull_forward)(const vgeom *g, const nn_unfold_plan *pl, const real *x, const real *w, const real *b,
+                               int64_t bs, real *out, real *buf) {
+  nn_unfold u;
+  vunfold(g, &u);
+  NN_(gemm_fold)(&u, pl, g->N, w, g->nIn, x, b, bs, out, buf);
 }
 
-static void NN_(vconv_forward)(const vgeom *g, const real *x, const real *w, const real *b, int64_t bs, real *out,
-                               real *cols) {
-  for (int64_t n = 0; n < g->N; n++) {
-    real *y = out + n * g->outN;
-    NN_(vol2col)(g, x + n * g->inN, cols);
-    NN_(vfill_bias)(y, g->nOut, g->L, b, bs);
-    NN_GEMM(0, 0, g->nOut, g->L, g->K, 1, w, g->K, cols, g->L, 1, y, g->L);
-  }
+static void NN_(vfull_backward)(const vgeom *g, const nn_unfold_plan *pl, const real *go, const real *w, real *gi,
+                                real *buf) {
+  nn_unfold u;
+  vunfold(g, &u);
+  NN_(unfold_gemm)(&u, pl, g->N, go, w, g->nIn, NULL, 0, gi, buf);
 }
 
-static void NN_(vconv_backward)(const vgeom *g, const real *go, const real *w, real *gi, real *cols) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_GEMM(1, 0, g->K, g->L, g->nOut, 1, w, g->K, go + n * g->outN, g->L, 0, cols, g->L);
-    NN_(col2vol)(g, cols, gi + n * g->inN);
-  }
-}
-
-static void NN_(vconv_acc)(const vgeom *g, const real *x, const real *go, real *gw, real *gb, int64_t gbs,
-                           real *cols, double scale) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_(vol2col)(g, x + n * g->inN, cols);
-    NN_GEMM(0, 1, g->nOut, g->K, g->L, (real)scale, go + n * g->outN, g->L, cols, g->L, 1, gw, g->K);
-  }
-  NN_(vbias_grad)(go, g->N, g->nOut, g->L, gb, gbs, scale);
-}
-
-/* Full convolution: cols (K x L, L = input positions) = weight^T * input_n, folded into output_n. */
-static void NN_(vfull_forward)(const vgeom *g, const real *x, const real *w, const real *b, int64_t bs, real *out,
-                               real *cols) {
-  const int64_t volL = g->iT * g->iH * g->iW;
-  for (int64_t n = 0; n < g->N; n++) {
-    real *y = out + n * g->outN;
-    NN_GEMM(1, 0, g->K, g->L, g->nIn, 1, w, g->K, x + n * g->inN, g->L, 0, cols, g->L);
-    NN_(col2vol)(g, cols, y);
-    if (b) {
-      for (int64_t o = 0; o < g->nOut; o++) {
-        real v = b[o * bs], *r = y + o * volL;
-        for (int64_t l = 0; l < volL; l++) r[l] += v;
-      }
-    }
-  }
-}
-
-static void NN_(vfull_backward)(const vgeom *g, const real *go, const real *w, real *gi, real *cols) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_(vol2col)(g, go + n * g->outN, cols);
-    NN_GEMM(0, 0, g->nIn, g->L, g->K, 1, w, g->K, cols, g->L, 0, gi + n * g->inN, g->L);
-  }
-}
-
-static void NN_(vfull_acc)(const vgeom *g, const real *x, const real *go, real *gw, real *gb, int64_t gbs,
-                           real *cols, double scale) {
-  for (int64_t n = 0; n < g->N; n++) {
-    NN_(vol2col)(g, go + n * g->outN, cols);
-    NN_GEMM(0, 1, g->nIn, g->K, g->L, (real)scale, x + n * g->inN, g->L, cols, g->L, 1, gw, g->K);
-  }
-  NN_(vbias_grad)(go, g->N, g->nOut, g->iT * g->iH * g->iW, gb, gbs, scale);
+static void NN_(vfull_acc)(const vgeom *g, const nn_unfold_plan *pl, const real *x, const real *go, real *gw, real *gb,
+                           int64_t gbs, real *buf, double scale) {
+  nn_unfold u;
+  vunfold(g, &u);
+  NN_(unfold_acc)(&u, pl, g->N, x, go, g->nIn, gw, buf, scale);
+  NN_(unfold_bias_grad)(go, g->N, g->nOut, g->iT * g->iH * g->iW, gb, gbs, scale);
 }
 
 #endif
