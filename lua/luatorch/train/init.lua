@@ -12,6 +12,13 @@ local opts = require 'luatorch.train.opts'
 local models = require 'luatorch.train.models'
 local checkpoints = require 'luatorch.train.checkpoints'
 local load = require 'luatorch.train.load'
+
+local function collectState(model)
+   if torch.type(model) == 'nn.DataParallelTable' and model.impl and model.impl.__threads then
+      model.impl:exec(function() collectgarbage() end)
+   end
+   collectgarbage()
+end
 local Trainer = require 'luatorch.train.Trainer'
 local DataLoader = require 'luatorch.datasets'
 
@@ -130,6 +137,9 @@ function train.main(argv, host)
          best = best, n_epochs = opt.nEpochs,
       }
       host.log(last)
+      -- A tensor's memory is C memory that LuaJIT's collector does not count, so the epoch's temporaries
+      -- would pile up between its cycles: collect them here, and in every DataParallelTable worker.
+      collectState(model)
    end
    if comm then comm.barrier() end
    if rank == 0 then
