@@ -357,3 +357,33 @@ def test_clean_only_what_given_pids_made(packed):
     assert not os.path.exists(mine_path) and os.path.exists(other_path)
     assert [s.path for s in clean_segments(shm)] == [other_path]
     assert _segments(shm) == []
+
+
+def test_two_jobs_share_one_copy_and_a_killed_one_strands_nothing(packed):
+    """Two jobs on one host replicating the same packed set: one copy in shared memory, attached by both; one
+    SIGKILLed (no handler runs) leaves the copy to the other, which still reads it, and, being the last holder,
+    removes it when it ends."""
+    out, shm = packed
+    check = "assert st.get(5)[1] == st.get(5)[1]"  # reads a record through the mapping
+    job_a, path_a = _hold(out, shm, 0, 40, setup=check)
+    go = os.path.join(shm, "..", "go")
+    job_b, path_b = _hold(out, shm, 0, 40, setup=check,
+                          wait="while not os.path.exists(%r): time.sleep(0.01)\nprint(len(st), st.get(7)[1], flush=True)"
+                          % go)
+    try:
+        assert path_a == path_b
+        assert [n for n in _segments(shm) if not n.endswith(".lock")] == [os.path.basename(path_a)]
+        job_a.kill()
+        job_a.communicate(timeout=30)
+        assert os.path.exists(path_a)          # the other job still holds it
+        open(go, "w").close()
+        line = job_b.stdout.readline().split()
+        assert line and line[0] == "40", line
+        job_b.communicate(timeout=30)
+        assert job_b.returncode == 0
+    finally:
+        for p in (job_a, job_b):
+            if p.poll() is None:
+                p.kill()
+                p.communicate(timeout=30)
+    assert _segments(shm) == []                # the last holder removed it on exit
