@@ -470,6 +470,14 @@ def run_rank(lua_argv, threads=None):
         if launcher_rank() in (None, 0):
             print(str(err), file=sys.stderr)
         raise SystemExit(1)  # not through main's MPI_Abort: there is no common world to end
+    tasks = int(os.environ.get("SLURM_STEP_NUM_TASKS", "1") or 1)
+    if world == 1 and tasks > 1:
+        # srun without the MPI's PMI: every task would train alone, each thinking it is the whole job
+        if os.environ.get("SLURM_PROCID", "0") == "0":
+            print("luatorch train: srun started %d tasks, but MPI sees a world of 1 in each: give srun the "
+                  "MPI's PMI (--mpi=pmi2 for MPICH, the mpich wheel's; --mpi=pmix for Open MPI)" % tasks,
+                  file=sys.stderr)
+        raise SystemExit(2)
     if os.environ.get("LUATORCH_PIDS_DIR"):  # for the launcher's message if this rank dies
         os.environ["LUATORCH_RANK_ID"] = str(rank)
         with open(os.path.join(os.environ["LUATORCH_PIDS_DIR"], str(rank)), "w") as f:
@@ -500,9 +508,13 @@ def run_rank(lua_argv, threads=None):
 
 
 def _local_ranks(world):
-    for v in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"):
-        if v in os.environ:
-            return int(os.environ[v])
+    """How many ranks share this host: from MPI (a shared-memory split of the world, right under any
+    launcher: mpiexec, mpirun, srun), else the launchers' variables, else all of them."""
+    from pytorch_bridge.data.store import LOCAL_RANK_VARS, local_rank
+
+    mpi = sys.modules.get("mpi4py.MPI")
+    if (mpi is not None and mpi.Is_initialized()) or any(v in os.environ for v in LOCAL_RANK_VARS):
+        return local_rank()[1]
     return world
 
 

@@ -48,6 +48,10 @@ def shm_free(path=SHM_DIR):
     return st.f_bavail * st.f_frsize
 
 
+# the launchers' variables local_rank() reads (Open MPI, MPICH hydra, Slurm's srun)
+LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
+
+
 def local_rank():
     """(local rank, local size) from MPI (if mpi4py is already initialised) or the launchers' env."""
     import sys
@@ -61,6 +65,14 @@ def local_rank():
                    ("MPI_LOCALRANKID", "MPI_LOCALNRANKS")):
         if rk in os.environ:
             return int(os.environ[rk]), int(os.environ.get(sz, "1"))
+    if "SLURM_LOCALID" in os.environ:
+        # srun: SLURM_STEP_TASKS_PER_NODE is "2" or "2(x3),1"; the node's own count is its entry
+        counts = []
+        for part in os.environ.get("SLURM_STEP_TASKS_PER_NODE", "1").split(","):
+            n, _, times = part.partition("(x")
+            counts += [int(n)] * (int(times.rstrip(")")) if times else 1)
+        node = int(os.environ.get("SLURM_NODEID", "0"))
+        return int(os.environ["SLURM_LOCALID"]), counts[node] if node < len(counts) else counts[-1]
     return 0, 1
 
 
