@@ -15,8 +15,9 @@ Reading (the format is torch7's File.lua object layer, binary mode):
     tds.Vec / tds.Hash become lists / dicts;
   - integral numbers become int (int_heuristic), strings str when valid UTF-8
     (else bytes);
-  - functions become `LuaFunction` (bytecode kept, not run); `functions=False`
-    refuses them.
+  - functions become `LuaFunction` (bytecode kept, never run here) when the file is trusted
+    (`trusted=True`, or `functions=True`); by default a file holding a function is refused, since
+    the bytecode would run unverified in any LuaJIT that loads it back.
 Hostile input raises `T7Error` (a ValueError) naming the byte offset; every length
 is checked against the bytes left before anything is allocated.
 """
@@ -409,7 +410,8 @@ class _Reader:
 
     def read_function(self, at, tag, legacy):
         if not self.functions:
-            self.fail(at, "the file holds a function, and reading functions is disabled (functions=False)")
+            self.fail(at, "the file holds a function (Lua bytecode, which runs unverified where it is loaded); "
+                          "refused: pass trusted=True if you trust this file")
         bat = self.pos
         dumped = self.raw_string("function bytecode")
         if len(dumped) < 5 or dumped[:3] != b"\x1bLJ" or dumped[3] not in (1, 2):
@@ -443,10 +445,13 @@ def _is_list(d):
     return True
 
 
-def loads(data, long_size=8, functions=True, int_heuristic=True, list_heuristic=True, decode_strings=True):
+def loads(data, long_size=8, functions=None, int_heuristic=True, list_heuristic=True, decode_strings=True,
+          trusted=False):
     """Read one object from bytes (see the module doc)."""
     if long_size not in (4, 8):
         raise ValueError("long_size must be 4 or 8")
+    if functions is None:
+        functions = trusted
     r = _Reader(data, long_size, functions, int_heuristic, list_heuristic, decode_strings)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))  # deep nngraph graphs nest tables deeply

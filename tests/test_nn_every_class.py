@@ -545,7 +545,7 @@ def test_class(name, saved, loaded):
             name, kind, diff(res["output"], back["output"]))
 
     # the binary file as the Python reader (and so Torch7's layout) sees it
-    obj = t7.load(str(d / (name + ".t7")))
+    obj = t7.load(str(d / (name + ".t7")), trusted=True)  # our own files
     assert isinstance(obj, t7.TorchObject) and obj.typename == "nn." + name
     seen = without(py_describe(obj), name)
     assert seen == fields, "nn.%s: the Python reader sees other fields (path, Lua, Python): %s" % (
@@ -627,7 +627,7 @@ def test_a_timer_is_written_as_its_class_name_alone(tmp_path):
     loaded = run_lua(rt, "local o = torch.load(...); return torch.type(o.timer), o.after, o.timer:time().real >= 0",
                      str(path))
     assert loaded == ("torch.Timer", 5, True)
-    got = t7.load(str(path))
+    got = t7.load(str(path), trusted=True)
     assert got["after"] == 5 and got["timer"].typename == "torch.Timer" and not got["timer"].fields
     assert t7.dumps(got) == data
     # and ours writes nn.Profile's timer so
@@ -899,7 +899,7 @@ def test_torch7_written_modules_hold_their_fields_and_run(t7_dir):
     path = os.path.join(t7_dir, "gmodule_with_linear_identity.t7")
     rt, H = lua_runtime()
     mods = run_lua(rt, "local g = torch.load(...); return g.modules", path)
-    in_file = {m.typename: m for m in t7.load(path).modules}
+    in_file = {m.typename: m for m in t7.load(path, trusted=True).modules}
     for i in range(len(mods)):
         m = mods[i + 1]
         tname = rt.eval("torch.type")(m)

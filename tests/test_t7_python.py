@@ -54,7 +54,7 @@ def test_real_files():
     assert sorted(m.typename for m in g.modules) == ["nn.CAddTable", "nn.Identity", "nn.Identity", "nn.Linear"]
     lin = mods["nn.Linear"]
     assert lin.weight.shape == (2, 1) and lin.weight.dtype == np.float64 and lin.bias.shape == (2,)
-    fn = t7.load(real_path("function_upvals.t7"))
+    fn = t7.load(real_path("function_upvals.t7"), trusted=True)
     assert isinstance(fn, t7.LuaFunction) and fn.dumped.startswith(b"\x1bLJ\x01")
     assert fn.upvalues == [{"name": "asdf", "value": 123}]
 
@@ -65,7 +65,7 @@ def test_real_files():
 def test_real_files_resave_byte_exact(name):
     # dicts keep the file's order, so even multi-key tables re-save exactly
     data = cases.real(name)
-    assert t7.dumps(t7.loads(data)) == data
+    assert t7.dumps(t7.loads(data, trusted=True)) == data
 
 
 def test_python_to_lua(rt, rng, tmp_path):
@@ -174,6 +174,10 @@ def test_options():
     data = cases.real("function.t7")
     with pytest.raises(t7.T7Error, match="at byte 0: the file holds a function"):
         t7.loads(data, functions=False)
+    # untrusted by default: refused with the way to say otherwise
+    with pytest.raises(t7.T7Error, match="refused: pass trusted=True"):
+        t7.loads(data)
+    assert isinstance(t7.loads(data, trusted=True), t7.LuaFunction)
     d = t7.loads(cases.real("hello=123.t7"), int_heuristic=False, decode_strings=False)
     assert d == {b"hello": 123.0} and isinstance(d[b"hello"], float)
     assert t7.loads(cases.real("list_table.t7"), list_heuristic=False)[1] == "hello"
@@ -187,7 +191,7 @@ def test_hostile_input_python(case):
     name, data, at, fragment = case
     cases.skip_if_absent(data)
     with pytest.raises(t7.T7Error) as e:
-        t7.loads(data)
+        t7.loads(data, trusted=True)  # trusted: hostile bytecode must still be a clean error
     msg = str(e.value)
     assert ("at byte %d:" % at) in msg and fragment in msg, msg
 
