@@ -109,4 +109,36 @@ def _load_blas():
 
 _load_blas()
 
+
+def _onednn_library():
+    """libdnnl.so.3 of the onednn-cpu-gomp wheel, LUATORCH_ONEDNN_LIB if set, or None when not installed."""
+    path = os.environ.get("LUATORCH_ONEDNN_LIB")
+    if path:
+        return path
+    try:
+        from importlib import metadata
+
+        files = metadata.distribution("onednn-cpu-gomp").files or ()
+    except Exception:  # not installed (or unreadable metadata): im2col it is
+        return None
+    for f in files:
+        if f.name == "libdnnl.so.3":
+            return os.path.realpath(str(f.locate()))
+    return None
+
+
+def _load_onednn():
+    """oneDNN for float32 convolutions, when installed and not switched off with LUATORCH_ONEDNN=0; without it
+    the convolutions stay im2col + GEMM (lt_onednn_info() says why). A LUATORCH_ONEDNN_LIB that does not load
+    gets one line on stderr, since someone asked for it."""
+    if lib.lt_onednn_loaded() or os.environ.get("LUATORCH_ONEDNN", "1") == "0":
+        return
+    path = _onednn_library()
+    if path and lib.lt_onednn_load(path.encode()) != 0 and os.environ.get("LUATORCH_ONEDNN_LIB"):
+        sys.stderr.write("luatorch: LUATORCH_ONEDNN_LIB: %s; convolutions use im2col\n"
+                         % ffi.string(lib.lt_errmsg()).decode())
+
+
+_load_onednn()
+
 ELEMENT_TYPES = ["Byte", "Char", "Short", "Int", "Long", "Float", "Double"]

@@ -29,6 +29,7 @@
 #include "lt_nn_table.h" /* nn: table modules, shape modules, containers */
 #include "lt_nn_criterion.h" /* nn: the criterions */
 #include "lt_nn_spatialconv.h" /* nn: spatial convolutions */
+#include "lt_onednn.h" /* nn: SpatialConvolution's float32 passes through oneDNN, when loaded */
 #include "lt_nn_tvconv.h" /* nn: temporal and volumetric convolutions */
 #include "lt_nn_pooling.h" /* nn: pooling and normalization layers */
 #include "lt_nn_padding.h" /* nn: paddings, upsampling, dropouts, shuffles */

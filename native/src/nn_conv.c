@@ -135,8 +135,48 @@ static int conv_col_buffers(lt_tensor *buf, const conv_geom *g, int bt, void **c
   return 0;
 }
 
+/* The geometry as onednn.c takes it; float32 passes go there first, and stay here when it returns 1
+ * (oneDNN not loaded, disabled, the shape not implemented, or im2col timed faster for it). */
+static lt_onednn_conv conv_onednn_geom(const conv_geom *g) {
+  lt_onednn_conv c = {g->N, g->nIn, g->iH, g->iW, g->nOut, g->oH, g->oW, g->kH, g->kW, g->dH, g->dW, g->padH, g->padW};
+  return c;
+}
+
 #define NN_GENERIC_FILE "nn_conv.c"
 #include "nn_generic.h"
+
+/* One float32 pass the im2col way, on scratch of its own (columns, gradWeight partials, and for backward-weights
+ * a gradWeight of its own, so that nothing accumulates twice): onednn.c times it beside oneDNN on a shape's
+ * first call and keeps the faster. */
+typedef struct conv_timed {
+  const conv_geom *g;
+  int pass;  /* 0 forward, 1 backward data, 2 backward weights */
+  const void *in, *w, *b, *go;
+  int64_t bs;
+  void *out, *gi;
+  double scale;
+  float *scratch;  /* made on the first timing run, freed by the caller */
+} conv_timed;
+
+static int conv_im2col_timed(void *ctx) {
+  conv_timed *t = ctx;
+  const conv_geom *g = t->g;
+  int bt = conv_batch_threads(g->N);
+  int64_t ncols = g->direct ? 0 : (bt ? bt : 1) * g->K * g->L, nw = g->nOut * g->K;
+  int64_t npart = t->pass == 2 && bt > 1 ? (bt - 1) * nw : 0;
+  if (!t->scratch && !(t->scratch = malloc(sizeof(float) * (size_t)(ncols + npart + nw))))
+    return lt_fail("SpatialConvolutionMM: out of memory for the columns of %lld elements", (long long)ncols);
+  float *cols = ncols ? t->scratch : NULL, *part = t->scratch + ncols, *gw = part + npart;
+  if (t->pass == 0) {
+    NN_FN(conv_forward, float)(g, t->in, t->w, t->b, t->bs, t->out, cols, bt);
+  } else if (t->pass == 1) {
+    NN_FN(conv_backward_input, float)(g, t->go, t->w, t->gi, cols, bt);
+  } else {
+    memset(gw, 0, sizeof(float) * nw);
+    NN_FN(conv_acc_grad, float)(g, t->go, t->in, cols, gw, NULL, 0, npart ? part : NULL, bt, t->scale);
+  }
+  return 0;
+}
 
 int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                             lt_tensor *finput, lt_tensor *fgradInput, int kW, int kH, int dW, int dH,
@@ -154,6 +194,16 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
   if (!w) goto done;
   if (conv_resize4(output, &g, g.nOut, g.oH, g.oW)) goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = conv_onednn_geom(&g);
+    const void *b = bias ? lt_tensor_data(bias) : NULL;
+    int64_t bs = bias ? nn_vec_stride(bias) : 0;
+    conv_timed t = {&g, 0, in, w, b, NULL, bs, lt_tensor_data(output), NULL, 1, NULL};
+    rc = lt_onednn_conv_forward(&oc, in, w, b, bs, lt_tensor_data(output), conv_im2col_timed, &t);
+    free(t.scratch);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
   int bt = conv_batch_threads(g.N);
   void *cols;
   if (conv_col_buffers(finput, &g, bt, &cols)) goto done;
@@ -182,6 +232,14 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
   if (!w) goto done;
   if (conv_resize4(gradInput, &g, g.nIn, g.iH, g.iW)) goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = conv_onednn_geom(&g);
+    conv_timed t = {&g, 1, NULL, w, NULL, go, 0, NULL, lt_tensor_data(gradInput), 1, NULL};
+    rc = lt_onednn_conv_backward_data(&oc, go, w, lt_tensor_data(gradInput), conv_im2col_timed, &t);
+    free(t.scratch);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
   int bt = conv_batch_threads(g.N);
   void *cols;
   if (conv_col_buffers(fgradInput, &g, bt, &cols)) goto done;
@@ -209,6 +267,16 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
   if (!in || nn_check_float(finput, input->type, fn, "finput")) goto done;
   const void *go = nn_contig(&cp, gradOutput);
   if (!go) goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = conv_onednn_geom(&g);
+    conv_timed t = {&g, 2, in, NULL, NULL, go, 0, NULL, NULL, scale, NULL};
+    rc = lt_onednn_conv_backward_weights(&oc, in, go, lt_tensor_data(gradWeight),
+                                         gradBias ? lt_tensor_data(gradBias) : NULL,
+                                         gradBias ? nn_vec_stride(gradBias) : 0, scale, conv_im2col_timed, &t);
+    free(t.scratch);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
   int bt = conv_batch_threads(g.N);
   void *cols, *part = NULL;
   if (conv_col_buffers(finput, &g, bt, &cols)) goto done;
