@@ -82,8 +82,9 @@ char *ltc_scratch(ltc_ctx *ctx, size_t bytes)
 {
   if (bytes <= ctx->scratch_cap)
     return ctx->scratch;
-  free(ctx->scratch);
-  ctx->scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (ctx->scratch)
+    LTC_BUF_FREE(ctx->scratch);
+  ctx->scratch = LTC_BUF_ALLOC(bytes);
   ctx->scratch_cap = ctx->scratch ? bytes : 0;
   if (!ctx->scratch)
     ltc_fail("allreduce: cannot allocate %zu bytes of scratch", bytes);
@@ -136,6 +137,7 @@ static unsigned long host_hash(void)
   return h;
 }
 
+#ifndef LTC_SIMULATOR   /* the watchdog and what it reports */
 /* A process that no longer runs: gone, or a zombie its launcher has not reaped yet. */
 static int process_gone(int pid)
 {
@@ -207,6 +209,7 @@ static void *watchdog_main(void *arg)
   pthread_mutex_unlock(&ctx->wlock);
   return NULL;
 }
+#endif
 
 /* -------------------------------------------------------------- operations */
 
@@ -315,6 +318,7 @@ int ltc_allreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64_t coun
   return rc;
 }
 
+#ifndef LTC_SIMULATOR
 static void *comm_main(void *arg)
 {
   ltc_ctx *ctx = arg;
@@ -342,6 +346,7 @@ static void *comm_main(void *arg)
   pthread_mutex_unlock(&ctx->qlock);
   return NULL;
 }
+#endif
 
 int ltc_iallreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64_t count, int dtype, int algorithm,
                    int colors, int64_t chunk_bytes, ltc_req **out)
@@ -349,10 +354,12 @@ int ltc_iallreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64_t cou
   *out = NULL;
   if (check_args(recvbuf, count, dtype, algorithm, colors))
     return -1;
+#ifndef LTC_SIMULATOR   /* there, no thread: the request runs in the caller's */
   if (ctx->thread_level < MPI_THREAD_SERIALIZED)
     return ltc_fail("iallreduce: MPI was initialized with thread level %d; the communication thread needs "
                     "MPI_THREAD_SERIALIZED or more (mpi4py.rc.thread_level = 'multiple' or 'serialized')",
                     ctx->thread_level);
+#endif
   ltc_req *r = calloc(1, sizeof *r);
   if (!r)
     return ltc_fail("iallreduce: out of memory");
@@ -364,6 +371,13 @@ int ltc_iallreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64_t cou
   r->algorithm = algorithm;
   r->colors = colors;
   r->chunk = chunk_bytes;
+#ifdef LTC_SIMULATOR
+  /* no communication thread: run it now, in order, and hand back a finished request */
+  r->rc = ltc_allreduce(ctx, sendbuf, recvbuf, count, dtype, algorithm, colors, chunk_bytes);
+  if (r->rc)
+    snprintf(r->err, sizeof r->err, "%s", ltc_errmsg());
+  r->done = 1;
+#else
   pthread_mutex_lock(&ctx->qlock);
   if (!ctx->thread_started) {
     if (pthread_create(&ctx->thread, NULL, comm_main, ctx) != 0) {
@@ -380,6 +394,7 @@ int ltc_iallreduce(ltc_ctx *ctx, const void *sendbuf, void *recvbuf, int64_t cou
   ctx->tail = r;
   pthread_cond_signal(&ctx->qcond);
   pthread_mutex_unlock(&ctx->qlock);
+#endif
   *out = r;
   return 0;
 }
@@ -518,8 +533,10 @@ int ltc_create(const void *comm_handle_addr, double timeout_s, ltc_ctx **out)
   pthread_cond_init(&ctx->dcond, NULL);
   pthread_mutex_init(&ctx->wlock, NULL);
   pthread_cond_init(&ctx->wcond, NULL);
+#ifndef LTC_SIMULATOR
   if (pthread_create(&ctx->watchdog, NULL, watchdog_main, ctx) == 0)
     ctx->watchdog_started = 1;
+#endif
   *out = ctx;
   return 0;
 }
@@ -544,7 +561,8 @@ int ltc_destroy(ltc_ctx *ctx)
   MPI_Finalized(&fin);
   if (!fin)
     MPI_Comm_free(&ctx->comm);
-  free(ctx->scratch);
+  if (ctx->scratch)
+    LTC_BUF_FREE(ctx->scratch);
   free(ctx->peer_pid);
   free(ctx->peer_host);
   free(ctx);
@@ -565,7 +583,9 @@ void ltc_set_check(ltc_ctx *ctx, int on) { ctx->check = on != 0; }
 
 const char *ltc_mpi_family(void)
 {
-#if defined(OPEN_MPI)
+#if defined(LTC_SIMULATOR)
+  return "smpi";
+#elif defined(OPEN_MPI)
   return "openmpi";
 #elif defined(MPICH_VERSION) || defined(MPICH)
   return "mpich";

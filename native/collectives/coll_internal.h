@@ -16,6 +16,22 @@
 #define LTC_WINDOW 8       /* sends in flight per outgoing stream */
 #define LTC_MAXTABLE 64
 
+/* LTC_SIMULATOR: the build for SimGrid's SMPI (smpicc -DLTC_SIMULATOR), the
+ * same algorithms with what a simulated rank cannot do taken out: no
+ * communication or watchdog thread (SMPI ranks are simulated actors that
+ * cannot call MPI from extra OS threads), waiting blocks in MPI_Waitsome
+ * instead of polling (every MPI_Test costs simulated time, smpi/test), and
+ * scratch comes from SMPI's shared malloc so that many ranks x large buffers
+ * fit in memory (with --cfg=smpi/shared-malloc:off it is a plain malloc and
+ * real data moves). */
+#ifdef LTC_SIMULATOR
+#define LTC_BUF_ALLOC(bytes) SMPI_SHARED_MALLOC(bytes)
+#define LTC_BUF_FREE(p) SMPI_SHARED_FREE(p)
+#else
+#define LTC_BUF_ALLOC(bytes) aligned_alloc(64, ((bytes) + 63) / 64 * 64)
+#define LTC_BUF_FREE(p) free(p)
+#endif
+
 int ltc_fail(const char *fmt, ...);
 
 enum { T_SEND = 0, T_RECV = 1, T_REDUCE = 2 };

@@ -195,7 +195,11 @@ int ltc_sched_run(ltc_sched *S, const char *opname)
       goto done;
     }
     int outc = 0;
+#ifdef LTC_SIMULATOR
+    int e = MPI_Waitsome(nactive, reqs, &outc, idx, MPI_STATUSES_IGNORE);   /* see LTC_SIMULATOR */
+#else
     int e = MPI_Testsome(nactive, reqs, &outc, idx, MPI_STATUSES_IGNORE);
+#endif
     if (e != MPI_SUCCESS)
       note_waiting(S, req_task, nactive);
     if (ltc_mpi_check(S->ctx, e, opname)) {
