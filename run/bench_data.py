@@ -1,7 +1,8 @@
 """`luatorch bench data`: the in-memory loader against the per-file loader (fb.resnet.torch's way).
 
     luatorch bench data --data PACKED --files FOLDER [--workers 1,2] [--modes threads,processes]
-                        [--batches 8] [--batch-size 32] [--iter-ms 200] [--drop-caches] [--json PATH]
+                        [--loaders memory,files[,ceiling]] [--pipelines c[,numpy]] [--transform train|val]
+                        [--rounds 1] [--batches 8] [--batch-size 32] [--iter-ms 200] [--drop-caches] [--json PATH]
 
 PACKED is FOLDER packed (`luatorch pack FOLDER PACKED`), FOLDER e.g. from `luatorch synth-data`.
 For each loader (memory | files), page cache (cold | warm), worker mode and worker count it measures
@@ -13,12 +14,23 @@ store loads), `cold_method: fadvise` in the records; it evicts only those files.
 `echo 3 > /proc/sys/vm/drop_caches` instead, which empties the page cache of the whole machine, every
 process's; `cold_method: drop_caches`.
 For the memory loader, cold/warm only changes the time to load the store (load_s); the epoch is in RAM.
+--pipelines: `c` is the loader's C fast path (libjpeg-turbo decode of the crop's box, resize and colour in C),
+`numpy` the Pillow + numpy pipeline it replaces (fast=False). Loader `pieces`: the numpy pipeline's steps
+timed one by one on one thread (decode, scale, colour, copy). Loader `ceiling`: libjpeg-turbo decode alone,
+from C, of the same records from memory on `workers` threads, twice: the whole image (`images_per_s_full`)
+and only the box the sample's transform reads (`images_per_s`, the region-of-interest decode the C path
+does). --rounds N repeats everything N times, interleaved, and the records keep every round (`round`).
+--iter-ms 0 skips the data-wait runs. Per image, in ms (summed over workers): fetch, decode, scale (crop +
+resize), colour (jitter, lighting, normalize, flip), plan (the C path's draws and call in Python), copy
+(into the slot), transform (all after decoding).
 """
 import argparse
 import os
 import time
 
 from run.benchutil import print_table, write_json
+
+PIECES = ("fetch_s", "decode_s", "scale_s", "colour_s", "plan_s", "copy_s", "transform_s")
 
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
@@ -52,9 +64,9 @@ def warm(paths):
                 pass
 
 
-def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, files_root):
+def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, files_root, fast=True, train=True):
     ld = ds.loader("train", batch_size=batch_size, workers=workers, mode=mode, source=source, seed=seed,
-                   root=files_root, slots=workers + 2)
+                   root=files_root, slots=workers + 2, fast=fast, train=train)
     try:
         ld.start()
         t0 = time.perf_counter()
@@ -72,13 +84,116 @@ def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, file
         s = ld.stats()
         # steady state: without the first batch, which nothing could have prefetched
         steady = sum(waits[1:]) / max(wall - waits[0], 1e-9)
-        return dict(images=n, wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
-                    data_wait_fraction=s["data_wait_s"] / wall, data_wait_fraction_steady=steady,
-                    load_s=s["load_s"], store_bytes=s["store_bytes"],
-                    ring_bytes=int(ld.x.nbytes + ld.y.nbytes), decode_s=s["decode_s"], transform_s=s["transform_s"],
-                    fetch_s=s["fetch_s"])
+        out = dict(images=n, wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
+                   data_wait_fraction=s["data_wait_s"] / wall, data_wait_fraction_steady=steady,
+                   load_s=s["load_s"], store_bytes=s["store_bytes"], fast=s["fast"],
+                   ring_bytes=int(ld.x.nbytes + ld.y.nbytes))
+        out.update({k: s[k] for k in PIECES})
+        return out
     finally:
         ld.close()
+
+
+def ceiling(ds, train, workers, seed, files):
+    """libjpeg-turbo decode alone, from C, on `workers` threads: images/s of the whole images and of the
+    boxes the transforms read (the same draws as the loader's epoch 1)."""
+    import threading
+    from pytorch_bridge.data import transforms as T
+    fp = ds.fast_path("train", train)
+    if fp is None:
+        raise SystemExit("luatorch bench data: the ceiling needs the C decoder, and this build has no libjpeg")
+    datas, boxes = [], []
+    for i, path in enumerate(files):
+        with open(path, "rb") as f:
+            data = f.read()
+        size = fp.header(data)
+        if size is None:
+            continue
+        p = fp.plan(size[0], size[1], T.sample_rng(seed, 1, i))
+        if p is None:
+            continue
+        xs = [p.xidx[k] for k in range(4 * p.out_w)]
+        ys = [p.yidx[k] for k in range(4 * p.out_h)]
+        datas.append(data)
+        boxes.append((p.box_x + min(xs), p.box_y + min(ys), max(xs) - min(xs) + 1, max(ys) - min(ys) + 1))
+    out = {}
+    for what in ("full", "box"):
+        def work(k):
+            for i in range(k, len(datas), workers):
+                fp.decode_only(datas[i], boxes[i] if what == "box" else None)
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(workers)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        out[what] = len(datas) / (time.perf_counter() - t0)
+    return out
+
+
+def numpy_pieces(ds, train, seed, files):
+    """The numpy pipeline's pieces one after another on one thread (ms per image): Pillow decode,
+    crop + bicubic scale, colour (jitter, lighting, normalize, flip), copy into a slot."""
+    import numpy as np
+    from pytorch_bridge.data import transforms as T
+    t = dict(decode=0.0, scale=0.0, colour=0.0, copy=0.0)
+    slot = np.empty(ds.image_shape, np.float32)
+    for i, path in enumerate(files):
+        with open(path, "rb") as f:
+            data = f.read()
+        t0 = time.perf_counter()
+        img = ds.decode(data)
+        t1 = time.perf_counter()
+        if train:
+            d = T.imagenet_train_draws(img.shape[1], img.shape[2], T.sample_rng(seed, 1, i), ds.crop)
+            g = d.geometry
+        else:
+            g = T.short_center_geometry(img.shape[1], img.shape[2], ds.resize, ds.crop)
+        x = np.array(g.apply(img), np.float32)
+        t2 = time.perf_counter()
+        if train:
+            x = T.apply_color_jitter(x, d.jitter)
+            x += d.light[:, None, None]
+        x = T.color_normalize(x, T.IMAGENET_MEAN, T.IMAGENET_STD)
+        if train and d.flip:
+            x = x[:, :, ::-1]
+        t3 = time.perf_counter()
+        slot[...] = x
+        t4 = time.perf_counter()
+        for k, v in zip(t, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            t[k] += v
+    return {k + "_ms_per_image": 1000 * v / len(files) for k, v in t.items()}
+
+
+def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
+    rec = dict(loader=loader, pipeline=pipeline, transform=a.transform, cache=cache, mode=mode, workers=w,
+               batch_size=a.batch_size, iter_ms=a.iter_ms, round=rnd, loadavg=os.getloadavg()[0])
+    for what, iter_ms in (("throughput", 0), ("wait", a.iter_ms)):
+        if what == "wait" and not a.iter_ms:
+            continue
+        paths = files if loader == "files" else shards
+        if cache == "cold":
+            rec["cold_method"] = drop_cache(paths, a.drop_caches)
+        else:
+            warm(paths)
+        r = run_once(ds, loader, w, mode, a.batch_size, a.batches, iter_ms, a.seed, a.files,
+                     fast=pipeline == "c", train=a.transform == "train")
+        if what == "throughput":
+            rec.update(images_per_s=r["images_per_s"], load_s=r["load_s"], store_bytes=r["store_bytes"],
+                       ring_bytes=r["ring_bytes"], fast_images=r["fast"], images=r["images"])
+            rec.update({k[:-2] + "_ms_per_image": 1000 * r[k] / r["images"] for k in PIECES})
+        else:
+            rec.update(data_wait_fraction=r["data_wait_fraction"],
+                       data_wait_fraction_steady=r["data_wait_fraction_steady"],
+                       data_wait_ms_per_batch=1000 * r["data_wait_s"] / a.batches)
+    print("%-6s %-5s %-4s %-9s w=%d  %.1f img/s%s  load %.2fs  fetch %.2f decode %.2f scale %.2f colour %.2f "
+          "plan %.2f copy %.2f ms/img  (load avg %.1f)"
+          % (loader, pipeline, cache, mode, w, rec["images_per_s"],
+             "  wait %.1f%% (steady %.1f%%)" % (100 * rec["data_wait_fraction"], 100 * rec["data_wait_fraction_steady"])
+             if "data_wait_fraction" in rec else "", rec["load_s"], rec["fetch_ms_per_image"],
+             rec["decode_ms_per_image"], rec["scale_ms_per_image"], rec["colour_ms_per_image"],
+             rec["plan_ms_per_image"], rec["copy_ms_per_image"], rec["loadavg"]), flush=True)
+    return rec
 
 
 def main(argv=None):
@@ -93,6 +208,10 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--iter-ms", type=float, default=200.0, help="simulated training iteration (ms per batch)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--pipelines", default="c", help="c (the C fast path), numpy (Pillow + numpy), or both")
+    p.add_argument("--transform", default="train", choices=("train", "val"),
+                   help="on the train split: train (RandomSizedCrop, jitter, ...) or val (Scale + CenterCrop) transforms")
+    p.add_argument("--rounds", type=int, default=1, help="repeat the whole measurement, interleaved")
     p.add_argument("--drop-caches", action="store_true",
                    help="cold cache by emptying the page cache of the WHOLE MACHINE (%s, needs root); "
                         "default: posix_fadvise(DONTNEED) on the benchmark's own files" % DROP_CACHES)
@@ -116,39 +235,43 @@ def main(argv=None):
     records = []
     # the loader varies fastest, so the two loaders are measured next to each other in time (the
     # machine's load drifts)
-    for cache in caches:
-        for mode in a.modes.split(","):
-            for w in [int(v) for v in a.workers.split(",")]:
-                for loader in a.loaders.split(","):
-                    rec = dict(loader=loader, cache=cache, mode=mode, workers=w, batch_size=a.batch_size,
-                               iter_ms=a.iter_ms, loadavg=os.getloadavg()[0])
-                    for what, iter_ms in (("throughput", 0), ("wait", a.iter_ms)):
-                        paths = files if loader == "files" else shards
-                        if cache == "cold":
-                            rec["cold_method"] = drop_cache(paths, a.drop_caches)
-                        else:
-                            warm(paths)
-                        r = run_once(ds, loader, w, mode, a.batch_size, a.batches, iter_ms, a.seed, a.files)
-                        if what == "throughput":
-                            rec.update(images_per_s=r["images_per_s"], load_s=r["load_s"],
-                                       store_bytes=r["store_bytes"], ring_bytes=r["ring_bytes"],
-                                       decode_ms_per_image=1000 * r["decode_s"] / r["images"],
-                                       transform_ms_per_image=1000 * r["transform_s"] / r["images"],
-                                       fetch_ms_per_image=1000 * r["fetch_s"] / r["images"])
-                        else:
-                            rec.update(data_wait_fraction=r["data_wait_fraction"],
-                                       data_wait_fraction_steady=r["data_wait_fraction_steady"],
-                                       data_wait_ms_per_batch=1000 * r["data_wait_s"] / a.batches)
-                    records.append(rec)
-                    print("%-6s %-4s %-9s w=%d  %.1f img/s  wait %.1f%% (steady %.1f%%)  load %.2fs  fetch %.2f ms/img"
-                          "  (load avg %.1f)"
-                          % (loader, cache, mode, w, rec["images_per_s"], 100 * rec["data_wait_fraction"],
-                             100 * rec["data_wait_fraction_steady"],
-                             rec["load_s"], rec["fetch_ms_per_image"], rec["loadavg"]), flush=True)
+    for rnd in range(a.rounds):
+        for cache in caches:
+            for mode in a.modes.split(","):
+                for w in [int(v) for v in a.workers.split(",")]:
+                    for loader in a.loaders.split(","):
+                        if loader == "pieces":
+                            if cache != caches[0] or mode != a.modes.split(",")[0] or w != 1:
+                                continue   # one thread
+                            rec = dict(loader="pieces", pipeline="numpy", cache="warm", mode="threads", workers=1,
+                                       round=rnd, transform=a.transform, loadavg=os.getloadavg()[0])
+                            rec.update(numpy_pieces(ds, a.transform == "train", a.seed, files))
+                            records.append(rec)
+                            print("pieces numpy (one thread): " + " ".join(
+                                "%s %.3f" % (k[:-13], rec[k]) for k in rec if k.endswith("_ms_per_image"))
+                                + " ms/img  (load avg %.1f)" % rec["loadavg"], flush=True)
+                            continue
+                        if loader == "ceiling":
+                            if cache != caches[0] or mode != a.modes.split(",")[0]:
+                                continue   # from memory, threads: one per worker count
+                            rec = dict(loader="ceiling", cache="warm", mode="threads", workers=w, round=rnd,
+                                       transform=a.transform, loadavg=os.getloadavg()[0])
+                            c = ceiling(ds, a.transform == "train", w, a.seed, files)
+                            rec.update(images_per_s=c["box"], images_per_s_full=c["full"])
+                            records.append(rec)
+                            print("ceiling            w=%d  %.1f img/s box decode, %.1f whole images  (load avg %.1f)"
+                                  % (w, c["box"], c["full"], rec["loadavg"]), flush=True)
+                            continue
+                        for pipeline in a.pipelines.split(","):
+                            rec = measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd)
+                            records.append(rec)
     print()
-    print_table(["loader", "cache", "mode", "workers", "images/s", "data wait", "fetch ms/img", "load s"],
-                [[r["loader"], r["cache"], r["mode"], r["workers"], "%.1f" % r["images_per_s"],
-                  "%.1f%%" % (100 * r["data_wait_fraction"]), "%.2f" % r["fetch_ms_per_image"], "%.2f" % r["load_s"]]
-                 for r in records])
+    rows = [r for r in records if r["loader"] not in ("ceiling", "pieces")]
+    print_table(["loader", "pipeline", "cache", "mode", "workers", "images/s", "data wait", "load s", "load avg"]
+                + [k[:-2] + " ms" for k in PIECES],
+                [[r["loader"], r["pipeline"], r["cache"], r["mode"], r["workers"], "%.1f" % r["images_per_s"],
+                  "%.1f%%" % (100 * r["data_wait_fraction"]) if "data_wait_fraction" in r else "-",
+                  "%.2f" % r["load_s"], "%.1f" % r["loadavg"]]
+                 + ["%.3f" % r[k[:-2] + "_ms_per_image"] for k in PIECES] for r in rows])
     write_json(a.json, records)
     return 0

@@ -63,6 +63,14 @@ class Dataset:
             return T.cifar_train if train else T.cifar_val
         return T.normalize_only(self.manifest["pixel_mean"], self.manifest["pixel_std"], self.resize)
 
+    def fast_path(self, split, train=None):
+        """The C pipeline for this split's JPEG records (pytorch_bridge.data.fastpath), or None where it
+        does not apply (other kinds, raw records, a build without libjpeg)."""
+        if self.kind != "imagenet" or self.encoding != "file":
+            return None
+        from .fastpath import fast_path
+        return fast_path(split == "train" if train is None else train, self.crop, self.resize)
+
     def loader(self, split, batch_size, **kw):
         from .loader import Loader
         return Loader(self, split, batch_size, **kw)

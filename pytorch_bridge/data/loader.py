@@ -12,9 +12,16 @@ open/read the original file, the baseline), decode, transform with the per-sampl
 (default workers + 2: one held by the consumer, the others being filled); nothing is allocated per
 batch. The time the consumer waits for its next batch is measured (`stats()["data_wait_s"]`).
 
+ImageNet-kind JPEG records go through the C fast path (pytorch_bridge.data.fastpath: decode of the
+crop's rows and columns, resize and colour straight into the slot, GIL released) unless `fast=False`;
+what it does not take (grey, CMYK, PNG, truncated or corrupt records) goes the Pillow + numpy way.
+
 stats(): images, batches, epochs, data_wait_s (consumer blocked), fetch_s / decode_s / transform_s (summed
-over workers), corrupt (records replaced by gray images), load_s (store load), store_bytes, ring_bytes,
-store_created_here, workers, mode, source, policy, slots.
+over workers; transform_s = scale_s + colour_s + plan_s on the fast path), scale_s (crop + resize) and
+colour_s (jitter, lighting, normalize, flip) of the fast path, plan_s (its draws and call in Python),
+copy_s (numpy path: into the slot), fast (images through the fast path), corrupt (records replaced by
+gray images), load_s (store load), store_bytes, ring_bytes, store_created_here, workers, mode, source,
+policy, slots.
 """
 import mmap
 import multiprocessing as mp
@@ -31,6 +38,7 @@ from . import sampler
 from .transforms import sample_rng
 
 MODES = ("threads", "processes")
+PIECES = ("fetch_s", "decode_s", "transform_s", "scale_s", "colour_s", "plan_s", "copy_s")
 
 
 def _exit_with(parent_sentinel):
@@ -43,7 +51,7 @@ def _exit_with(parent_sentinel):
 class Loader:
     def __init__(self, ds, split, batch_size, rank=0, world=1, seed=0, workers=2, policy="partition",
                  source="memory", shuffle=True, drop_last=False, mode="threads", slots=None, train=None,
-                 keep=False, verify=True, log=None, root=None, shm_dir=None):
+                 keep=False, verify=True, log=None, root=None, shm_dir=None, fast=True):
         if mode not in MODES:
             raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
         if source not in ("memory", "files"):
@@ -58,6 +66,7 @@ class Loader:
         sampler.epoch_order(0, rank, world, 0, 0, policy)  # argument checks
         self.transform = ds.transform(split, train)
         self.decode = ds.decode
+        self.fast = ds.fast_path(split, train) if fast else None
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.epoch = 1
         self.store = None
@@ -92,8 +101,8 @@ class Loader:
         self._procs = []
         self._inflight = 0
         self._logged = set()
-        self._stats = dict(images=0, batches=0, data_wait_s=0.0, fetch_s=0.0, decode_s=0.0, transform_s=0.0,
-                           corrupt=0, load_s=self.load_s, epochs=0)
+        self._stats = dict(images=0, batches=0, data_wait_s=0.0, corrupt=0, load_s=self.load_s, epochs=0,
+                           fast=0, **{k: 0.0 for k in PIECES})
 
     # -- per-sample work (runs in the workers) --
 
@@ -104,7 +113,8 @@ class Loader:
             return f.read()
 
     def _fill(self, slot, indices, epoch):
-        st = [0.0, 0.0, 0.0]
+        st = dict.fromkeys(PIECES, 0.0)
+        st["fast"] = 0
         bad = []
         for j, gi in enumerate(indices):
             gi = int(gi)
@@ -114,6 +124,17 @@ class Loader:
             except OSError as e:
                 data, err = None, "%s: %s" % (type(e).__name__, e)
             t1 = time.perf_counter()
+            st["fetch_s"] += t1 - t0
+            self.y[slot, j] = self.labels[gi - self.base]
+            if data is not None and self.fast is not None:
+                c = [0.0, 0.0, 0.0]   # the C call's decode, scale, colour seconds
+                if self.fast.sample(data, sample_rng(self.seed, epoch, gi), self.x[slot, j], c):
+                    st["decode_s"] += c[0]
+                    st["scale_s"] += c[1]
+                    st["colour_s"] += c[2]
+                    st["plan_s"] += time.perf_counter() - t1 - sum(c)
+                    st["fast"] += 1
+                    continue
             img = None
             if data is not None:
                 try:
@@ -125,11 +146,13 @@ class Loader:
                 bad.append((gi, err))
             data = None
             t2 = time.perf_counter()
-            self.x[slot, j] = self.transform(img, sample_rng(self.seed, epoch, gi))
-            self.y[slot, j] = self.labels[gi - self.base]
-            st[0] += t1 - t0
-            st[1] += t2 - t1
-            st[2] += time.perf_counter() - t2
+            sample = self.transform(img, sample_rng(self.seed, epoch, gi))
+            t3 = time.perf_counter()
+            self.x[slot, j] = sample
+            st["decode_s"] += t2 - t1
+            st["transform_s"] += t3 - t2
+            st["copy_s"] += time.perf_counter() - t3
+        st["transform_s"] += st["scale_s"] + st["colour_s"] + st["plan_s"]
         return st, bad
 
     def _gray(self, gi):
@@ -150,7 +173,7 @@ class Loader:
                 st, bad = self._fill(slot, indices, epoch)
                 results.put((k, slot, len(indices), st, bad, None))
             except BaseException as e:  # reported to the consumer, which raises it
-                results.put((k, slot, 0, [0, 0, 0], [], "%s: %s" % (type(e).__name__, e)))
+                results.put((k, slot, 0, {}, [], "%s: %s" % (type(e).__name__, e)))
 
     def _proc_main(self, jobs, results):
         # Ctrl-C reaches the whole process group: the parent handles it (and ends us); and when the parent
@@ -239,9 +262,8 @@ class Loader:
         s = self._stats
         s["images"] += n
         s["batches"] += 1
-        s["fetch_s"] += st[0]
-        s["decode_s"] += st[1]
-        s["transform_s"] += st[2]
+        for key, v in st.items():
+            s[key] += v
         for gi, msg in bad:
             s["corrupt"] += 1
             if gi not in self._logged:

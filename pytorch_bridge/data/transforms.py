@@ -10,6 +10,7 @@ weights, linear extrapolation at the borders, last sample copied) and C `round` 
 """
 import functools
 import math
+from collections import namedtuple
 
 import numpy as np
 
@@ -112,9 +113,33 @@ def center_crop(img, size):
     return img[:, y1:y1 + size, x1:x1 + size]
 
 
-def random_sized_crop(img, size, rng):
+class Geometry(namedtuple("Geometry", "x y w h scaled_w scaled_h ox oy size")):
+    """Where a sample comes from: the box (x, y, w, h) of the image, scaled to scaled_w x scaled_h,
+    and the size x size window at (ox, oy) of that (numpy slicing rules, as center_crop's)."""
+
+    def apply(self, img):
+        return scale(img[:, self.y:self.y + self.h, self.x:self.x + self.w], self.scaled_w,
+                     self.scaled_h)[:, self.oy:self.oy + self.size, self.ox:self.ox + self.size]
+
+    def inside(self):
+        """The window lies in the scaled box (else only numpy's slicing defines the result)."""
+        return 0 <= self.ox and self.ox + self.size <= self.scaled_w and 0 <= self.oy and \
+            self.oy + self.size <= self.scaled_h
+
+
+def short_center_geometry(h, w, resize, size):
+    """M.Scale(resize) then M.CenterCrop(size) of an h x w image (scale_short's sizes)."""
+    if (w <= h and w == resize) or (h <= w and h == resize):
+        sw, sh = w, h
+    elif w < h:
+        sw, sh = int(resize), int(h / w * resize)
+    else:
+        sw, sh = int(w / h * resize), int(resize)
+    return Geometry(0, 0, w, h, sw, sh, math.ceil((sw - size) / 2), math.ceil((sh - size) / 2), size)
+
+
+def random_sized_crop_geometry(h, w, size, rng):
     """Inception-style crop: area 8-100 %, aspect 3/4-4/3, 10 attempts, else Scale + CenterCrop."""
-    h, w = img.shape[1:]
     for _ in range(10):
         target = rng.uniform(0.08, 1.0) * (h * w)
         aspect = rng.uniform(3 / 4, 4 / 3)
@@ -125,8 +150,12 @@ def random_sized_crop(img, size, rng):
         if ch <= h and cw <= w:
             y1 = rng.random(0, h - ch)
             x1 = rng.random(0, w - cw)
-            return scale(img[:, y1:y1 + ch, x1:x1 + cw], size, size)
-    return center_crop(scale_short(img, size), size)
+            return Geometry(x1, y1, cw, ch, size, size, 0, 0, size)
+    return short_center_geometry(h, w, size, size)
+
+
+def random_sized_crop(img, size, rng):
+    return random_sized_crop_geometry(img.shape[1], img.shape[2], size, rng).apply(img)
 
 
 def _gray(img):
@@ -143,41 +172,72 @@ def _blend(img, other, alpha):
         img += np.float32(1 - alpha) * other
 
 
+def _brightness(img, alpha):
+    _blend(img, None, alpha)   # blend with zeros
+
+
+def _contrast(img, alpha):
+    _blend(img, np.float32(_gray(img).mean(dtype=np.float64)), alpha)
+
+
+def _saturation(img, alpha):
+    _blend(img, _gray(img)[None], alpha)
+
+
+JITTER_OPS = (_brightness, _contrast, _saturation)   # the op numbers of lt_data_plan.ops
+
+
 def brightness(img, rng, var):
-    _blend(img, None, 1.0 + rng.uniform(-var, var))   # blend with zeros
+    _brightness(img, 1.0 + rng.uniform(-var, var))
     return img
 
 
 def contrast(img, rng, var):
-    mean = np.float32(_gray(img).mean(dtype=np.float64))
-    _blend(img, mean, 1.0 + rng.uniform(-var, var))
+    _contrast(img, 1.0 + rng.uniform(-var, var))
     return img
 
 
 def saturation(img, rng, var):
-    gray = _gray(img)
-    _blend(img, gray[None], 1.0 + rng.uniform(-var, var))
+    _saturation(img, 1.0 + rng.uniform(-var, var))
+    return img
+
+
+def color_jitter_draws(rng, b=0.4, c=0.4, s=0.4):
+    """ColorJitter's draws: RandomOrder over the non-zero ones of brightness, contrast, saturation (in
+    that table order), each a blend factor: [(op number, alpha)] in the order they apply."""
+    ts = [(k, v) for k, v in enumerate((b, c, s)) if v != 0]
+    if not ts:
+        return []
+    ops = []
+    for k in rng.randperm(len(ts)):
+        op, v = ts[k]
+        ops.append((op, 1.0 + rng.uniform(-v, v)))
+    return ops
+
+
+def apply_color_jitter(img, ops):
+    for op, alpha in ops:
+        JITTER_OPS[op](img, alpha)
     return img
 
 
 def color_jitter(img, rng, b=0.4, c=0.4, s=0.4):
-    """RandomOrder over the non-zero ones of brightness, contrast, saturation (in that table order)."""
-    ts = [(f, v) for f, v in ((brightness, b), (contrast, c), (saturation, s)) if v != 0]
-    if not ts:
-        return img
-    for k in rng.randperm(len(ts)):
-        f, v = ts[k]
-        img = f(img, rng, v)
-    return img
+    return apply_color_jitter(img, color_jitter_draws(rng, b, c, s))
+
+
+def lighting_rgb(rng, alphastd, eigval=PCA_EIGVAL, eigvec=PCA_EIGVEC):
+    """Lighting's per-channel offset (float32), or None when alphastd is 0 (nothing drawn)."""
+    if alphastd == 0:
+        return None
+    alpha = rng.normal(0, alphastd, 3)
+    return (eigvec * alpha[None, :] * eigval[None, :]).sum(1).astype(np.float32)
 
 
 def lighting(img, rng, alphastd, eigval=PCA_EIGVAL, eigvec=PCA_EIGVEC):
     """AlexNet PCA noise: img[i] += sum_j eigvec[i, j] alpha_j eigval_j (double, added as float)."""
-    if alphastd == 0:
-        return img
-    alpha = rng.normal(0, alphastd, 3)
-    rgb = (eigvec * alpha[None, :] * eigval[None, :]).sum(1)
-    img += rgb.astype(np.float32)[:, None, None]
+    rgb = lighting_rgb(rng, alphastd, eigval, eigvec)
+    if rgb is not None:
+        img += rgb[:, None, None]
     return img
 
 
@@ -210,19 +270,34 @@ def random_crop(img, size, padding, rng):
 
 # The per-kind pipelines (fb.resnet.torch's preprocess()); `img` is a fresh float32 array they may reuse.
 
+class TrainDraws(namedtuple("TrainDraws", "geometry jitter light flip")):
+    """Everything imagenet_train draws for one sample, in the stream's order; `apply` is the numpy
+    pipeline, pytorch_bridge.data.fastpath the C one."""
+
+    def apply(self, img):
+        img = np.array(self.geometry.apply(img), np.float32)  # own, contiguous copy: the jitter works in place
+        img = apply_color_jitter(img, self.jitter)
+        if self.light is not None:
+            img += self.light[:, None, None]
+        img = color_normalize(img, IMAGENET_MEAN, IMAGENET_STD)
+        return img[:, :, ::-1] if self.flip else img
+
+
+def imagenet_train_draws(h, w, rng, size=224):
+    geometry = random_sized_crop_geometry(h, w, size, rng)
+    jitter = color_jitter_draws(rng, 0.4, 0.4, 0.4)
+    light = lighting_rgb(rng, 0.1)
+    return TrainDraws(geometry, jitter, light, rng.uniform() < 0.5)   # HorizontalFlip(0.5)
+
+
 def imagenet_train(img, rng, size=224):
-    img = random_sized_crop(img, size, rng)
-    img = np.array(img, np.float32)  # own, contiguous copy: the jitter works in place
-    img = color_jitter(img, rng, 0.4, 0.4, 0.4)
-    img = lighting(img, rng, 0.1)
-    img = color_normalize(img, IMAGENET_MEAN, IMAGENET_STD)
-    return horizontal_flip(img, rng, 0.5)
+    return imagenet_train_draws(img.shape[1], img.shape[2], rng, size).apply(img)
 
 
 def imagenet_val(img, rng=None, size=224, resize=256):
     # ColorNormalize before CenterCrop in fb; both elementwise-independent, so cropping first gives the
     # same floats for less work
-    img = np.array(center_crop(scale_short(img, resize), size), np.float32)
+    img = np.array(short_center_geometry(img.shape[1], img.shape[2], resize, size).apply(img), np.float32)
     return color_normalize(img, IMAGENET_MEAN, IMAGENET_STD)
 
 

@@ -1,0 +1,46 @@
+/* data: the training input pipeline's fast path — one encoded JPEG to one normalized C x H x W float32
+ * sample written straight into its batch slot (libjpeg-turbo decode of the rows and columns the resize
+ * reads, separable bicubic resize of the bytes, colour transforms as one per-image matrix).
+ *
+ * The random draws and the resize taps come from the caller (pytorch_bridge/data/transforms.py), so the
+ * numbers are those of the numpy pipeline; see lt_data_plan. No OpenMP inside: one sample per thread,
+ * and callers from Python run with the GIL released. Every function returns 0, or -1 with lt_errmsg(). */
+
+/* Header of an encoded JPEG: info[0] width, info[1] height, info[2] components, info[3] 1 when
+ * lt_data_jpeg_sample can decode it (3 components in YCbCr or RGB, data ending with the EOI marker,
+ * so a truncated file is left to the fallback decoder). -1: not a readable JPEG header. */
+int lt_data_jpeg_info(const uint8_t *data, int64_t len, int64_t *info);
+
+/* One sample: the box (box_x, box_y, box_w x box_h) of the decoded image is resampled with 4-tap
+ * separable filters, first along x (xidx/xw: out_w x 4 box-relative column indices and float32 weights,
+ * row-major), then along y (yidx/yw: out_h x 4), each output t = s0 w0; t += s1 w1; t += s2 w2;
+ * t += s3 w3 in float32 on samples byte / 255.0f (so equal to numpy's float32 arithmetic). Then the
+ * colour transforms in double, per pixel, folded into one 3 x 3 matrix and offset:
+ *   jitter ops[0..nops-1] (0 brightness, 1 contrast, 2 saturation) with factors alpha, each as
+ *   fb.resnet.torch's (blend with black, the grey mean, the grey pixel; Rec. 601 weights),
+ *   then + light[c], then (x - mean[c]) / std[c];
+ * flip = 1 mirrors x. out: 3 x out_h x out_w float32, contiguous. roi = 0 decodes the whole image
+ * (the same pixels, slower). times (optional, 3 doubles) gets the seconds spent decoding, resampling
+ * and in the colour pass. */
+typedef struct lt_data_plan {
+  int64_t box_x, box_y, box_w, box_h;
+  int64_t out_w, out_h;
+  const int64_t *xidx;
+  const float *xw;
+  const int64_t *yidx;
+  const float *yw;
+  int nops;
+  int ops[3];
+  double alpha[3];
+  float light[3];
+  float mean[3];
+  float std[3];
+  int flip;
+  int roi;
+} lt_data_plan;
+int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *plan, float *out, double *times);
+
+/* Decode only (the pipeline's ceiling): the w x h box at (x, y) (roi = 1, or the whole image with
+ * roi = 0) into interleaved RGB bytes; out (w x h x 3 bytes) may be NULL to discard them. */
+int lt_data_jpeg_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,
+                        uint8_t *out);
