@@ -2,7 +2,8 @@
 computing in float64 and against our im2col path, on shapes drawn at random per run (odd sizes, strides, pads,
 batch 1, 3-D input, non-contiguous input, strided bias); both of oneDNN's layouts (plain, blocked) and the
 timed choice between them; the fallbacks (LUATORCH_ONEDNN=0, a library that is not there, double tensors);
-thread counts, and DataParallelTable with 2 worker threads."""
+thread counts, and DataParallelTable with 2 worker threads. nn.SpatialDilatedConvolution and
+nn.VolumetricConvolution (with dilation too) the same way, against PyTorch and their unfold path."""
 import os
 import subprocess
 import sys
@@ -238,3 +239,229 @@ def test_fallbacks_in_a_real_process():
     assert off.stderr == ""
     lines = missing.stderr.splitlines()
     assert len(lines) == 1 and "LUATORCH_ONEDNN_LIB" in lines[0] and "no-such-dir" in lines[0] and "im2col" in lines[0]
+
+
+# ---- nn.SpatialDilatedConvolution: the same oneDNN path with oneDNN's dilates (Torch7's dilation - 1) ----
+
+RUN_DILATED = """function(nin, nout, kw, kh, sw, sh, pw, ph, lw, lh, x, w, b, g, gw0, gb0, scale, noncontig)
+   local m = nn.SpatialDilatedConvolution(nin, nout, kw, kh, sw, sh, pw, ph, lw, lh)
+   m.weight:copy(w); m.gradWeight:copy(gw0); m.bias:copy(b); m.gradBias:copy(gb0)
+   if noncontig then
+      local d = x:dim()
+      x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)  -- still contiguous when H or W is 1
+   end
+   local y = m:forward(x):clone()
+   local gi = m:backward(x, g, scale):clone()
+   return y, gi, m.gradWeight:clone(), m.gradBias:clone()
+end"""
+
+
+def draw_dilated(rng):
+    """((kh, kw), (sh, sw), (ph, pw), (dilh, dilw), nin, nout, input shape): each side drawn apart, output size
+    flooring, batch 1 or 3-D now and then."""
+    k = tuple(int(rng.choice([1, 2, 3, 5])) for _ in range(2))
+    d = tuple(int(rng.integers(1, 4)) for _ in range(2))
+    s = tuple(int(rng.integers(1, 4)) for _ in range(2))
+    p = tuple(int(rng.integers(0, kk + 1)) for kk in k)
+    hw = tuple(max(1, d[i] * (k[i] - 1) + 1 - 2 * p[i]) + int(rng.integers(0, 12)) for i in range(2))
+    nin, nout = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+    kind = rng.integers(3)
+    shape = (nin,) + hw if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 6)), nin) + hw
+    return k, s, p, d, nin, nout, shape
+
+
+def dilated_inputs(rng, case):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), nin, nout, shape = case
+    oh = (shape[-2] + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (shape[-1] + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
+    f = np.float32
+    x = rng.standard_normal(shape).astype(f)
+    w = (rng.standard_normal((nout, nin, kh, kw)) * 0.3).astype(f)
+    b = rng.standard_normal(nout).astype(f)
+    g = rng.standard_normal(shape[:-3] + (nout, oh, ow)).astype(f)
+    gw0, gb0 = rng.standard_normal(w.shape).astype(f), rng.standard_normal(nout).astype(f)
+    return x, w, b, g, gw0, gb0, float(rng.uniform(0.25, 2.0))
+
+
+def dilated_reference(case, x, w, b, g, gw0, gb0, scale):
+    k, s, p, d, nin, nout, shape = case
+    single = len(shape) == 3
+    X = torch.tensor(x[None] if single else x, dtype=torch.float64, requires_grad=True)
+    W = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    B = torch.tensor(b, dtype=torch.float64, requires_grad=True)
+    Y = torch.nn.functional.conv2d(X, W, B, stride=s, padding=p, dilation=d)
+    Y.backward(torch.tensor(g[None] if single else g, dtype=torch.float64))
+    y, gi = Y.detach().numpy(), X.grad.numpy()
+    if single:
+        y, gi = y[0], gi[0]
+    return y, gi, gw0 + scale * W.grad.numpy(), gb0 + scale * B.grad.numpy()
+
+
+def run_dilated(rt, case, data, onednn, layout=0, noncontig=False):
+    lib.lt_onednn_set_enabled(onednn)
+    lib.lt_onednn_set_layout(layout)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), nin, nout, shape = case
+    x, w, b, g, gw0, gb0, scale = data
+    before = lib.lt_onednn_calls()
+    out = rt.call(rt.eval(RUN_DILATED), nin, nout, kw, kh, sw, sh, pw, ph, dw, dh,
+                  *(rt.from_numpy(a) for a in (x, w, b, g, gw0, gb0)), scale, noncontig)
+    return [rt.to_numpy(t).copy() for t in out], lib.lt_onednn_calls() - before
+
+
+@needs_onednn
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_dilated_random_shapes_match_pytorch_and_unfold(frt, rng, layout):
+    for i in range(8):
+        case = draw_dilated(rng)
+        data = dilated_inputs(rng, case)
+        ref = dilated_reference(case, *data)
+        noncontig = bool(i % 3 == 1)
+        ours, calls = run_dilated(frt, case, data, 1, LAYOUTS[layout], noncontig)
+        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (case, calls)
+        unfold, calls = run_dilated(frt, case, data, 0, noncontig=noncontig)
+        assert calls == 0
+        for name, a, c, r in zip(NAMES, ours, unfold, ref):
+            assert a.shape == r.shape, (name, case)
+            assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g vs PyTorch" % (layout, name, case, rel(a, r))
+            assert rel(c, r) <= TOL_REF, "unfold %s (%s): %g vs PyTorch" % (name, case, rel(c, r))
+            assert rel(a, c) <= TOL_PATHS, "oneDNN %s vs unfold %s (%s): %g" % (layout, name, case, rel(a, c))
+
+
+@needs_onednn
+def test_dilated_bench_shape_both_layouts(frt, rng):
+    """The bench's 3x3 d2 64->64 layer, smaller: oneDNN runs every pass in either layout, and the dilated key does
+    not collide with a plain convolution of the same kernel (dilation 1 is its own cache entry)."""
+    case = ((3, 3), (1, 1), (2, 2), (2, 2), 64, 64, (2, 64, 15, 15))
+    data = dilated_inputs(rng, case)
+    ref = dilated_reference(case, *data)
+    for layout in ("plain", "blocked"):
+        ours, calls = run_dilated(frt, case, data, 1, LAYOUTS[layout])
+        assert calls == 3
+        for name, a, r in zip(NAMES, ours, ref):
+            assert rel(a, r) <= 5e-5, "oneDNN %s %s: %g" % (layout, name, rel(a, r))
+
+
+@needs_onednn
+def test_dilated_double_stays_on_unfold(frt):
+    before = lib.lt_onednn_calls()
+    ran = frt.execute("""
+      local m = nn.SpatialDilatedConvolution(3, 4, 3, 3, 1, 1, 2, 2, 2, 2):double()
+      local x = torch.randn(2, 3, 9, 9):double()
+      local y = m:forward(x)
+      m:backward(x, y:clone():normal())
+      return torch.type(y) == 'torch.DoubleTensor' and y:size(2) == 4""")
+    assert ran is True and lib.lt_onednn_calls() == before
+
+
+# ---- nn.VolumetricConvolution: the same path in 5-D (NCDHW data, OIDHW weights) ----
+
+RUN_VOLUMETRIC = """function(nin, nout, k, s, p, l, x, w, b, g, gw0, gb0, scale, noncontig)
+   local m = nn.VolumetricConvolution(nin, nout, k[1], k[3], k[2], s[1], s[3], s[2], p[1], p[3], p[2])
+   if l[1] ~= 1 or l[2] ~= 1 or l[3] ~= 1 then  -- dilation: the module's updateOutput passes it through
+      m = nn.VolumetricDilatedConvolution(nin, nout, k[1], k[3], k[2], s[1], s[3], s[2], p[1], p[3], p[2],
+                                          l[1], l[3], l[2])
+   end
+   m.weight:copy(w); m.gradWeight:copy(gw0); m.bias:copy(b); m.gradBias:copy(gb0)
+   if noncontig then
+      local d = x:dim()
+      x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)  -- still contiguous when H or W is 1
+   end
+   local y = m:forward(x):clone()
+   local gi = m:backward(x, g, scale):clone()
+   return y, gi, m.gradWeight:clone(), m.gradBias:clone()
+end"""
+
+
+def draw_volumetric(rng):
+    """(k, s, p, l, nin, nout, input shape), each per (T, H, W) and drawn apart; batch 1 or 4-D now and then."""
+    k = tuple(int(rng.choice([1, 2, 3])) for _ in range(3))
+    l = tuple(int(rng.choice([1, 1, 2])) for _ in range(3))
+    s = tuple(int(rng.integers(1, 3)) for _ in range(3))
+    p = tuple(int(rng.integers(0, kk + 1)) for kk in k)
+    sp = tuple(max(1, l[i] * (k[i] - 1) + 1 - 2 * p[i]) + int(rng.integers(0, 6)) for i in range(3))
+    nin, nout = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    kind = rng.integers(3)
+    shape = (nin,) + sp if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 4)), nin) + sp
+    return k, s, p, l, nin, nout, shape
+
+
+def volumetric_inputs(rng, case):
+    k, s, p, l, nin, nout, shape = case
+    o = tuple((shape[-3 + i] + 2 * p[i] - (l[i] * (k[i] - 1) + 1)) // s[i] + 1 for i in range(3))
+    f = np.float32
+    x = rng.standard_normal(shape).astype(f)
+    w = (rng.standard_normal((nout, nin) + k) * 0.3).astype(f)
+    b = rng.standard_normal(nout).astype(f)
+    g = rng.standard_normal(shape[:-4] + (nout,) + o).astype(f)
+    gw0, gb0 = rng.standard_normal(w.shape).astype(f), rng.standard_normal(nout).astype(f)
+    return x, w, b, g, gw0, gb0, float(rng.uniform(0.25, 2.0))
+
+
+def volumetric_reference(case, x, w, b, g, gw0, gb0, scale):
+    k, s, p, l, nin, nout, shape = case
+    single = len(shape) == 4
+    X = torch.tensor(x[None] if single else x, dtype=torch.float64, requires_grad=True)
+    W = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    B = torch.tensor(b, dtype=torch.float64, requires_grad=True)
+    Y = torch.nn.functional.conv3d(X, W, B, stride=s, padding=p, dilation=l)
+    Y.backward(torch.tensor(g[None] if single else g, dtype=torch.float64))
+    y, gi = Y.detach().numpy(), X.grad.numpy()
+    if single:
+        y, gi = y[0], gi[0]
+    return y, gi, gw0 + scale * W.grad.numpy(), gb0 + scale * B.grad.numpy()
+
+
+def run_volumetric(rt, case, data, onednn, layout=0, noncontig=False):
+    lib.lt_onednn_set_enabled(onednn)
+    lib.lt_onednn_set_layout(layout)
+    k, s, p, l, nin, nout, shape = case
+    x, w, b, g, gw0, gb0, scale = data
+    before = lib.lt_onednn_calls()
+    lua_list = rt.eval("function(a, b, c) return {a, b, c} end")
+    out = rt.call(rt.eval(RUN_VOLUMETRIC), nin, nout, *(rt.call(lua_list, *v) for v in (k, s, p, l)),
+                  *(rt.from_numpy(a) for a in (x, w, b, g, gw0, gb0)), scale, noncontig)
+    return [rt.to_numpy(t).copy() for t in out], lib.lt_onednn_calls() - before
+
+
+@needs_onednn
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_volumetric_random_shapes_match_pytorch_and_unfold(frt, rng, layout):
+    for i in range(6):
+        case = draw_volumetric(rng)
+        data = volumetric_inputs(rng, case)
+        ref = volumetric_reference(case, *data)
+        noncontig = bool(i % 3 == 1)
+        ours, calls = run_volumetric(frt, case, data, 1, LAYOUTS[layout], noncontig)
+        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (case, calls)
+        unfold, calls = run_volumetric(frt, case, data, 0, noncontig=noncontig)
+        assert calls == 0
+        for name, a, c, r in zip(NAMES, ours, unfold, ref):
+            assert a.shape == r.shape, (name, case)
+            assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g vs PyTorch" % (layout, name, case, rel(a, r))
+            assert rel(c, r) <= TOL_REF, "unfold %s (%s): %g vs PyTorch" % (name, case, rel(c, r))
+            assert rel(a, c) <= TOL_PATHS, "oneDNN %s vs unfold %s (%s): %g" % (layout, name, case, rel(a, c))
+
+
+@needs_onednn
+def test_volumetric_bench_shape_both_layouts(frt, rng):
+    """The bench's 3x3x3 16->32 layer, smaller, in either layout."""
+    case = ((3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 16, 32, (2, 16, 5, 9, 9))
+    data = volumetric_inputs(rng, case)
+    ref = volumetric_reference(case, *data)
+    for layout in ("plain", "blocked"):
+        ours, calls = run_volumetric(frt, case, data, 1, LAYOUTS[layout])
+        assert calls == 3
+        for name, a, r in zip(NAMES, ours, ref):
+            assert rel(a, r) <= 5e-5, "oneDNN %s %s: %g" % (layout, name, rel(a, r))
+
+
+@needs_onednn
+def test_volumetric_double_stays_on_unfold(frt):
+    before = lib.lt_onednn_calls()
+    ran = frt.execute("""
+      local m = nn.VolumetricConvolution(3, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1):double()
+      local x = torch.randn(2, 3, 5, 6, 7):double()
+      local y = m:forward(x)
+      m:backward(x, y:clone():normal())
+      return torch.type(y) == 'torch.DoubleTensor' and y:size(2) == 4""")
+    assert ran is True and lib.lt_onednn_calls() == before

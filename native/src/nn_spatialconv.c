@@ -151,6 +151,45 @@ static int sc_plan(nn_unfold_plan *pl, lt_tensor *columns, const sc_geom *g, int
 #define NN_GENERIC_FILE "nn_spatialconv.c"
 #include "nn_generic.h"
 
+/* SpatialDilatedConvolution's float32 passes go to onednn.c first, and stay on the unfold path when it returns 1
+ * (oneDNN not loaded, disabled, the shape not implemented, or the unfold path timed faster for it). */
+static lt_onednn_conv dil_onednn_geom(const sc_geom *g, int64_t nOut) {
+  lt_onednn_conv c = {g->N, g->C, g->H, g->W, nOut, g->oH, g->oW, g->kH, g->kW, g->dH, g->dW, g->padH, g->padW,
+                      g->dilH, g->dilW};
+  return c;
+}
+
+/* One float32 pass the unfold way, for onednn.c's one-time timing on a shape's first call: it writes only the
+ * pass's output and the columns; backward-weights accumulates into a gradWeight of its own and skips the bias,
+ * so that nothing accumulates twice. */
+typedef struct dil_timed {
+  const sc_geom *g;
+  const nn_unfold_plan *pl;
+  int pass;  /* 0 forward, 1 backward data, 2 backward weights */
+  int64_t nOut;
+  const void *in, *w, *b, *go;
+  int64_t bs;
+  void *out, *columns;
+  double scale;
+  float *gw;  /* made on the first timing run, freed by the caller */
+} dil_timed;
+
+static int dil_unfold_timed(void *ctx) {
+  dil_timed *t = ctx;
+  if (t->pass == 0) {
+    NN_FN(dil_forward, float)(t->g, t->pl, t->nOut, t->in, t->w, t->b, t->bs, t->out, t->columns);
+  } else if (t->pass == 1) {
+    NN_FN(dil_backward_input, float)(t->g, t->pl, t->nOut, t->go, t->w, t->out, t->columns);
+  } else {
+    size_t nw = (size_t)(t->nOut * t->g->K);
+    if (!t->gw && !(t->gw = malloc(sizeof(float) * nw)))
+      return lt_fail("SpatialDilatedConvolution: out of memory for %lld gradient elements", (long long)nw);
+    memset(t->gw, 0, sizeof(float) * nw);
+    NN_FN(dil_acc_grad, float)(t->g, t->pl, t->nOut, t->in, t->go, t->gw, NULL, 0, t->columns, t->scale);
+  }
+  return 0;
+}
+
 /* ---- SpatialDilatedConvolution ---- */
 
 int lt_nn_SpatialDilatedConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
@@ -169,8 +208,16 @@ int lt_nn_SpatialDilatedConvolution_updateOutput(lt_tensor *input, lt_tensor *ou
   int rc = -1;
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
   if (!w || sc_resize(output, &g, nOut, g.oH, g.oW) || sc_plan(&pl, columns, &g, nOut, 0, fn)) goto done;
-  NN_CALL(input->type, dil_forward, &g, &pl, nOut, in, w, bias ? lt_tensor_data(bias) : NULL,
-          bias ? nn_vec_stride(bias) : 0, lt_tensor_data(output), lt_tensor_data(columns));
+  const void *b = bias ? lt_tensor_data(bias) : NULL;
+  int64_t bs = bias ? nn_vec_stride(bias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = dil_onednn_geom(&g, nOut);
+    dil_timed t = {&g, &pl, 0, nOut, in, w, b, NULL, bs, lt_tensor_data(output), lt_tensor_data(columns), 1, NULL};
+    rc = lt_onednn_conv_forward(&oc, in, w, b, bs, lt_tensor_data(output), dil_unfold_timed, &t);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
+  NN_CALL(input->type, dil_forward, &g, &pl, nOut, in, w, b, bs, lt_tensor_data(output), lt_tensor_data(columns));
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -192,6 +239,14 @@ int lt_nn_SpatialDilatedConvolution_updateGradInput(lt_tensor *input, lt_tensor 
   int rc = -1;
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
   if (!w || sc_resize(gradInput, &g, g.C, g.H, g.W) || sc_plan(&pl, columns, &g, nOut, 0, fn)) goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = dil_onednn_geom(&g, nOut);
+    dil_timed t = {&g, &pl, 1, nOut, NULL, w, NULL, go, 0, lt_tensor_data(gradInput), lt_tensor_data(columns), 1,
+                   NULL};
+    rc = lt_onednn_conv_backward_data(&oc, go, w, lt_tensor_data(gradInput), dil_unfold_timed, &t);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
   NN_CALL(input->type, dil_backward_input, &g, &pl, nOut, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
   rc = 0;
 done:
@@ -216,8 +271,18 @@ int lt_nn_SpatialDilatedConvolution_accGradParameters(lt_tensor *input, lt_tenso
   int rc = -1;
   const void *in = nn_contig(&cp, input), *go = in ? nn_contig(&cp, gradOutput) : NULL;
   if (!go || sc_plan(&pl, columns, &g, nOut, 1, fn)) goto done;
-  NN_CALL(input->type, dil_acc_grad, &g, &pl, nOut, in, go, lt_tensor_data(gradWeight),
-          gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0,
+  void *gb = gradBias ? lt_tensor_data(gradBias) : NULL;
+  int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = dil_onednn_geom(&g, nOut);
+    dil_timed t = {&g, &pl, 2, nOut, in, NULL, NULL, go, 0, NULL, lt_tensor_data(columns), scale, NULL};
+    rc = lt_onednn_conv_backward_weights(&oc, in, go, lt_tensor_data(gradWeight), gb, gbs, scale, dil_unfold_timed,
+                                         &t);
+    free(t.gw);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
+  NN_CALL(input->type, dil_acc_grad, &g, &pl, nOut, in, go, lt_tensor_data(gradWeight), gb, gbs,
           lt_tensor_data(columns), scale);
   rc = 0;
 done:

@@ -121,6 +121,44 @@ static void vunfold(const vgeom *g, nn_unfold *u) {
 #define NN_GENERIC_FILE "nn_tvconv.c"
 #include "nn_generic.h"
 
+/* VolumetricConvolution's float32 passes go to onednn.c first, and stay on the unfold path when it returns 1
+ * (oneDNN not loaded, disabled, the shape not implemented, or the unfold path timed faster for it). */
+static lt_onednn_conv vconv_onednn_geom(const vgeom *g) {
+  lt_onednn_conv c = {g->N, g->C, g->iH, g->iW, g->nOut, g->oH, g->oW, g->k[1], g->k[2], g->d[1], g->d[2], g->p[1],
+                      g->p[2], g->l[1], g->l[2], g->iT, g->oT, g->k[0], g->d[0], g->p[0], g->l[0]};
+  return c;
+}
+
+/* One float32 pass the unfold way, for onednn.c's one-time timing on a shape's first call: it writes only the
+ * pass's output and the columns; backward-weights accumulates into a gradWeight of its own and skips the bias,
+ * so that nothing accumulates twice. */
+typedef struct vconv_timed {
+  const vgeom *g;
+  const nn_unfold_plan *pl;
+  int pass;  /* 0 forward, 1 backward data, 2 backward weights */
+  const void *in, *w, *b, *go;
+  int64_t bs;
+  void *out, *cols;
+  double scale;
+  float *gw;  /* made on the first timing run, freed by the caller */
+} vconv_timed;
+
+static int vconv_unfold_timed(void *ctx) {
+  vconv_timed *t = ctx;
+  if (t->pass == 0) {
+    NN_FN(vconv_forward, float)(t->g, t->pl, t->in, t->w, t->b, t->bs, t->out, t->cols);
+  } else if (t->pass == 1) {
+    NN_FN(vconv_backward, float)(t->g, t->pl, t->go, t->w, t->out, t->cols);
+  } else {
+    size_t nw = (size_t)(t->g->nOut * t->g->K);
+    if (!t->gw && !(t->gw = malloc(sizeof(float) * nw)))
+      return lt_fail("VolumetricConvolution: out of memory for %lld gradient elements", (long long)nw);
+    memset(t->gw, 0, sizeof(float) * nw);
+    NN_FN(vconv_acc, float)(t->g, t->pl, t->in, t->go, t->gw, NULL, 0, t->cols, t->scale);
+  }
+  return 0;
+}
+
 int lt_nn_TemporalConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                            int kW, int dW, int inputFrameSize, int outputFrameSize) {
   if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
@@ -511,8 +549,16 @@ int lt_nn_VolumetricConvolution_updateOutput(lt_tensor *input, lt_tensor *output
   if (!w || vcols(finput, &g, g.nOut, 0, input->type, fn, &pl, &cols) ||
       vresize(output, &g, g.nOut, g.oT, g.oH, g.oW))
     goto done;
-  NN_CALL(input->type, vconv_forward, &g, &pl, x, w, bias ? lt_tensor_data(bias) : NULL, bias ? nn_vec_stride(bias) : 0,
-          lt_tensor_data(output), cols);
+  const void *b = bias ? lt_tensor_data(bias) : NULL;
+  int64_t bs = bias ? nn_vec_stride(bias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = vconv_onednn_geom(&g);
+    vconv_timed t = {&g, &pl, 0, x, w, b, NULL, bs, lt_tensor_data(output), cols, 1, NULL};
+    rc = lt_onednn_conv_forward(&oc, x, w, b, bs, lt_tensor_data(output), vconv_unfold_timed, &t);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
+  NN_CALL(input->type, vconv_forward, &g, &pl, x, w, b, bs, lt_tensor_data(output), cols);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -537,6 +583,13 @@ int lt_nn_VolumetricConvolution_updateGradInput(lt_tensor *input, lt_tensor *gra
   if (!w || vcols(finput, &g, g.nOut, 0, input->type, fn, &pl, &cols) ||
       vresize(gradInput, &g, g.nIn, g.iT, g.iH, g.iW))
     goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = vconv_onednn_geom(&g);
+    vconv_timed t = {&g, &pl, 1, NULL, w, NULL, go, 0, lt_tensor_data(gradInput), cols, 1, NULL};
+    rc = lt_onednn_conv_backward_data(&oc, go, w, lt_tensor_data(gradInput), vconv_unfold_timed, &t);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
   NN_CALL(input->type, vconv_backward, &g, &pl, go, w, lt_tensor_data(gradInput), cols);
   rc = 0;
 done:
@@ -561,8 +614,18 @@ int lt_nn_VolumetricConvolution_accGradParameters(lt_tensor *input, lt_tensor *g
   void *cols;
   const void *x = nn_contig(&cp, input), *go = x ? nn_contig(&cp, gradOutput) : NULL;
   if (!go || vcols(finput, &g, g.nOut, 1, input->type, fn, &pl, &cols)) goto done;
-  NN_CALL(input->type, vconv_acc, &g, &pl, x, go, lt_tensor_data(gradWeight),
-          gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0, cols, scale);
+  void *gb = gradBias ? lt_tensor_data(gradBias) : NULL;
+  int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = vconv_onednn_geom(&g);
+    vconv_timed t = {&g, &pl, 2, x, NULL, NULL, go, 0, NULL, cols, scale, NULL};
+    rc = lt_onednn_conv_backward_weights(&oc, x, go, lt_tensor_data(gradWeight), gb, gbs, scale, vconv_unfold_timed,
+                                         &t);
+    free(t.gw);
+    if (rc <= 0) goto done;
+    rc = -1;
+  }
+  NN_CALL(input->type, vconv_acc, &g, &pl, x, go, lt_tensor_data(gradWeight), gb, gbs, cols, scale);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);

@@ -7,7 +7,8 @@
  * Handles are opaque pointers; enums are passed as int.
  *
  * Layouts: the tensors stay Torch7's (NCHW data, OIHW weights, format tag
- * "abcd"), and getParameters' flat storage stays the owner of the weights.
+ * "abcd"; NCDHW / OIDHW, "abcde", for the volumetric layer), and
+ * getParameters' flat storage stays the owner of the weights.
  * Each shape and pass has two oneDNN variants: oneDNN told the plain layouts
  * (no copies; it then mostly runs its own im2col + GEMM), and oneDNN free to
  * pick its blocked layouts (tag "any"), with reorders of the inputs into
@@ -44,7 +45,7 @@ enum { DN_SUCCESS = 0 };
 enum { DN_ENGINE_CPU = 1 };
 enum { DN_STREAM_IN_ORDER = 1 };
 enum { DN_F32 = 3 };
-enum { DN_TAG_ANY = 1, DN_TAG_A = 2, DN_TAG_ABCD = 5 };
+enum { DN_TAG_ANY = 1, DN_TAG_A = 2, DN_TAG_ABCD = 5, DN_TAG_ABCDE = 6 };
 enum { DN_FORWARD_TRAINING = 64, DN_BACKWARD_DATA = 160, DN_BACKWARD_WEIGHTS = 192 };
 enum { DN_CONV_DIRECT = 1 };
 enum { DN_SCRATCHPAD_USER = 1 };
@@ -280,9 +281,20 @@ static void entry_free(prim_entry *e) {
 static int conv_pd(dn_pd *pd, const prim_key *k, const void *src, const void *wei, const void *bias, const void *dst,
                    const void *attr) {
   const lt_onednn_conv *c = &k->c;
-  int64_t strides[2] = {c->dH, c->dW}, dil[2] = {0, 0}, pad_l[2] = {c->padH, c->padW};
-  /* Torch7's output size floors (H + 2 pad - k) / d; oneDNN wants the right padding that gives exactly it. */
-  int64_t pad_r[2] = {(c->oH - 1) * c->dH + c->kH - c->H - c->padH, (c->oW - 1) * c->dW + c->kW - c->W - c->padW};
+  /* per spatial dimension (depth first, for a volumetric convolution) */
+  const int64_t in[3] = {c->T, c->H, c->W}, out[3] = {c->oT, c->oH, c->oW}, ker[3] = {c->kT, c->kH, c->kW},
+                str[3] = {c->dT, c->dH, c->dW}, pad[3] = {c->padT, c->padH, c->padW},
+                dl[3] = {c->dilT, c->dilH, c->dilW};
+  int64_t strides[3], dil[3], pad_l[3], pad_r[3];
+  for (int i = c->T ? 0 : 1, j = 0; i < 3; i++, j++) {
+    /* oneDNN counts the rows skipped between taps (Torch7's dilation - 1); the kernel then spans ext rows */
+    dil[j] = dl[i] > 1 ? dl[i] - 1 : 0;
+    int64_t ext = dil[j] * (ker[i] - 1) + ker[i];
+    strides[j] = str[i];
+    pad_l[j] = pad[i];
+    /* Torch7's output size floors (H + 2 pad - ext) / d; oneDNN wants the right padding that gives exactly it. */
+    pad_r[j] = (out[i] - 1) * str[i] + ext - in[i] - pad[i];
+  }
   if (k->pass == PASS_FWD)
     return dn.conv_fwd_pd(pd, engine, DN_FORWARD_TRAINING, DN_CONV_DIRECT, src, wei, bias, dst, strides, dil, pad_l,
                           pad_r, attr);
@@ -331,7 +343,12 @@ static prim_entry *entry_make(const prim_key *k) {
   e->key = *k;
   e->choice = -1;
   const lt_onednn_conv *c = &k->c;
-  int64_t dims[3][4] = {{c->N, c->C, c->H, c->W}, {c->O, c->C, c->kH, c->kW}, {c->N, c->O, c->oH, c->oW}};
+  /* Torch7's NC(D)HW data and OI(D)HW weights: format tag abcd(e) */
+  const int nd = c->T ? 5 : 4, tag = c->T ? DN_TAG_ABCDE : DN_TAG_ABCD;
+  int64_t dims[3][5] = {{c->N, c->C, c->T, c->H, c->W}, {c->O, c->C, c->kT, c->kH, c->kW},
+                        {c->N, c->O, c->oT, c->oH, c->oW}};
+  if (!c->T)
+    for (int t = 0; t < 3; t++) memmove(dims[t] + 2, dims[t] + 3, 2 * sizeof dims[t][0]);
   int64_t bias_d[1] = {c->O};
   /* tensor order src, weights, dst -> the pass's roles */
   static const int role_of[3][3] = {{0, 1, 2}, {2, 1, 0}, {0, 2, 1}};  /* [pass][tensor] */
@@ -340,8 +357,8 @@ static prim_entry *entry_make(const prim_key *k) {
   int ok = dn.attr_create(&attr) == DN_SUCCESS && dn.attr_set_scratchpad_mode(attr, DN_SCRATCHPAD_USER) == DN_SUCCESS &&
            (!k->bias || dn.md_create_with_tag(&e->bias, 1, bias_d, DN_F32, DN_TAG_A) == DN_SUCCESS);
   for (int t = 0; t < 3 && ok; t++)
-    ok = dn.md_create_with_tag(&plain[t], 4, dims[t], DN_F32, DN_TAG_ABCD) == DN_SUCCESS &&
-         dn.md_create_with_tag(&any[t], 4, dims[t], DN_F32, DN_TAG_ANY) == DN_SUCCESS;
+    ok = dn.md_create_with_tag(&plain[t], nd, dims[t], DN_F32, tag) == DN_SUCCESS &&
+         dn.md_create_with_tag(&any[t], nd, dims[t], DN_F32, DN_TAG_ANY) == DN_SUCCESS;
   if (ok) {
     for (int t = 0; t < 3; t++) e->plain[role_of[k->pass][t]] = plain[t];
     variant_make(&e->v[LAYOUT_PLAIN], e, plain, attr);
@@ -521,9 +538,22 @@ out:
   return rc;
 }
 
+/* The calling layer's function for messages: SpatialConvolutionMM leaves the dilation 0, SpatialDilatedConvolution
+ * sets it (>= 1), VolumetricConvolution sets a depth. */
+static const char *pass_name(const lt_onednn_conv *c, int pass) {
+  static const char *const names[3][3] = {
+    {"SpatialConvolutionMM_updateOutput", "SpatialConvolutionMM_updateGradInput",
+     "SpatialConvolutionMM_accGradParameters"},
+    {"SpatialDilatedConvolution_updateOutput", "SpatialDilatedConvolution_updateGradInput",
+     "SpatialDilatedConvolution_accGradParameters"},
+    {"VolumetricConvolution_updateOutput", "VolumetricConvolution_updateGradInput",
+     "VolumetricConvolution_accGradParameters"}};
+  return names[c->T ? 2 : c->dilH > 0][pass];
+}
+
 int lt_onednn_conv_forward(const lt_onednn_conv *c, const float *in, const float *w, const float *bias,
                            int64_t bias_stride, float *out, lt_onednn_im2col_fn im2col, void *ctx) {
-  static const char fn[] = "SpatialConvolutionMM_updateOutput";
+  const char *fn = pass_name(c, PASS_FWD);
   if (!lt_onednn_enabled()) return 1;
   float *b = (float *)bias, *copy = NULL;
   if (bias && bias_stride != 1) {  /* oneDNN's bias is a dense vector */
@@ -541,15 +571,15 @@ int lt_onednn_conv_forward(const lt_onednn_conv *c, const float *in, const float
 int lt_onednn_conv_backward_data(const lt_onednn_conv *c, const float *go, const float *w, float *gi,
                                  lt_onednn_im2col_fn im2col, void *ctx) {
   void *ptrs[4] = {(void *)go, (void *)w, gi, NULL};
-  return run_pass("SpatialConvolutionMM_updateGradInput", c, PASS_BWD_DATA, ptrs, im2col, ctx);
+  return run_pass(pass_name(c, PASS_BWD_DATA), c, PASS_BWD_DATA, ptrs, im2col, ctx);
 }
 
 int lt_onednn_conv_backward_weights(const lt_onednn_conv *c, const float *in, const float *go, float *gw, float *gb,
                                     int64_t gb_stride, double scale, lt_onednn_im2col_fn im2col, void *ctx) {
-  static const char fn[] = "SpatialConvolutionMM_accGradParameters";
+  const char *fn = pass_name(c, PASS_BWD_WEIGHTS);
   if (!lt_onednn_enabled()) return 1;
   /* oneDNN overwrites its gradients; Torch7 accumulates scale times them */
-  int64_t nw = c->O * c->C * c->kH * c->kW, nb = gb ? c->O : 0;
+  int64_t nw = c->O * c->C * (c->T ? c->kT : 1) * c->kH * c->kW, nb = gb ? c->O : 0;
   float *tmp = malloc(sizeof(float) * (size_t)(nw + nb));
   if (!tmp) return lt_fail("%s: out of memory for %lld gradient elements", fn, (long long)(nw + nb));
   void *ptrs[4] = {(void *)in, (void *)go, tmp, gb ? tmp + nw : NULL};
