@@ -109,8 +109,10 @@ def run(rt, case, data, onednn, layout=0, noncontig=False, strided_bias=False):
 
 
 def rel(a, ref):
+    """Error relative to the largest reference value, or to 0.01 when all are smaller: a float32 sum that
+    cancels to a small value (a gradBias over few outputs) keeps the absolute error of its O(1) terms."""
     a, ref = np.asarray(a, np.float64), np.asarray(ref, np.float64)
-    return float(np.max(np.abs(a - ref)) / max(1e-30, np.max(np.abs(ref))))
+    return float(np.max(np.abs(a - ref)) / max(1e-2, np.max(np.abs(ref))))
 
 
 NAMES = ["output", "gradInput", "gradWeight", "gradBias"]
