@@ -2,8 +2,9 @@
 computing in float64 and against our im2col path, on shapes drawn at random per run (odd sizes, strides, pads,
 batch 1, 3-D input, non-contiguous input, strided bias); both of oneDNN's layouts (plain, blocked) and the
 timed choice between them; the fallbacks (LUATORCH_ONEDNN=0, a library that is not there, double tensors);
-thread counts, and DataParallelTable with 2 worker threads. nn.SpatialDilatedConvolution and
-nn.VolumetricConvolution (with dilation too) the same way, against PyTorch and their unfold path."""
+thread counts, and DataParallelTable with 2 worker threads. nn.SpatialDilatedConvolution,
+nn.VolumetricConvolution (with dilation too), nn.SpatialFullConvolution and nn.VolumetricFullConvolution (run as
+convolutions backwards) the same way, against PyTorch and their unfold path."""
 import os
 import subprocess
 import sys
@@ -27,24 +28,139 @@ needs_onednn = pytest.mark.skipif(
     reason="LUATORCH_ONEDNN=0" if os.environ.get("LUATORCH_ONEDNN") == "0" else
     "oneDNN not loaded (%s): pip install onednn-cpu-gomp" % ffi.string(lib.lt_onednn_info()).decode())
 
-RUN = """function(nin, nout, k, s, p, x, w, b, g, gw0, gb0, scale, noncontig, strided_bias)
-   local m = nn.SpatialConvolution(nin, nout, k, k, s, s, p, p)
+# One harness for every layer that goes through oneDNN: a case is the module's constructor (Lua), the input's
+# shape, the weight's, the bias length and PyTorch's function of the same layer; the output's shape is PyTorch's.
+RUN = """function(ctor, x, w, b, g, gw0, gb0, scale, noncontig, strided_bias)
+   local m = assert(loadstring('return ' .. ctor))()
    m.weight:copy(w); m.gradWeight:copy(gw0)
    if strided_bias then  -- bias and gradBias as every other element of a longer storage
-      m.bias = torch.FloatTensor(nout, 2):zero():select(2, 1):copy(b)
-      m.gradBias = torch.FloatTensor(nout, 2):zero():select(2, 2):copy(gb0)
+      local n = m.bias:nElement()
+      m.bias = torch.FloatTensor(n, 2):zero():select(2, 1):copy(b)
+      m.gradBias = torch.FloatTensor(n, 2):zero():select(2, 2):copy(gb0)
       assert(m.bias:stride(1) == 2)
    else
       m.bias:copy(b); m.gradBias:copy(gb0)
    end
    if noncontig then
       local d = x:dim()
-      x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)
+      x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)  -- still contiguous when H or W is 1
    end
    local y = m:forward(x):clone()
    local gi = m:backward(x, g, scale):clone()
    return y, gi, m.gradWeight:clone(), m.gradBias:clone()
 end"""
+
+F = torch.nn.functional
+
+
+def case(ctor, x_shape, w_shape, nbias, f, spatial=2):
+    return {"ctor": ctor, "x": tuple(x_shape), "w": tuple(w_shape), "nb": nbias, "f": f,
+            "single": len(x_shape) == spatial + 1}
+
+
+def batch_shape(rng, nin, sizes):
+    """Non-batch, batch 1 or a small batch, a third of the time each."""
+    kind = rng.integers(3)
+    return ((nin,) if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 6)), nin)) + tuple(sizes)
+
+
+def conv_case(nin, nout, k, s, p, shape):
+    return case("nn.SpatialConvolution(%d, %d, %d, %d, %d, %d, %d, %d)" % (nin, nout, k, k, s, s, p, p), shape,
+                (nout, nin, k, k), nout, lambda X, W, B: F.conv2d(X, W, B, stride=s, padding=p))
+
+
+def draw_conv(rng):
+    """Odd sizes, output size flooring."""
+    k = int(rng.choice([1, 2, 3, 5]))
+    s, p = int(rng.integers(1, 4)), int(rng.integers(0, k))
+    nin, nout = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+    return conv_case(nin, nout, k, s, p, batch_shape(rng, nin, (rng.integers(k, 17), rng.integers(k, 17))))
+
+
+def dilated_case(k, s, p, d, nin, nout, shape):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = k, s, p, d
+    return case("nn.SpatialDilatedConvolution(%d, %d, %d, %d, %d, %d, %d, %d, %d, %d)"
+                % (nin, nout, kw, kh, sw, sh, pw, ph, dw, dh), shape, (nout, nin, kh, kw), nout,
+                lambda X, W, B: F.conv2d(X, W, B, stride=s, padding=p, dilation=d))
+
+
+def draw_dilated(rng):
+    """Each side drawn apart, output size flooring."""
+    k = tuple(int(rng.choice([1, 2, 3, 5])) for _ in range(2))
+    d = tuple(int(rng.integers(1, 4)) for _ in range(2))
+    s = tuple(int(rng.integers(1, 4)) for _ in range(2))
+    p = tuple(int(rng.integers(0, kk + 1)) for kk in k)
+    hw = tuple(max(1, d[i] * (k[i] - 1) + 1 - 2 * p[i]) + int(rng.integers(0, 12)) for i in range(2))
+    nin, nout = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+    return dilated_case(k, s, p, d, nin, nout, batch_shape(rng, nin, hw))
+
+
+def volumetric_case(k, s, p, l, nin, nout, shape):
+    """k, s, p, l per (T, H, W); dilation through VolumetricDilatedConvolution."""
+    args = (nin, nout, k[0], k[2], k[1], s[0], s[2], s[1], p[0], p[2], p[1])
+    if l == (1, 1, 1):
+        ctor = "nn.VolumetricConvolution(%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d)" % args
+    else:
+        ctor = "nn.VolumetricDilatedConvolution(%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d)" % (
+            args + (l[0], l[2], l[1]))
+    return case(ctor, shape, (nout, nin) + tuple(k), nout,
+                lambda X, W, B: F.conv3d(X, W, B, stride=s, padding=p, dilation=l), spatial=3)
+
+
+def draw_volumetric(rng):
+    k = tuple(int(rng.choice([1, 2, 3])) for _ in range(3))
+    l = tuple(int(rng.choice([1, 1, 2])) for _ in range(3))
+    s = tuple(int(rng.integers(1, 3)) for _ in range(3))
+    p = tuple(int(rng.integers(0, kk + 1)) for kk in k)
+    sp = tuple(max(1, l[i] * (k[i] - 1) + 1 - 2 * p[i]) + int(rng.integers(0, 6)) for i in range(3))
+    nin, nout = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    kind = rng.integers(3)
+    shape = (nin,) + sp if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 4)), nin) + sp
+    return volumetric_case(k, s, p, l, nin, nout, shape)
+
+
+def full_case(k, s, p, a, nin, nout, shape):
+    """SpatialFullConvolution: weight nin x nout x kH x kW, PyTorch's conv_transpose2d with output_padding adj."""
+    (kh, kw), (sh, sw), (ph, pw), (ah, aw) = k, s, p, a
+    return case("nn.SpatialFullConvolution(%d, %d, %d, %d, %d, %d, %d, %d, %d, %d)"
+                % (nin, nout, kw, kh, sw, sh, pw, ph, aw, ah), shape, (nin, nout, kh, kw), nout,
+                lambda X, W, B: F.conv_transpose2d(X, W, B, stride=s, padding=p, output_padding=a))
+
+
+def draw_full(rng):
+    """Each side drawn apart; adj < stride; pads up to the kernel, where the output stays at least 1."""
+    k = tuple(int(rng.choice([1, 2, 3, 4, 5])) for _ in range(2))
+    s = tuple(int(rng.integers(1, 4)) for _ in range(2))
+    a = tuple(int(rng.integers(0, ss)) for ss in s)
+    p = tuple(int(rng.integers(0, kk)) for kk in k)
+    # output (H - 1) s - 2p + k + a >= 1
+    hw = tuple(max(1, -(-(2 * p[i] + 1 - k[i] - a[i]) // s[i]) + 1) + int(rng.integers(0, 9)) for i in range(2))
+    nin, nout = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+    return full_case(k, s, p, a, nin, nout, batch_shape(rng, nin, hw))
+
+
+def volumetric_full_case(k, s, p, a, nin, nout, shape):
+    """k, s, p, adj per (T, H, W); weight nin x nout x kT x kH x kW."""
+    args = (nin, nout, k[0], k[2], k[1], s[0], s[2], s[1], p[0], p[2], p[1], a[0], a[2], a[1])
+    return case("nn.VolumetricFullConvolution(%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d)" % args,
+                shape, (nin, nout) + tuple(k), nout,
+                lambda X, W, B: F.conv_transpose3d(X, W, B, stride=s, padding=p, output_padding=a), spatial=3)
+
+
+def draw_volumetric_full(rng):
+    k = tuple(int(rng.choice([1, 2, 3, 4])) for _ in range(3))
+    s = tuple(int(rng.integers(1, 3)) for _ in range(3))
+    a = tuple(int(rng.integers(0, ss)) for ss in s)
+    p = tuple(int(rng.integers(0, kk)) for kk in k)
+    sp = tuple(max(1, -(-(2 * p[i] + 1 - k[i] - a[i]) // s[i]) + 1) + int(rng.integers(0, 5)) for i in range(3))
+    nin, nout = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    kind = rng.integers(3)
+    shape = (nin,) + sp if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 4)), nin) + sp
+    return volumetric_full_case(k, s, p, a, nin, nout, shape)
+
+
+KINDS = {"conv": draw_conv, "dilated": draw_dilated, "volumetric": draw_volumetric, "full": draw_full,
+         "volumetric_full": draw_volumetric_full}
 
 
 @pytest.fixture
@@ -57,62 +173,50 @@ def frt():
     lib.lt_onednn_set_layout(0)
 
 
-def draw(rng):
-    """(nin, nout, k, stride, pad, input shape): odd sizes, output size flooring, batch 1 or 3-D now and then."""
-    k = int(rng.choice([1, 2, 3, 5]))
-    s, p = int(rng.integers(1, 4)), int(rng.integers(0, k))
-    h, w = int(rng.integers(k, 17)), int(rng.integers(k, 17))
-    nin, nout = int(rng.integers(1, 13)), int(rng.integers(1, 13))
-    kind = rng.integers(3)
-    shape = (nin, h, w) if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 6)), nin, h, w)
-    return nin, nout, k, s, p, shape
+def t64(a, single, grad=False):
+    return torch.tensor(a[None] if single else a, dtype=torch.float64, requires_grad=grad)
 
 
-def reference(case, x, w, b, g, gw0, gb0, scale):
+def inputs(rng, c):
+    f = np.float32
+    x = rng.standard_normal(c["x"]).astype(f)
+    w = (rng.standard_normal(c["w"]) * 0.3).astype(f)
+    b = rng.standard_normal(c["nb"]).astype(f)
+    with torch.no_grad():
+        y = c["f"](t64(x, c["single"]), t64(w, False), t64(b, False))
+    g = rng.standard_normal(y.shape[1:] if c["single"] else y.shape).astype(f)
+    gw0, gb0 = rng.standard_normal(w.shape).astype(f), rng.standard_normal(c["nb"]).astype(f)
+    return x, w, b, g, gw0, gb0, float(rng.uniform(0.25, 2.0))
+
+
+def reference(c, x, w, b, g, gw0, gb0, scale):
     """PyTorch in float64: output, gradInput, accumulated gradWeight and gradBias."""
-    nin, nout, k, s, p, shape = case
-    single = len(shape) == 3
-    X = torch.tensor(x[None] if single else x, dtype=torch.float64, requires_grad=True)
-    W = torch.tensor(w, dtype=torch.float64, requires_grad=True)
-    B = torch.tensor(b, dtype=torch.float64, requires_grad=True)
-    Y = torch.nn.functional.conv2d(X, W, B, stride=s, padding=p)
-    G = torch.tensor(g[None] if single else g, dtype=torch.float64)
-    Y.backward(G)
+    X, W, B = t64(x, c["single"], True), t64(w, False, True), t64(b, False, True)
+    Y = c["f"](X, W, B)
+    Y.backward(t64(g, c["single"]))
     y, gi = Y.detach().numpy(), X.grad.numpy()
-    if single:
+    if c["single"]:
         y, gi = y[0], gi[0]
     return y, gi, gw0 + scale * W.grad.numpy(), gb0 + scale * B.grad.numpy()
 
 
-def inputs(rng, case):
-    nin, nout, k, s, p, shape = case
-    oh, ow = (shape[-2] + 2 * p - k) // s + 1, (shape[-1] + 2 * p - k) // s + 1
-    f = np.float32
-    x = rng.standard_normal(shape).astype(f)
-    w = (rng.standard_normal((nout, nin, k, k)) * 0.3).astype(f)
-    b = rng.standard_normal(nout).astype(f)
-    g = rng.standard_normal(shape[:-3] + (nout, oh, ow)).astype(f)
-    gw0, gb0 = rng.standard_normal(w.shape).astype(f), rng.standard_normal(nout).astype(f)
-    return x, w, b, g, gw0, gb0, float(rng.uniform(0.25, 2.0))
-
-
-def run(rt, case, data, onednn, layout=0, noncontig=False, strided_bias=False):
+def run(rt, c, data, onednn, layout=0, noncontig=False, strided_bias=False):
     """Our results with oneDNN on/off, and how many oneDNN passes ran."""
     lib.lt_onednn_set_enabled(onednn)
     lib.lt_onednn_set_layout(layout)
-    nin, nout, k, s, p, shape = case
     x, w, b, g, gw0, gb0, scale = data
     before = lib.lt_onednn_calls()
-    out = rt.call(rt.eval(RUN), nin, nout, k, s, p, *(rt.from_numpy(a) for a in (x, w, b, g, gw0, gb0)), scale,
-                  noncontig, strided_bias)
+    out = rt.call(rt.eval(RUN), c["ctor"], *(rt.from_numpy(a) for a in (x, w, b, g, gw0, gb0)), scale, noncontig,
+                  strided_bias)
     return [rt.to_numpy(t).copy() for t in out], lib.lt_onednn_calls() - before
 
 
 def rel(a, ref):
-    """Error relative to the largest reference value, or to 0.01 when all are smaller: a float32 sum that
-    cancels to a small value (a gradBias over few outputs) keeps the absolute error of its O(1) terms."""
+    """Error relative to the largest reference value, or to 1 when all are smaller: every input is O(1), and a
+    float32 sum that cancels to a small value (a gradBias of one plane) keeps the absolute error of its O(1)
+    terms; a wrong result is off by O(1)."""
     a, ref = np.asarray(a, np.float64), np.asarray(ref, np.float64)
-    return float(np.max(np.abs(a - ref)) / max(1e-2, np.max(np.abs(ref))))
+    return float(np.max(np.abs(a - ref)) / max(1.0, np.max(np.abs(ref))))
 
 
 NAMES = ["output", "gradInput", "gradWeight", "gradBias"]
@@ -120,48 +224,69 @@ NAMES = ["output", "gradInput", "gradWeight", "gradBias"]
 
 @needs_onednn
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_random_shapes_match_pytorch_and_im2col(frt, rng, layout):
-    for i in range(8):
-        case = draw(rng)
-        data = inputs(rng, case)
-        ref = reference(case, *data)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_random_shapes_match_pytorch_and_own_path(frt, rng, kind, layout):
+    """oneDNN against PyTorch float64 and against the layer's own path (im2col or unfold + GEMM)."""
+    for i in range(6 if kind.startswith("volumetric") else 8):
+        c = KINDS[kind](rng)
+        data = inputs(rng, c)
+        ref = reference(c, *data)
         noncontig, strided_bias = bool(i % 3 == 1), bool(i % 4 == 2)
-        ours, calls = run(frt, case, data, 1, LAYOUTS[layout], noncontig, strided_bias)
-        # a forced layout runs every pass on oneDNN; "auto" may have timed im2col faster for some
-        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (case, calls)
-        im2col, calls = run(frt, case, data, 0, noncontig=noncontig, strided_bias=strided_bias)
+        ours, calls = run(frt, c, data, 1, LAYOUTS[layout], noncontig, strided_bias)
+        # a forced layout runs every pass on oneDNN; "auto" may have timed the own path faster for some
+        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (c["ctor"], calls)
+        own, calls = run(frt, c, data, 0, noncontig=noncontig, strided_bias=strided_bias)
         assert calls == 0
-        for name, a, c, r in zip(NAMES, ours, im2col, ref):
-            assert a.shape == r.shape, (name, case)
-            assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g vs PyTorch" % (layout, name, case, rel(a, r))
-            assert rel(c, r) <= TOL_REF, "im2col %s (%s): %g vs PyTorch" % (name, case, rel(c, r))
-            assert rel(a, c) <= TOL_PATHS, "oneDNN %s vs im2col %s (%s): %g" % (layout, name, case, rel(a, c))
+        where = "%s, input %s" % (c["ctor"], c["x"])
+        for name, a, o, r in zip(NAMES, ours, own, ref):
+            assert a.shape == r.shape, (name, where)
+            assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g vs PyTorch" % (layout, name, where, rel(a, r))
+            assert rel(o, r) <= TOL_REF, "own path %s (%s): %g vs PyTorch" % (name, where, rel(o, r))
+            assert rel(a, o) <= TOL_PATHS, "oneDNN %s vs own path %s (%s): %g" % (layout, name, where, rel(a, o))
+
+
+# Layer shapes of the benchmarks and of ResNet-50, scaled down in size, where oneDNN picks blocked kernels: it runs
+# every pass in either layout; a dilated key does not collide with a plain convolution of the same kernel, nor a
+# full convolution with the plain one it runs backwards.
+BENCH_SHAPES = [
+    conv_case(3, 16, 7, 2, 3, (2, 3, 33, 33)), conv_case(64, 64, 3, 1, 1, (2, 64, 14, 14)),
+    conv_case(64, 128, 1, 2, 0, (2, 64, 14, 14)), conv_case(128, 32, 1, 1, 0, (2, 128, 7, 7)),
+    dilated_case((3, 3), (1, 1), (2, 2), (2, 2), 64, 64, (2, 64, 15, 15)),
+    volumetric_case((3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 16, 32, (2, 16, 5, 9, 9)),
+    full_case((4, 4), (2, 2), (1, 1), (0, 0), 64, 32, (2, 64, 8, 8)),  # DCGAN's generator layers
+    full_case((4, 4), (2, 2), (1, 1), (1, 1), 32, 16, (3, 32, 7, 7)),
+    full_case((4, 4), (1, 1), (0, 0), (0, 0), 100, 64, (2, 100, 1, 1)),
+    volumetric_full_case((4, 4, 4), (2, 2, 2), (1, 1, 1), (0, 1, 0), 16, 8, (2, 16, 3, 5, 4)),
+]
 
 
 @needs_onednn
-def test_resnet_shapes_both_layouts(frt, rng):
-    """A few ResNet-50 layer shapes, scaled down in size, where oneDNN picks blocked kernels."""
-    for nin, nout, k, s, p, size in [(3, 16, 7, 2, 3, 33), (64, 64, 3, 1, 1, 14), (64, 128, 1, 2, 0, 14),
-                                     (128, 32, 1, 1, 0, 7)]:
-        case = (nin, nout, k, s, p, (2, nin, size, size))
-        data = inputs(rng, case)
-        ref = reference(case, *data)
-        for layout in ("plain", "blocked"):
-            ours, calls = run(frt, case, data, 1, LAYOUTS[layout])
-            assert calls == 3
-            for name, a, r in zip(NAMES, ours, ref):
-                assert rel(a, r) <= 5e-5, "oneDNN %s %s (%s): %g" % (layout, name, case, rel(a, r))
+@pytest.mark.parametrize("c", BENCH_SHAPES, ids=lambda c: c["ctor"].split("(")[0][3:] + str(c["x"]))
+def test_bench_shapes_both_layouts(frt, rng, c):
+    data = inputs(rng, c)
+    ref = reference(c, *data)
+    for layout in ("plain", "blocked"):
+        ours, calls = run(frt, c, data, 1, LAYOUTS[layout])
+        assert calls == 3
+        for name, a, r in zip(NAMES, ours, ref):
+            assert rel(a, r) <= 5e-5, "oneDNN %s %s (%s): %g" % (layout, name, c["ctor"], rel(a, r))
 
 
 @needs_onednn
-def test_double_stays_on_im2col(frt):
+@pytest.mark.parametrize("ctor,shape", [
+    ("nn.SpatialConvolution(3, 4, 3, 3)", "2, 3, 7, 7"),
+    ("nn.SpatialDilatedConvolution(3, 4, 3, 3, 1, 1, 2, 2, 2, 2)", "2, 3, 9, 9"),
+    ("nn.VolumetricConvolution(3, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1)", "2, 3, 5, 6, 7"),
+    ("nn.SpatialFullConvolution(3, 4, 4, 4, 2, 2, 1, 1)", "2, 3, 5, 6"),
+    ("nn.VolumetricFullConvolution(3, 4, 2, 2, 2, 2, 2, 2)", "2, 3, 3, 4, 5")])
+def test_double_stays_on_own_path(frt, ctor, shape):
     before = lib.lt_onednn_calls()
     ran = frt.execute("""
-      local m = nn.SpatialConvolution(3, 4, 3, 3):double()
-      local x = torch.randn(2, 3, 7, 7):double()
+      local m = %s:double()
+      local x = torch.randn(%s):double()
       local y = m:forward(x)
       m:backward(x, y:clone():normal())
-      return torch.type(y) == 'torch.DoubleTensor' and y:size(2) == 4""")
+      return torch.type(y) == 'torch.DoubleTensor' and y:size(2) == 4""" % (ctor, shape))
     assert ran is True and lib.lt_onednn_calls() == before
 
 
@@ -170,13 +295,13 @@ def test_primitives_per_thread_count_and_cached(frt, rng):
     if lib.lt_onednn_cache_size() > 512 - 3:
         # the cache is process-wide and holds at most 512 shapes; the tests before this one filled it
         pytest.skip("oneDNN's primitive cache is full from earlier tests in this process")
-    case = (5, 7, 3, 1, 1, (3, 5, 9, 11))
-    data = inputs(rng, case)
-    ref = reference(case, *data)
+    c = conv_case(5, 7, 3, 1, 1, (3, 5, 9, 11))
+    data = inputs(rng, c)
+    ref = reference(c, *data)
     sizes = []
     for threads in (1, 2, 1):
         frt.execute("torch.setnumthreads(%d)" % threads)
-        ours, calls = run(frt, case, data, 1, LAYOUTS["plain"])
+        ours, calls = run(frt, c, data, 1, LAYOUTS["plain"])
         assert calls == 3
         sizes.append(lib.lt_onednn_cache_size())
         for name, a, r in zip(NAMES, ours, ref):
@@ -244,229 +369,3 @@ def test_fallbacks_in_a_real_process():
     assert off.stderr == ""
     lines = missing.stderr.splitlines()
     assert len(lines) == 1 and "LUATORCH_ONEDNN_LIB" in lines[0] and "no-such-dir" in lines[0] and "im2col" in lines[0]
-
-
-# ---- nn.SpatialDilatedConvolution: the same oneDNN path with oneDNN's dilates (Torch7's dilation - 1) ----
-
-RUN_DILATED = """function(nin, nout, kw, kh, sw, sh, pw, ph, lw, lh, x, w, b, g, gw0, gb0, scale, noncontig)
-   local m = nn.SpatialDilatedConvolution(nin, nout, kw, kh, sw, sh, pw, ph, lw, lh)
-   m.weight:copy(w); m.gradWeight:copy(gw0); m.bias:copy(b); m.gradBias:copy(gb0)
-   if noncontig then
-      local d = x:dim()
-      x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)  -- still contiguous when H or W is 1
-   end
-   local y = m:forward(x):clone()
-   local gi = m:backward(x, g, scale):clone()
-   return y, gi, m.gradWeight:clone(), m.gradBias:clone()
-end"""
-
-
-def draw_dilated(rng):
-    """((kh, kw), (sh, sw), (ph, pw), (dilh, dilw), nin, nout, input shape): each side drawn apart, output size
-    flooring, batch 1 or 3-D now and then."""
-    k = tuple(int(rng.choice([1, 2, 3, 5])) for _ in range(2))
-    d = tuple(int(rng.integers(1, 4)) for _ in range(2))
-    s = tuple(int(rng.integers(1, 4)) for _ in range(2))
-    p = tuple(int(rng.integers(0, kk + 1)) for kk in k)
-    hw = tuple(max(1, d[i] * (k[i] - 1) + 1 - 2 * p[i]) + int(rng.integers(0, 12)) for i in range(2))
-    nin, nout = int(rng.integers(1, 13)), int(rng.integers(1, 13))
-    kind = rng.integers(3)
-    shape = (nin,) + hw if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 6)), nin) + hw
-    return k, s, p, d, nin, nout, shape
-
-
-def dilated_inputs(rng, case):
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw), nin, nout, shape = case
-    oh = (shape[-2] + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (shape[-1] + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
-    f = np.float32
-    x = rng.standard_normal(shape).astype(f)
-    w = (rng.standard_normal((nout, nin, kh, kw)) * 0.3).astype(f)
-    b = rng.standard_normal(nout).astype(f)
-    g = rng.standard_normal(shape[:-3] + (nout, oh, ow)).astype(f)
-    gw0, gb0 = rng.standard_normal(w.shape).astype(f), rng.standard_normal(nout).astype(f)
-    return x, w, b, g, gw0, gb0, float(rng.uniform(0.25, 2.0))
-
-
-def dilated_reference(case, x, w, b, g, gw0, gb0, scale):
-    k, s, p, d, nin, nout, shape = case
-    single = len(shape) == 3
-    X = torch.tensor(x[None] if single else x, dtype=torch.float64, requires_grad=True)
-    W = torch.tensor(w, dtype=torch.float64, requires_grad=True)
-    B = torch.tensor(b, dtype=torch.float64, requires_grad=True)
-    Y = torch.nn.functional.conv2d(X, W, B, stride=s, padding=p, dilation=d)
-    Y.backward(torch.tensor(g[None] if single else g, dtype=torch.float64))
-    y, gi = Y.detach().numpy(), X.grad.numpy()
-    if single:
-        y, gi = y[0], gi[0]
-    return y, gi, gw0 + scale * W.grad.numpy(), gb0 + scale * B.grad.numpy()
-
-
-def run_dilated(rt, case, data, onednn, layout=0, noncontig=False):
-    lib.lt_onednn_set_enabled(onednn)
-    lib.lt_onednn_set_layout(layout)
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw), nin, nout, shape = case
-    x, w, b, g, gw0, gb0, scale = data
-    before = lib.lt_onednn_calls()
-    out = rt.call(rt.eval(RUN_DILATED), nin, nout, kw, kh, sw, sh, pw, ph, dw, dh,
-                  *(rt.from_numpy(a) for a in (x, w, b, g, gw0, gb0)), scale, noncontig)
-    return [rt.to_numpy(t).copy() for t in out], lib.lt_onednn_calls() - before
-
-
-@needs_onednn
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_dilated_random_shapes_match_pytorch_and_unfold(frt, rng, layout):
-    for i in range(8):
-        case = draw_dilated(rng)
-        data = dilated_inputs(rng, case)
-        ref = dilated_reference(case, *data)
-        noncontig = bool(i % 3 == 1)
-        ours, calls = run_dilated(frt, case, data, 1, LAYOUTS[layout], noncontig)
-        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (case, calls)
-        unfold, calls = run_dilated(frt, case, data, 0, noncontig=noncontig)
-        assert calls == 0
-        for name, a, c, r in zip(NAMES, ours, unfold, ref):
-            assert a.shape == r.shape, (name, case)
-            assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g vs PyTorch" % (layout, name, case, rel(a, r))
-            assert rel(c, r) <= TOL_REF, "unfold %s (%s): %g vs PyTorch" % (name, case, rel(c, r))
-            assert rel(a, c) <= TOL_PATHS, "oneDNN %s vs unfold %s (%s): %g" % (layout, name, case, rel(a, c))
-
-
-@needs_onednn
-def test_dilated_bench_shape_both_layouts(frt, rng):
-    """The bench's 3x3 d2 64->64 layer, smaller: oneDNN runs every pass in either layout, and the dilated key does
-    not collide with a plain convolution of the same kernel (dilation 1 is its own cache entry)."""
-    case = ((3, 3), (1, 1), (2, 2), (2, 2), 64, 64, (2, 64, 15, 15))
-    data = dilated_inputs(rng, case)
-    ref = dilated_reference(case, *data)
-    for layout in ("plain", "blocked"):
-        ours, calls = run_dilated(frt, case, data, 1, LAYOUTS[layout])
-        assert calls == 3
-        for name, a, r in zip(NAMES, ours, ref):
-            assert rel(a, r) <= 5e-5, "oneDNN %s %s: %g" % (layout, name, rel(a, r))
-
-
-@needs_onednn
-def test_dilated_double_stays_on_unfold(frt):
-    before = lib.lt_onednn_calls()
-    ran = frt.execute("""
-      local m = nn.SpatialDilatedConvolution(3, 4, 3, 3, 1, 1, 2, 2, 2, 2):double()
-      local x = torch.randn(2, 3, 9, 9):double()
-      local y = m:forward(x)
-      m:backward(x, y:clone():normal())
-      return torch.type(y) == 'torch.DoubleTensor' and y:size(2) == 4""")
-    assert ran is True and lib.lt_onednn_calls() == before
-
-
-# ---- nn.VolumetricConvolution: the same path in 5-D (NCDHW data, OIDHW weights) ----
-
-RUN_VOLUMETRIC = """function(nin, nout, k, s, p, l, x, w, b, g, gw0, gb0, scale, noncontig)
-   local m = nn.VolumetricConvolution(nin, nout, k[1], k[3], k[2], s[1], s[3], s[2], p[1], p[3], p[2])
-   if l[1] ~= 1 or l[2] ~= 1 or l[3] ~= 1 then  -- dilation: the module's updateOutput passes it through
-      m = nn.VolumetricDilatedConvolution(nin, nout, k[1], k[3], k[2], s[1], s[3], s[2], p[1], p[3], p[2],
-                                          l[1], l[3], l[2])
-   end
-   m.weight:copy(w); m.gradWeight:copy(gw0); m.bias:copy(b); m.gradBias:copy(gb0)
-   if noncontig then
-      local d = x:dim()
-      x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)  -- still contiguous when H or W is 1
-   end
-   local y = m:forward(x):clone()
-   local gi = m:backward(x, g, scale):clone()
-   return y, gi, m.gradWeight:clone(), m.gradBias:clone()
-end"""
-
-
-def draw_volumetric(rng):
-    """(k, s, p, l, nin, nout, input shape), each per (T, H, W) and drawn apart; batch 1 or 4-D now and then."""
-    k = tuple(int(rng.choice([1, 2, 3])) for _ in range(3))
-    l = tuple(int(rng.choice([1, 1, 2])) for _ in range(3))
-    s = tuple(int(rng.integers(1, 3)) for _ in range(3))
-    p = tuple(int(rng.integers(0, kk + 1)) for kk in k)
-    sp = tuple(max(1, l[i] * (k[i] - 1) + 1 - 2 * p[i]) + int(rng.integers(0, 6)) for i in range(3))
-    nin, nout = int(rng.integers(1, 9)), int(rng.integers(1, 9))
-    kind = rng.integers(3)
-    shape = (nin,) + sp if kind == 0 else (1 if kind == 1 else int(rng.integers(2, 4)), nin) + sp
-    return k, s, p, l, nin, nout, shape
-
-
-def volumetric_inputs(rng, case):
-    k, s, p, l, nin, nout, shape = case
-    o = tuple((shape[-3 + i] + 2 * p[i] - (l[i] * (k[i] - 1) + 1)) // s[i] + 1 for i in range(3))
-    f = np.float32
-    x = rng.standard_normal(shape).astype(f)
-    w = (rng.standard_normal((nout, nin) + k) * 0.3).astype(f)
-    b = rng.standard_normal(nout).astype(f)
-    g = rng.standard_normal(shape[:-4] + (nout,) + o).astype(f)
-    gw0, gb0 = rng.standard_normal(w.shape).astype(f), rng.standard_normal(nout).astype(f)
-    return x, w, b, g, gw0, gb0, float(rng.uniform(0.25, 2.0))
-
-
-def volumetric_reference(case, x, w, b, g, gw0, gb0, scale):
-    k, s, p, l, nin, nout, shape = case
-    single = len(shape) == 4
-    X = torch.tensor(x[None] if single else x, dtype=torch.float64, requires_grad=True)
-    W = torch.tensor(w, dtype=torch.float64, requires_grad=True)
-    B = torch.tensor(b, dtype=torch.float64, requires_grad=True)
-    Y = torch.nn.functional.conv3d(X, W, B, stride=s, padding=p, dilation=l)
-    Y.backward(torch.tensor(g[None] if single else g, dtype=torch.float64))
-    y, gi = Y.detach().numpy(), X.grad.numpy()
-    if single:
-        y, gi = y[0], gi[0]
-    return y, gi, gw0 + scale * W.grad.numpy(), gb0 + scale * B.grad.numpy()
-
-
-def run_volumetric(rt, case, data, onednn, layout=0, noncontig=False):
-    lib.lt_onednn_set_enabled(onednn)
-    lib.lt_onednn_set_layout(layout)
-    k, s, p, l, nin, nout, shape = case
-    x, w, b, g, gw0, gb0, scale = data
-    before = lib.lt_onednn_calls()
-    lua_list = rt.eval("function(a, b, c) return {a, b, c} end")
-    out = rt.call(rt.eval(RUN_VOLUMETRIC), nin, nout, *(rt.call(lua_list, *v) for v in (k, s, p, l)),
-                  *(rt.from_numpy(a) for a in (x, w, b, g, gw0, gb0)), scale, noncontig)
-    return [rt.to_numpy(t).copy() for t in out], lib.lt_onednn_calls() - before
-
-
-@needs_onednn
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_volumetric_random_shapes_match_pytorch_and_unfold(frt, rng, layout):
-    for i in range(6):
-        case = draw_volumetric(rng)
-        data = volumetric_inputs(rng, case)
-        ref = volumetric_reference(case, *data)
-        noncontig = bool(i % 3 == 1)
-        ours, calls = run_volumetric(frt, case, data, 1, LAYOUTS[layout], noncontig)
-        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (case, calls)
-        unfold, calls = run_volumetric(frt, case, data, 0, noncontig=noncontig)
-        assert calls == 0
-        for name, a, c, r in zip(NAMES, ours, unfold, ref):
-            assert a.shape == r.shape, (name, case)
-            assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g vs PyTorch" % (layout, name, case, rel(a, r))
-            assert rel(c, r) <= TOL_REF, "unfold %s (%s): %g vs PyTorch" % (name, case, rel(c, r))
-            assert rel(a, c) <= TOL_PATHS, "oneDNN %s vs unfold %s (%s): %g" % (layout, name, case, rel(a, c))
-
-
-@needs_onednn
-def test_volumetric_bench_shape_both_layouts(frt, rng):
-    """The bench's 3x3x3 16->32 layer, smaller, in either layout."""
-    case = ((3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 16, 32, (2, 16, 5, 9, 9))
-    data = volumetric_inputs(rng, case)
-    ref = volumetric_reference(case, *data)
-    for layout in ("plain", "blocked"):
-        ours, calls = run_volumetric(frt, case, data, 1, LAYOUTS[layout])
-        assert calls == 3
-        for name, a, r in zip(NAMES, ours, ref):
-            assert rel(a, r) <= 5e-5, "oneDNN %s %s: %g" % (layout, name, rel(a, r))
-
-
-@needs_onednn
-def test_volumetric_double_stays_on_unfold(frt):
-    before = lib.lt_onednn_calls()
-    ran = frt.execute("""
-      local m = nn.VolumetricConvolution(3, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1):double()
-      local x = torch.randn(2, 3, 5, 6, 7):double()
-      local y = m:forward(x)
-      m:backward(x, y:clone():normal())
-      return torch.type(y) == 'torch.DoubleTensor' and y:size(2) == 4""")
-    assert ran is True and lib.lt_onednn_calls() == before

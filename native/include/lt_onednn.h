@@ -1,5 +1,5 @@
-/* lt_onednn: the float32 passes of nn.SpatialConvolution(MM), SpatialDilatedConvolution and
- * VolumetricConvolution through oneDNN (onednn.c).
+/* lt_onednn: the float32 passes of nn.SpatialConvolution(MM), SpatialDilatedConvolution,
+ * SpatialFullConvolution and VolumetricConvolution through oneDNN (onednn.c).
  *
  * The library (libdnnl.so.3 of the onednn-cpu-gomp wheel, oneDNN 3.x, GNU
  * OpenMP) is dlopen'ed by path at run time, like BLAS; without it, with
@@ -24,7 +24,7 @@ int lt_onednn_cache_size(void);
  * inputs and the output around each call; 1 and 2 force that layout; returns the old mode. */
 int lt_onednn_set_layout(int mode);
 
-/* For nn_conv.c, nn_spatialconv.c and nn_tvconv.c: one convolution's geometry (N samples, C x H x W in,
+/* For nn_conv.c, nn_spatialconv.c and nn_tvconv.c: one (plain) convolution's geometry (N samples, C x H x W in,
  * O x oH x oW out, kernel, stride, pad, and dilation in Torch7's terms: a tap every dilH rows, 0 or 1 meaning
  * none), and for a volumetric one its depth the same way (T = 0: a 2-D convolution). */
 typedef struct lt_onednn_conv {
@@ -33,19 +33,32 @@ typedef struct lt_onednn_conv {
   int64_t dilH, dilW;
   int64_t T, oT, kT, dT, padT, dilT;
 } lt_onednn_conv;
-/* Runs the same pass the im2col way, for the one-time timing (it must only overwrite outputs, or write into
- * scratch of its own: backward-weights' timing run must not accumulate into gradWeight). */
-typedef int (*lt_onednn_im2col_fn)(void *ctx);
-/* Each returns 0 when oneDNN did the pass, 1 when the caller should use im2col (not loaded, disabled, shape
- * not implemented, or im2col timed faster for this shape and pass), -1 on an error (lt_errmsg() set). All
- * tensors contiguous NCHW / OIHW (NCDHW / OIDHW) float32. im2col (may be NULL) with ctx is timed beside
- * oneDNN's layouts on a shape's first call, when the layout mode is 0.
- *   forward:          out = conv(in, w) + bias (bias may be NULL; bias_stride its element stride)
- *   backward_data:    gi = the gradient of conv(., w) applied to go (overwritten)
- *   backward_weights: gw += scale * dL/dw, gb[o * gb_stride] += scale * dL/db[o] (gb may be NULL) */
-int lt_onednn_conv_forward(const lt_onednn_conv *c, const float *in, const float *w, const float *bias,
-                           int64_t bias_stride, float *out, lt_onednn_im2col_fn im2col, void *ctx);
-int lt_onednn_conv_backward_data(const lt_onednn_conv *c, const float *go, const float *w, float *gi,
-                                 lt_onednn_im2col_fn im2col, void *ctx);
-int lt_onednn_conv_backward_weights(const lt_onednn_conv *c, const float *in, const float *go, float *gw, float *gb,
-                                    int64_t gb_stride, double scale, lt_onednn_im2col_fn im2col, void *ctx);
+/* One pass of a convolution handed to onednn.c, by the convolution's roles (x its input, dy the gradient of its
+ * output; all contiguous NCHW / OIHW (NCDHW / OIDHW) float32):
+ *   LT_ONEDNN_FORWARD:          out = conv(x, w) + bias (bias may be NULL; bs its element stride)
+ *   LT_ONEDNN_BACKWARD_DATA:    out = the gradient of conv(., w) applied to dy (overwritten)
+ *   LT_ONEDNN_BACKWARD_WEIGHTS: gw += scale * dL/dw, gb[o * gbs] += scale * dL/db[o] (gb may be NULL), from x, dy
+ * A full (transposed) convolution is a plain one run backwards: its forward is the backward-data pass of the
+ * convolution whose input is the full convolution's output, its gradInput that convolution's forward. */
+enum { LT_ONEDNN_FORWARD, LT_ONEDNN_BACKWARD_DATA, LT_ONEDNN_BACKWARD_WEIGHTS };
+typedef struct lt_onednn_pass {
+  const char *fn;  /* the layer's function, for messages */
+  int pass;
+  const float *x, *w, *dy, *bias;
+  int64_t bs;
+  float *out, *gw, *gb;
+  int64_t gbs;
+  double scale;
+  /* The caller's own way of the same pass (may be NULL), timed beside oneDNN's layouts on a shape's first call
+   * (layout mode 0) and kept when faster. It must only overwrite out, or, for backward weights, accumulate
+   * into scratch of its own (gradWeight must not get the timing runs). ctx is the caller's geometry; scratch,
+   * made by own on its first run, is freed by lt_onednn_run. */
+  int (*own)(struct lt_onednn_pass *p);
+  void *ctx;
+  void *scratch;
+} lt_onednn_pass;
+/* For own: its scratch of bytes, made on the first run (the same pointer after); NULL with lt_errmsg() set. */
+void *lt_onednn_own_scratch(lt_onednn_pass *p, size_t bytes);
+/* 0 when oneDNN did the pass, 1 when the caller should run its own way (oneDNN not loaded, disabled, the shape
+ * not implemented, or its own way timed faster for this shape and pass), -1 on an error (lt_errmsg() set). */
+int lt_onednn_run(const lt_onednn_conv *c, lt_onednn_pass *p);

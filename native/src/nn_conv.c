@@ -148,32 +148,20 @@ static lt_onednn_conv conv_onednn_geom(const conv_geom *g) {
 /* One float32 pass the im2col way, on scratch of its own (columns, gradWeight partials, and for backward-weights
  * a gradWeight of its own, so that nothing accumulates twice): onednn.c times it beside oneDNN on a shape's
  * first call and keeps the faster. */
-typedef struct conv_timed {
-  const conv_geom *g;
-  int pass;  /* 0 forward, 1 backward data, 2 backward weights */
-  const void *in, *w, *b, *go;
-  int64_t bs;
-  void *out, *gi;
-  double scale;
-  float *scratch;  /* made on the first timing run, freed by the caller */
-} conv_timed;
-
-static int conv_im2col_timed(void *ctx) {
-  conv_timed *t = ctx;
-  const conv_geom *g = t->g;
+static int conv_im2col_timed(lt_onednn_pass *p) {
+  const conv_geom *g = p->ctx;
   int bt = conv_batch_threads(g->N);
   int64_t ncols = g->direct ? 0 : (bt ? bt : 1) * g->K * g->L, nw = g->nOut * g->K;
-  int64_t npart = t->pass == 2 && bt > 1 ? (bt - 1) * nw : 0;
-  if (!t->scratch && !(t->scratch = malloc(sizeof(float) * (size_t)(ncols + npart + nw))))
-    return lt_fail("SpatialConvolutionMM: out of memory for the columns of %lld elements", (long long)ncols);
-  float *cols = ncols ? t->scratch : NULL, *part = t->scratch + ncols, *gw = part + npart;
-  if (t->pass == 0) {
-    NN_FN(conv_forward, float)(g, t->in, t->w, t->b, t->bs, t->out, cols, bt);
-  } else if (t->pass == 1) {
-    NN_FN(conv_backward_input, float)(g, t->go, t->w, t->gi, cols, bt);
+  int64_t npart = p->pass == LT_ONEDNN_BACKWARD_WEIGHTS && bt > 1 ? (bt - 1) * nw : 0;
+  if (!lt_onednn_own_scratch(p, sizeof(float) * (size_t)(ncols + npart + nw))) return -1;
+  float *cols = ncols ? p->scratch : NULL, *part = (float *)p->scratch + ncols, *gw = part + npart;
+  if (p->pass == LT_ONEDNN_FORWARD) {
+    NN_FN(conv_forward, float)(g, p->x, p->w, p->bias, p->bs, p->out, cols, bt);
+  } else if (p->pass == LT_ONEDNN_BACKWARD_DATA) {
+    NN_FN(conv_backward_input, float)(g, p->dy, p->w, p->out, cols, bt);
   } else {
     memset(gw, 0, sizeof(float) * nw);
-    NN_FN(conv_acc_grad, float)(g, t->go, t->in, cols, gw, NULL, 0, npart ? part : NULL, bt, t->scale);
+    NN_FN(conv_acc_grad, float)(g, p->dy, p->x, cols, gw, NULL, 0, npart ? part : NULL, bt, p->scale);
   }
   return 0;
 }
@@ -196,12 +184,10 @@ int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output,
   if (conv_resize4(output, &g, g.nOut, g.oH, g.oW)) goto done;
   if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
     lt_onednn_conv oc = conv_onednn_geom(&g);
-    const void *b = bias ? lt_tensor_data(bias) : NULL;
-    int64_t bs = bias ? nn_vec_stride(bias) : 0;
-    conv_timed t = {&g, 0, in, w, b, NULL, bs, lt_tensor_data(output), NULL, 1, NULL};
-    rc = lt_onednn_conv_forward(&oc, in, w, b, bs, lt_tensor_data(output), conv_im2col_timed, &t);
-    free(t.scratch);
-    if (rc <= 0) goto done;
+    lt_onednn_pass p = {fn, LT_ONEDNN_FORWARD, .x = in, .w = w, .bias = bias ? lt_tensor_data(bias) : NULL,
+                        .bs = bias ? nn_vec_stride(bias) : 0, .out = lt_tensor_data(output), .own = conv_im2col_timed,
+                        .ctx = &g};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   int bt = conv_batch_threads(g.N);
@@ -234,10 +220,9 @@ int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *grad
   if (conv_resize4(gradInput, &g, g.nIn, g.iH, g.iW)) goto done;
   if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
     lt_onednn_conv oc = conv_onednn_geom(&g);
-    conv_timed t = {&g, 1, NULL, w, NULL, go, 0, NULL, lt_tensor_data(gradInput), 1, NULL};
-    rc = lt_onednn_conv_backward_data(&oc, go, w, lt_tensor_data(gradInput), conv_im2col_timed, &t);
-    free(t.scratch);
-    if (rc <= 0) goto done;
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_DATA, .w = w, .dy = go, .out = lt_tensor_data(gradInput),
+                        .own = conv_im2col_timed, .ctx = &g};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   int bt = conv_batch_threads(g.N);
@@ -269,12 +254,10 @@ int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gr
   if (!go) goto done;
   if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
     lt_onednn_conv oc = conv_onednn_geom(&g);
-    conv_timed t = {&g, 2, in, NULL, NULL, go, 0, NULL, NULL, scale, NULL};
-    rc = lt_onednn_conv_backward_weights(&oc, in, go, lt_tensor_data(gradWeight),
-                                         gradBias ? lt_tensor_data(gradBias) : NULL,
-                                         gradBias ? nn_vec_stride(gradBias) : 0, scale, conv_im2col_timed, &t);
-    free(t.scratch);
-    if (rc <= 0) goto done;
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_WEIGHTS, .x = in, .dy = go, .gw = lt_tensor_data(gradWeight),
+                        .gb = gradBias ? lt_tensor_data(gradBias) : NULL, .gbs = gradBias ? nn_vec_stride(gradBias) : 0,
+                        .scale = scale, .own = conv_im2col_timed, .ctx = &g};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   int bt = conv_batch_threads(g.N);

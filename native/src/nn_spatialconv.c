@@ -151,41 +151,50 @@ static int sc_plan(nn_unfold_plan *pl, lt_tensor *columns, const sc_geom *g, int
 #define NN_GENERIC_FILE "nn_spatialconv.c"
 #include "nn_generic.h"
 
-/* SpatialDilatedConvolution's float32 passes go to onednn.c first, and stay on the unfold path when it returns 1
- * (oneDNN not loaded, disabled, the shape not implemented, or the unfold path timed faster for it). */
+/* SpatialDilatedConvolution's and SpatialFullConvolution's float32 passes go to onednn.c first (a full
+ * convolution as the plain one of its output, run backwards: nOut here is its nIn), and stay on the unfold path
+ * when it returns 1 (oneDNN not loaded, disabled, the shape not implemented, or the unfold path timed faster). */
 static lt_onednn_conv dil_onednn_geom(const sc_geom *g, int64_t nOut) {
   lt_onednn_conv c = {g->N, g->C, g->H, g->W, nOut, g->oH, g->oW, g->kH, g->kW, g->dH, g->dW, g->padH, g->padW,
                       g->dilH, g->dilW};
   return c;
 }
 
-/* One float32 pass the unfold way, for onednn.c's one-time timing on a shape's first call: it writes only the
- * pass's output and the columns; backward-weights accumulates into a gradWeight of its own and skips the bias,
- * so that nothing accumulates twice. */
-typedef struct dil_timed {
+/* One float32 pass the unfold way, for onednn.c's one-time timing on a shape's first call (ctx: the sc_job): it
+ * writes only the pass's output and the columns; backward-weights accumulates into a gradWeight of its own and
+ * skips the bias, so that nothing accumulates twice. Full convolutions run their passes by the convolution's
+ * roles: their forward is its backward data (dy their input), their gradInput its forward (x their
+ * gradOutput), their gradWeight its backward weights (x their gradOutput, dy their input). */
+typedef struct sc_job {
   const sc_geom *g;
   const nn_unfold_plan *pl;
-  int pass;  /* 0 forward, 1 backward data, 2 backward weights */
-  int64_t nOut;
-  const void *in, *w, *b, *go;
-  int64_t bs;
-  void *out, *columns;
-  double scale;
-  float *gw;  /* made on the first timing run, freed by the caller */
-} dil_timed;
+  int full;
+  int64_t M;   /* the weights' rows: nOut of a dilated convolution, nIn of a full one */
+  void *columns;
+} sc_job;
 
-static int dil_unfold_timed(void *ctx) {
-  dil_timed *t = ctx;
-  if (t->pass == 0) {
-    NN_FN(dil_forward, float)(t->g, t->pl, t->nOut, t->in, t->w, t->b, t->bs, t->out, t->columns);
-  } else if (t->pass == 1) {
-    NN_FN(dil_backward_input, float)(t->g, t->pl, t->nOut, t->go, t->w, t->out, t->columns);
+static int sc_unfold_timed(lt_onednn_pass *p) {
+  const sc_job *j = p->ctx;
+  const sc_geom *g = j->g;
+  if (p->pass == LT_ONEDNN_BACKWARD_WEIGHTS) {
+    size_t bytes = sizeof(float) * (size_t)(j->M * g->K);
+    if (!lt_onednn_own_scratch(p, bytes)) return -1;
+    memset(p->scratch, 0, bytes);
+  }
+  if (!j->full) {
+    if (p->pass == LT_ONEDNN_FORWARD)
+      NN_FN(dil_forward, float)(g, j->pl, j->M, p->x, p->w, p->bias, p->bs, p->out, j->columns);
+    else if (p->pass == LT_ONEDNN_BACKWARD_DATA)
+      NN_FN(dil_backward_input, float)(g, j->pl, j->M, p->dy, p->w, p->out, j->columns);
+    else
+      NN_FN(dil_acc_grad, float)(g, j->pl, j->M, p->x, p->dy, p->scratch, NULL, 0, j->columns, p->scale);
   } else {
-    size_t nw = (size_t)(t->nOut * t->g->K);
-    if (!t->gw && !(t->gw = malloc(sizeof(float) * nw)))
-      return lt_fail("SpatialDilatedConvolution: out of memory for %lld gradient elements", (long long)nw);
-    memset(t->gw, 0, sizeof(float) * nw);
-    NN_FN(dil_acc_grad, float)(t->g, t->pl, t->nOut, t->in, t->go, t->gw, NULL, 0, t->columns, t->scale);
+    if (p->pass == LT_ONEDNN_BACKWARD_DATA)
+      NN_FN(full_forward, float)(g, j->pl, j->M, p->dy, p->w, NULL, 0, p->out, j->columns);
+    else if (p->pass == LT_ONEDNN_FORWARD)
+      NN_FN(full_backward_input, float)(g, j->pl, j->M, p->x, p->w, p->out, j->columns);
+    else
+      NN_FN(full_acc_grad, float)(g, j->pl, j->M, p->dy, p->x, p->scratch, NULL, 0, j->columns, p->scale);
   }
   return 0;
 }
@@ -212,9 +221,10 @@ int lt_nn_SpatialDilatedConvolution_updateOutput(lt_tensor *input, lt_tensor *ou
   int64_t bs = bias ? nn_vec_stride(bias) : 0;
   if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
     lt_onednn_conv oc = dil_onednn_geom(&g, nOut);
-    dil_timed t = {&g, &pl, 0, nOut, in, w, b, NULL, bs, lt_tensor_data(output), lt_tensor_data(columns), 1, NULL};
-    rc = lt_onednn_conv_forward(&oc, in, w, b, bs, lt_tensor_data(output), dil_unfold_timed, &t);
-    if (rc <= 0) goto done;
+    sc_job j = {&g, &pl, 0, nOut, lt_tensor_data(columns)};
+    lt_onednn_pass p = {fn, LT_ONEDNN_FORWARD, .x = in, .w = w, .bias = b, .bs = bs, .out = lt_tensor_data(output),
+                        .own = sc_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   NN_CALL(input->type, dil_forward, &g, &pl, nOut, in, w, b, bs, lt_tensor_data(output), lt_tensor_data(columns));
@@ -241,10 +251,10 @@ int lt_nn_SpatialDilatedConvolution_updateGradInput(lt_tensor *input, lt_tensor 
   if (!w || sc_resize(gradInput, &g, g.C, g.H, g.W) || sc_plan(&pl, columns, &g, nOut, 0, fn)) goto done;
   if (lt_host_type(input->type) == LT_FLOAT) {
     lt_onednn_conv oc = dil_onednn_geom(&g, nOut);
-    dil_timed t = {&g, &pl, 1, nOut, NULL, w, NULL, go, 0, lt_tensor_data(gradInput), lt_tensor_data(columns), 1,
-                   NULL};
-    rc = lt_onednn_conv_backward_data(&oc, go, w, lt_tensor_data(gradInput), dil_unfold_timed, &t);
-    if (rc <= 0) goto done;
+    sc_job j = {&g, &pl, 0, nOut, lt_tensor_data(columns)};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_DATA, .w = w, .dy = go, .out = lt_tensor_data(gradInput),
+                        .own = sc_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   NN_CALL(input->type, dil_backward_input, &g, &pl, nOut, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
@@ -275,11 +285,10 @@ int lt_nn_SpatialDilatedConvolution_accGradParameters(lt_tensor *input, lt_tenso
   int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
   if (lt_host_type(input->type) == LT_FLOAT) {
     lt_onednn_conv oc = dil_onednn_geom(&g, nOut);
-    dil_timed t = {&g, &pl, 2, nOut, in, NULL, NULL, go, 0, NULL, lt_tensor_data(columns), scale, NULL};
-    rc = lt_onednn_conv_backward_weights(&oc, in, go, lt_tensor_data(gradWeight), gb, gbs, scale, dil_unfold_timed,
-                                         &t);
-    free(t.gw);
-    if (rc <= 0) goto done;
+    sc_job j = {&g, &pl, 0, nOut, lt_tensor_data(columns)};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_WEIGHTS, .x = in, .dy = go, .gw = lt_tensor_data(gradWeight), .gb = gb,
+                        .gbs = gbs, .scale = scale, .own = sc_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   NN_CALL(input->type, dil_acc_grad, &g, &pl, nOut, in, go, lt_tensor_data(gradWeight), gb, gbs,
@@ -307,8 +316,21 @@ int lt_nn_SpatialFullConvolution_updateOutput(lt_tensor *input, lt_tensor *outpu
   int rc = -1;
   const void *in = nn_contig(&cp, input), *w = in ? nn_contig(&cp, weight) : NULL;
   if (!w || sc_resize(output, &g, g.C, g.H, g.W) || sc_plan(&pl, columns, &g, nIn, 0, fn)) goto done;
-  NN_CALL(input->type, full_forward, &g, &pl, nIn, in, w, bias ? lt_tensor_data(bias) : NULL,
-          bias ? nn_vec_stride(bias) : 0, lt_tensor_data(output), lt_tensor_data(columns));
+  const void *b = bias ? lt_tensor_data(bias) : NULL;
+  int64_t bs = bias ? nn_vec_stride(bias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = dil_onednn_geom(&g, nIn);
+    sc_job j = {&g, &pl, 1, nIn, lt_tensor_data(columns)};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_DATA, .w = w, .dy = in, .out = lt_tensor_data(output),
+                        .own = sc_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) < 0) goto done;
+    if (rc == 0) {  /* the backward-data pass has no bias */
+      NN_FN(plane_add_bias, float)(lt_tensor_data(output), g.N, g.C, g.H * g.W, b, bs);
+      goto done;
+    }
+    rc = -1;
+  }
+  NN_CALL(input->type, full_forward, &g, &pl, nIn, in, w, b, bs, lt_tensor_data(output), lt_tensor_data(columns));
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -330,6 +352,14 @@ int lt_nn_SpatialFullConvolution_updateGradInput(lt_tensor *input, lt_tensor *gr
   int rc = -1;
   const void *go = nn_contig(&cp, gradOutput), *w = go ? nn_contig(&cp, weight) : NULL;
   if (!w || sc_resize(gradInput, &g, nIn, g.oH, g.oW) || sc_plan(&pl, columns, &g, nIn, 0, fn)) goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = dil_onednn_geom(&g, nIn);
+    sc_job j = {&g, &pl, 1, nIn, lt_tensor_data(columns)};
+    lt_onednn_pass p = {fn, LT_ONEDNN_FORWARD, .x = go, .w = w, .out = lt_tensor_data(gradInput),
+                        .own = sc_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
+    rc = -1;
+  }
   NN_CALL(input->type, full_backward_input, &g, &pl, nIn, go, w, lt_tensor_data(gradInput), lt_tensor_data(columns));
   rc = 0;
 done:
@@ -353,8 +383,21 @@ int lt_nn_SpatialFullConvolution_accGradParameters(lt_tensor *input, lt_tensor *
   int rc = -1;
   const void *in = nn_contig(&cp, input), *go = in ? nn_contig(&cp, gradOutput) : NULL;
   if (!go || sc_plan(&pl, columns, &g, nIn, 1, fn)) goto done;
-  NN_CALL(input->type, full_acc_grad, &g, &pl, nIn, in, go, lt_tensor_data(gradWeight),
-          gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0,
+  void *gb = gradBias ? lt_tensor_data(gradBias) : NULL;
+  int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = dil_onednn_geom(&g, nIn);
+    sc_job j = {&g, &pl, 1, nIn, lt_tensor_data(columns)};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_WEIGHTS, .x = go, .dy = in, .gw = lt_tensor_data(gradWeight),
+                        .scale = scale, .own = sc_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) < 0) goto done;
+    if (rc == 0) {  /* the bias of a full convolution sums its gradOutput: the convolution's x, not its dy */
+      NN_FN(unfold_bias_grad, float)(go, g.N, g.C, g.H * g.W, gb, gbs, scale);
+      goto done;
+    }
+    rc = -1;
+  }
+  NN_CALL(input->type, full_acc_grad, &g, &pl, nIn, in, go, lt_tensor_data(gradWeight), gb, gbs,
           lt_tensor_data(columns), scale);
   rc = 0;
 done:

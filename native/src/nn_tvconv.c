@@ -121,40 +121,49 @@ static void vunfold(const vgeom *g, nn_unfold *u) {
 #define NN_GENERIC_FILE "nn_tvconv.c"
 #include "nn_generic.h"
 
-/* VolumetricConvolution's float32 passes go to onednn.c first, and stay on the unfold path when it returns 1
- * (oneDNN not loaded, disabled, the shape not implemented, or the unfold path timed faster for it). */
-static lt_onednn_conv vconv_onednn_geom(const vgeom *g) {
-  lt_onednn_conv c = {g->N, g->C, g->iH, g->iW, g->nOut, g->oH, g->oW, g->k[1], g->k[2], g->d[1], g->d[2], g->p[1],
+/* VolumetricConvolution's and VolumetricFullConvolution's float32 passes go to onednn.c first (a full
+ * convolution as the plain one of its output, run backwards: O is its nIn), and stay on the unfold path when it
+ * returns 1 (oneDNN not loaded, disabled, the shape not implemented, or the unfold path timed faster for it). */
+static lt_onednn_conv vconv_onednn_geom(const vgeom *g, int64_t O) {
+  lt_onednn_conv c = {g->N, g->C, g->iH, g->iW, O, g->oH, g->oW, g->k[1], g->k[2], g->d[1], g->d[2], g->p[1],
                       g->p[2], g->l[1], g->l[2], g->iT, g->oT, g->k[0], g->d[0], g->p[0], g->l[0]};
   return c;
 }
 
-/* One float32 pass the unfold way, for onednn.c's one-time timing on a shape's first call: it writes only the
- * pass's output and the columns; backward-weights accumulates into a gradWeight of its own and skips the bias,
- * so that nothing accumulates twice. */
-typedef struct vconv_timed {
+/* One float32 pass the unfold way, for onednn.c's one-time timing on a shape's first call (ctx: the vconv_job):
+ * it writes only the pass's output and the columns; backward-weights accumulates into a gradWeight of its own
+ * and skips the bias, so that nothing accumulates twice. A full convolution's passes come by the convolution's
+ * roles (lt_onednn.h): its forward as backward data, its gradInput as forward, x and dy swapped in backward
+ * weights. */
+typedef struct vconv_job {
   const vgeom *g;
   const nn_unfold_plan *pl;
-  int pass;  /* 0 forward, 1 backward data, 2 backward weights */
-  const void *in, *w, *b, *go;
-  int64_t bs;
-  void *out, *cols;
-  double scale;
-  float *gw;  /* made on the first timing run, freed by the caller */
-} vconv_timed;
+  int full;
+  void *cols;
+} vconv_job;
 
-static int vconv_unfold_timed(void *ctx) {
-  vconv_timed *t = ctx;
-  if (t->pass == 0) {
-    NN_FN(vconv_forward, float)(t->g, t->pl, t->in, t->w, t->b, t->bs, t->out, t->cols);
-  } else if (t->pass == 1) {
-    NN_FN(vconv_backward, float)(t->g, t->pl, t->go, t->w, t->out, t->cols);
+static int vconv_unfold_timed(lt_onednn_pass *p) {
+  const vconv_job *j = p->ctx;
+  const vgeom *g = j->g;
+  if (p->pass == LT_ONEDNN_BACKWARD_WEIGHTS) {
+    size_t bytes = sizeof(float) * (size_t)(g->nIn * g->nOut * g->k[0] * g->k[1] * g->k[2]);
+    if (!lt_onednn_own_scratch(p, bytes)) return -1;
+    memset(p->scratch, 0, bytes);
+  }
+  if (!j->full) {
+    if (p->pass == LT_ONEDNN_FORWARD)
+      NN_FN(vconv_forward, float)(g, j->pl, p->x, p->w, p->bias, p->bs, p->out, j->cols);
+    else if (p->pass == LT_ONEDNN_BACKWARD_DATA)
+      NN_FN(vconv_backward, float)(g, j->pl, p->dy, p->w, p->out, j->cols);
+    else
+      NN_FN(vconv_acc, float)(g, j->pl, p->x, p->dy, p->scratch, NULL, 0, j->cols, p->scale);
   } else {
-    size_t nw = (size_t)(t->g->nOut * t->g->K);
-    if (!t->gw && !(t->gw = malloc(sizeof(float) * nw)))
-      return lt_fail("VolumetricConvolution: out of memory for %lld gradient elements", (long long)nw);
-    memset(t->gw, 0, sizeof(float) * nw);
-    NN_FN(vconv_acc, float)(t->g, t->pl, t->in, t->go, t->gw, NULL, 0, t->cols, t->scale);
+    if (p->pass == LT_ONEDNN_BACKWARD_DATA)
+      NN_FN(vfull_forward, float)(g, j->pl, p->dy, p->w, NULL, 0, p->out, j->cols);
+    else if (p->pass == LT_ONEDNN_FORWARD)
+      NN_FN(vfull_backward, float)(g, j->pl, p->x, p->w, p->out, j->cols);
+    else
+      NN_FN(vfull_acc, float)(g, j->pl, p->dy, p->x, p->scratch, NULL, 0, j->cols, p->scale);
   }
   return 0;
 }
@@ -552,10 +561,11 @@ int lt_nn_VolumetricConvolution_updateOutput(lt_tensor *input, lt_tensor *output
   const void *b = bias ? lt_tensor_data(bias) : NULL;
   int64_t bs = bias ? nn_vec_stride(bias) : 0;
   if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
-    lt_onednn_conv oc = vconv_onednn_geom(&g);
-    vconv_timed t = {&g, &pl, 0, x, w, b, NULL, bs, lt_tensor_data(output), cols, 1, NULL};
-    rc = lt_onednn_conv_forward(&oc, x, w, b, bs, lt_tensor_data(output), vconv_unfold_timed, &t);
-    if (rc <= 0) goto done;
+    lt_onednn_conv oc = vconv_onednn_geom(&g, g.nOut);
+    vconv_job j = {&g, &pl, 0, cols};
+    lt_onednn_pass p = {fn, LT_ONEDNN_FORWARD, .x = x, .w = w, .bias = b, .bs = bs, .out = lt_tensor_data(output),
+                        .own = vconv_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   NN_CALL(input->type, vconv_forward, &g, &pl, x, w, b, bs, lt_tensor_data(output), cols);
@@ -584,10 +594,11 @@ int lt_nn_VolumetricConvolution_updateGradInput(lt_tensor *input, lt_tensor *gra
       vresize(gradInput, &g, g.nIn, g.iT, g.iH, g.iW))
     goto done;
   if (lt_host_type(input->type) == LT_FLOAT) {
-    lt_onednn_conv oc = vconv_onednn_geom(&g);
-    vconv_timed t = {&g, &pl, 1, NULL, w, NULL, go, 0, lt_tensor_data(gradInput), cols, 1, NULL};
-    rc = lt_onednn_conv_backward_data(&oc, go, w, lt_tensor_data(gradInput), vconv_unfold_timed, &t);
-    if (rc <= 0) goto done;
+    lt_onednn_conv oc = vconv_onednn_geom(&g, g.nOut);
+    vconv_job j = {&g, &pl, 0, cols};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_DATA, .w = w, .dy = go, .out = lt_tensor_data(gradInput),
+                        .own = vconv_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   NN_CALL(input->type, vconv_backward, &g, &pl, go, w, lt_tensor_data(gradInput), cols);
@@ -617,12 +628,11 @@ int lt_nn_VolumetricConvolution_accGradParameters(lt_tensor *input, lt_tensor *g
   void *gb = gradBias ? lt_tensor_data(gradBias) : NULL;
   int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
   if (lt_host_type(input->type) == LT_FLOAT) {
-    lt_onednn_conv oc = vconv_onednn_geom(&g);
-    vconv_timed t = {&g, &pl, 2, x, NULL, NULL, go, 0, NULL, cols, scale, NULL};
-    rc = lt_onednn_conv_backward_weights(&oc, x, go, lt_tensor_data(gradWeight), gb, gbs, scale, vconv_unfold_timed,
-                                         &t);
-    free(t.gw);
-    if (rc <= 0) goto done;
+    lt_onednn_conv oc = vconv_onednn_geom(&g, g.nOut);
+    vconv_job j = {&g, &pl, 0, cols};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_WEIGHTS, .x = x, .dy = go, .gw = lt_tensor_data(gradWeight), .gb = gb,
+                        .gbs = gbs, .scale = scale, .own = vconv_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
     rc = -1;
   }
   NN_CALL(input->type, vconv_acc, &g, &pl, x, go, lt_tensor_data(gradWeight), gb, gbs, cols, scale);
@@ -648,8 +658,21 @@ int lt_nn_VolumetricFullConvolution_updateOutput(lt_tensor *input, lt_tensor *ou
   if (!w || vcols(finput, &g, g.nIn, 0, input->type, fn, &pl, &cols) ||
       vresize(output, &g, g.nOut, g.iT, g.iH, g.iW))
     goto done;
-  NN_CALL(input->type, vfull_forward, &g, &pl, x, w, bias ? lt_tensor_data(bias) : NULL, bias ? nn_vec_stride(bias) : 0,
-          lt_tensor_data(output), cols);
+  const void *b = bias ? lt_tensor_data(bias) : NULL;
+  int64_t bs = bias ? nn_vec_stride(bias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {  /* CudaTensor too: float32 elements */
+    lt_onednn_conv oc = vconv_onednn_geom(&g, g.nIn);
+    vconv_job j = {&g, &pl, 1, cols};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_DATA, .w = w, .dy = x, .out = lt_tensor_data(output),
+                        .own = vconv_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) < 0) goto done;
+    if (rc == 0) {  /* the backward-data pass has no bias */
+      NN_FN(plane_add_bias, float)(lt_tensor_data(output), g.N, g.nOut, g.iT * g.iH * g.iW, b, bs);
+      goto done;
+    }
+    rc = -1;
+  }
+  NN_CALL(input->type, vfull_forward, &g, &pl, x, w, b, bs, lt_tensor_data(output), cols);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -673,6 +696,14 @@ int lt_nn_VolumetricFullConvolution_updateGradInput(lt_tensor *input, lt_tensor 
   if (!w || vcols(finput, &g, g.nIn, 0, input->type, fn, &pl, &cols) ||
       vresize(gradInput, &g, g.nIn, g.oT, g.oH, g.oW))
     goto done;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = vconv_onednn_geom(&g, g.nIn);
+    vconv_job j = {&g, &pl, 1, cols};
+    lt_onednn_pass p = {fn, LT_ONEDNN_FORWARD, .x = go, .w = w, .out = lt_tensor_data(gradInput),
+                        .own = vconv_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) <= 0) goto done;
+    rc = -1;
+  }
   NN_CALL(input->type, vfull_backward, &g, &pl, go, w, lt_tensor_data(gradInput), cols);
   rc = 0;
 done:
@@ -697,8 +728,21 @@ int lt_nn_VolumetricFullConvolution_accGradParameters(lt_tensor *input, lt_tenso
   void *cols;
   const void *x = nn_contig(&cp, input), *go = x ? nn_contig(&cp, gradOutput) : NULL;
   if (!go || vcols(finput, &g, g.nIn, 1, input->type, fn, &pl, &cols)) goto done;
-  NN_CALL(input->type, vfull_acc, &g, &pl, x, go, lt_tensor_data(gradWeight),
-          gradBias ? lt_tensor_data(gradBias) : NULL, gradBias ? nn_vec_stride(gradBias) : 0, cols, scale);
+  void *gb = gradBias ? lt_tensor_data(gradBias) : NULL;
+  int64_t gbs = gradBias ? nn_vec_stride(gradBias) : 0;
+  if (lt_host_type(input->type) == LT_FLOAT) {
+    lt_onednn_conv oc = vconv_onednn_geom(&g, g.nIn);
+    vconv_job j = {&g, &pl, 1, cols};
+    lt_onednn_pass p = {fn, LT_ONEDNN_BACKWARD_WEIGHTS, .x = go, .dy = x, .gw = lt_tensor_data(gradWeight),
+                        .scale = scale, .own = vconv_unfold_timed, .ctx = &j};
+    if ((rc = lt_onednn_run(&oc, &p)) < 0) goto done;
+    if (rc == 0) {  /* the bias of a full convolution sums its gradOutput: the convolution's x, not its dy */
+      NN_FN(unfold_bias_grad, float)(go, g.N, g.nOut, g.iT * g.iH * g.iW, gb, gbs, scale);
+      goto done;
+    }
+    rc = -1;
+  }
+  NN_CALL(input->type, vfull_acc, &g, &pl, x, go, lt_tensor_data(gradWeight), gb, gbs, cols, scale);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);

@@ -376,4 +376,14 @@ static void NN_(unfold_bias_grad)(const real *go, int64_t N, int64_t C, int64_t 
   }
 }
 
+/* out[n][c][:] += b[c * bs] (out: N x C x P); b may be NULL. */
+static void NN_(plane_add_bias)(real *out, int64_t N, int64_t C, int64_t P, const real *b, int64_t bs) {
+  if (!b) return;
+#pragma omp parallel for schedule(static) if (N * C * P >= LT_OMP_THRESHOLD)
+  for (int64_t nc = 0; nc < N * C; nc++) {
+    real v = b[(nc % C) * bs], *o = out + nc * P;
+    for (int64_t j = 0; j < P; j++) o[j] += v;
+  }
+}
+
 #endif

@@ -458,12 +458,12 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-/* Which way to run: the forced layout, or the fastest of oneDNN's variants and im2col, timed on this first
+/* Which way to run: the forced layout, or the fastest of oneDNN's variants and the caller's own way (USE_IM2COL:
+ * im2col or unfold + GEMM), timed on this first
  * call (each run twice, the best of two kept, so that first-touch page faults do not count). oneDNN's variants
  * write the same results, so when one of them wins the call's outputs are already there (-2); -1: an error. */
-static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_im2col_fn im2col, void *ctx, int *st,
-                int *oom) {
-  int have[3] = {e->v[LAYOUT_PLAIN].prim != NULL, e->v[LAYOUT_BLOCKED].prim != NULL, im2col != NULL};
+static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_pass *p, int *st, int *oom) {
+  int have[3] = {e->v[LAYOUT_PLAIN].prim != NULL, e->v[LAYOUT_BLOCKED].prim != NULL, p->own != NULL};
   if (layout_mode == 1 && have[0]) return LAYOUT_PLAIN;
   if (layout_mode == 2 && have[1]) return LAYOUT_BLOCKED;
   if (have[0] + have[1] + have[2] == 1) return have[0] ? LAYOUT_PLAIN : have[1] ? LAYOUT_BLOCKED : USE_IM2COL;
@@ -471,11 +471,11 @@ static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_im2col_fn
   if (c >= 0) return c;
   double best[3] = {1e30, 1e30, 1e30};
   for (int rep = 0; rep < 2; rep++)
-    for (int i = 2; i >= 0; i--) {  /* im2col first: the last run's outputs are oneDNN's */
+    for (int i = 2; i >= 0; i--) {  /* the caller's own way first: the last run's outputs are oneDNN's */
       if (!have[i]) continue;
       double t0 = now();
       if (i == USE_IM2COL) {
-        if (im2col(ctx)) return -1;
+        if (p->own(p)) return -1;
       } else {
         *st = run_variant(e, &e->v[i], s, ptrs, oom);
         if (*st != DN_SUCCESS) return -1;
@@ -491,8 +491,9 @@ static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_im2col_fn
 }
 
 /* Run pass over ptrs (per role, then the bias or NULL); 1 when oneDNN cannot. */
-static int run_pass(const char *fn, const lt_onednn_conv *c, int pass, void **ptrs, lt_onednn_im2col_fn im2col,
-                    void *ctx) {
+static int run_pass(const lt_onednn_conv *c, lt_onednn_pass *p, void **ptrs) {
+  const char *fn = p->fn;
+  const int pass = p->pass;
   if (!lt_onednn_enabled() || c->N == 0 || c->C == 0 || c->O == 0) return 1;  /* empty: im2col's loops do it */
   prim_key k;
   memset(&k, 0, sizeof k);  /* the key is compared bytewise, padding included */
@@ -516,8 +517,8 @@ static int run_pass(const char *fn, const lt_onednn_conv *c, int pass, void **pt
     lt_fail("%s: cannot create a oneDNN stream", fn);
     goto out;
   }
-  int which = pick(e, s, ptrs, im2col, ctx, &st, &oom);
-  if (which == -1 && st == DN_SUCCESS && !oom) goto out;  /* im2col's timing run failed; its message stands */
+  int which = pick(e, s, ptrs, p, &st, &oom);
+  if (which == -1 && st == DN_SUCCESS && !oom) goto out;  /* the own way's timing run failed; its message stands */
   if (which == USE_IM2COL) {
     rc = 1;
     goto out;
@@ -538,58 +539,50 @@ out:
   return rc;
 }
 
-/* The calling layer's function for messages: SpatialConvolutionMM leaves the dilation 0, SpatialDilatedConvolution
- * sets it (>= 1), VolumetricConvolution sets a depth. */
-static const char *pass_name(const lt_onednn_conv *c, int pass) {
-  static const char *const names[3][3] = {
-    {"SpatialConvolutionMM_updateOutput", "SpatialConvolutionMM_updateGradInput",
-     "SpatialConvolutionMM_accGradParameters"},
-    {"SpatialDilatedConvolution_updateOutput", "SpatialDilatedConvolution_updateGradInput",
-     "SpatialDilatedConvolution_accGradParameters"},
-    {"VolumetricConvolution_updateOutput", "VolumetricConvolution_updateGradInput",
-     "VolumetricConvolution_accGradParameters"}};
-  return names[c->T ? 2 : c->dilH > 0][pass];
+void *lt_onednn_own_scratch(lt_onednn_pass *p, size_t bytes) {
+  if (!p->scratch && !(p->scratch = malloc(bytes ? bytes : 1)))
+    lt_fail("%s: out of memory for %zu bytes of scratch", p->fn, bytes);
+  return p->scratch;
 }
 
-int lt_onednn_conv_forward(const lt_onednn_conv *c, const float *in, const float *w, const float *bias,
-                           int64_t bias_stride, float *out, lt_onednn_im2col_fn im2col, void *ctx) {
-  const char *fn = pass_name(c, PASS_FWD);
-  if (!lt_onednn_enabled()) return 1;
-  float *b = (float *)bias, *copy = NULL;
-  if (bias && bias_stride != 1) {  /* oneDNN's bias is a dense vector */
-    copy = malloc(sizeof(float) * c->O);
-    if (!copy) return lt_fail("%s: out of memory", fn);
-    for (int64_t o = 0; o < c->O; o++) copy[o] = bias[o * bias_stride];
-    b = copy;
-  }
-  void *ptrs[4] = {(void *)in, (void *)w, out, b};
-  int rc = run_pass(fn, c, PASS_FWD, ptrs, im2col, ctx);
-  free(copy);
-  return rc;
-}
-
-int lt_onednn_conv_backward_data(const lt_onednn_conv *c, const float *go, const float *w, float *gi,
-                                 lt_onednn_im2col_fn im2col, void *ctx) {
-  void *ptrs[4] = {(void *)go, (void *)w, gi, NULL};
-  return run_pass(pass_name(c, PASS_BWD_DATA), c, PASS_BWD_DATA, ptrs, im2col, ctx);
-}
-
-int lt_onednn_conv_backward_weights(const lt_onednn_conv *c, const float *in, const float *go, float *gw, float *gb,
-                                    int64_t gb_stride, double scale, lt_onednn_im2col_fn im2col, void *ctx) {
-  const char *fn = pass_name(c, PASS_BWD_WEIGHTS);
-  if (!lt_onednn_enabled()) return 1;
-  /* oneDNN overwrites its gradients; Torch7 accumulates scale times them */
-  int64_t nw = c->O * c->C * (c->T ? c->kT : 1) * c->kH * c->kW, nb = gb ? c->O : 0;
-  float *tmp = malloc(sizeof(float) * (size_t)(nw + nb));
-  if (!tmp) return lt_fail("%s: out of memory for %lld gradient elements", fn, (long long)(nw + nb));
-  void *ptrs[4] = {(void *)in, (void *)go, tmp, gb ? tmp + nw : NULL};
-  int rc = run_pass(fn, c, PASS_BWD_WEIGHTS, ptrs, im2col, ctx);
-  if (rc == 0) {
-    float s = (float)scale;
+int lt_onednn_run(const lt_onednn_conv *c, lt_onednn_pass *p) {
+  int rc = 1;
+  float *copy = NULL;
+  if (!lt_onednn_enabled() || p->pass < LT_ONEDNN_FORWARD || p->pass > LT_ONEDNN_BACKWARD_WEIGHTS) goto out;
+  if (p->pass == LT_ONEDNN_FORWARD) {
+    const float *b = p->bias;
+    if (b && p->bs != 1) {  /* oneDNN's bias is a dense vector */
+      if (!(copy = malloc(sizeof(float) * c->O))) {
+        rc = lt_fail("%s: out of memory", p->fn);
+        goto out;
+      }
+      for (int64_t o = 0; o < c->O; o++) copy[o] = b[o * p->bs];
+      b = copy;
+    }
+    void *ptrs[4] = {(void *)p->x, (void *)p->w, p->out, (void *)b};
+    rc = run_pass(c, p, ptrs);
+  } else if (p->pass == LT_ONEDNN_BACKWARD_DATA) {
+    void *ptrs[4] = {(void *)p->dy, (void *)p->w, p->out, NULL};
+    rc = run_pass(c, p, ptrs);
+  } else {
+    /* oneDNN overwrites its gradients; Torch7 accumulates scale times them */
+    int64_t nw = c->O * c->C * (c->T ? c->kT : 1) * c->kH * c->kW, nb = p->gb ? c->O : 0;
+    if (!(copy = malloc(sizeof(float) * (size_t)(nw + nb)))) {
+      rc = lt_fail("%s: out of memory for %lld gradient elements", p->fn, (long long)(nw + nb));
+      goto out;
+    }
+    void *ptrs[4] = {(void *)p->x, (void *)p->dy, copy, p->gb ? copy + nw : NULL};
+    rc = run_pass(c, p, ptrs);
+    if (rc == 0) {
+      float s = (float)p->scale, *gw = p->gw;
 #pragma omp parallel for schedule(static) if (nw >= LT_OMP_THRESHOLD)
-    for (int64_t i = 0; i < nw; i++) gw[i] += s * tmp[i];
-    for (int64_t o = 0; o < nb; o++) gb[o * gb_stride] += s * tmp[nw + o];
+      for (int64_t i = 0; i < nw; i++) gw[i] += s * copy[i];
+      for (int64_t o = 0; o < nb; o++) p->gb[o * p->gbs] += s * copy[nw + o];
+    }
   }
-  free(tmp);
+out:
+  free(copy);
+  free(p->scratch);
+  p->scratch = NULL;
   return rc;
 }
