@@ -21,7 +21,7 @@ static int thr_check(const char *fn, const lt_tensor *input, const lt_tensor *ot
 }
 
 int lt_nn_Threshold_updateOutput(lt_tensor *input, lt_tensor *output, double threshold, double val, int inplace) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "Threshold_updateOutput";
   if (thr_check(fn, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
   if (inplace) {
@@ -35,7 +35,7 @@ int lt_nn_Threshold_updateOutput(lt_tensor *input, lt_tensor *output, double thr
 
 int lt_nn_Threshold_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, double threshold,
                                     double val, int inplace) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "Threshold_updateGradInput";
   (void)val;
   if (thr_check(fn, input, gradOutput, "gradOutput") || nn_check_float(gradInput, input->type, fn, "gradInput"))

@@ -51,7 +51,7 @@ static bn_vec bn_vec_of(lt_tensor *t) {
 int lt_nn_BatchNormalization_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                           lt_tensor *running_mean, lt_tensor *running_var, lt_tensor *save_mean,
                                           lt_tensor *save_std, int train, double momentum, double eps) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "BatchNormalization_updateOutput";
   bn_geom g = {0, 0, 0};
   if (bn_geom_init(&g, fn, input)) return -1;
@@ -84,7 +84,7 @@ int lt_nn_BatchNormalization_backward(lt_tensor *input, lt_tensor *gradOutput, l
                                       lt_tensor *gradWeight, lt_tensor *gradBias, lt_tensor *weight,
                                       lt_tensor *running_mean, lt_tensor *running_var, lt_tensor *save_mean,
                                       lt_tensor *save_std, int train, double scale, double eps) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "BatchNormalization_backward";
   char b1[160], b2[160];
   bn_geom g = {0, 0, 0};

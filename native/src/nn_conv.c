@@ -169,7 +169,7 @@ static int conv_im2col_timed(lt_onednn_pass *p) {
 int lt_nn_SpatialConvolutionMM_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                             lt_tensor *finput, lt_tensor *fgradInput, int kW, int kH, int dW, int dH,
                                             int padW, int padH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialConvolutionMM_updateOutput";
   conv_geom g;
   (void)fgradInput;
@@ -204,7 +204,7 @@ done:
 int lt_nn_SpatialConvolutionMM_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                lt_tensor *weight, lt_tensor *finput, lt_tensor *fgradInput, int kW,
                                                int kH, int dW, int dH, int padW, int padH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialConvolutionMM_updateGradInput";
   conv_geom g;
   (void)finput;
@@ -237,7 +237,7 @@ done:
 int lt_nn_SpatialConvolutionMM_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                  lt_tensor *gradBias, lt_tensor *finput, lt_tensor *fgradInput,
                                                  int kW, int kH, int dW, int dH, int padW, int padH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialConvolutionMM_accGradParameters";
   conv_geom g;
   if (conv_geom_init(&g, fn, input, gradWeight, kW, kH, dW, dH, padW, padH)) return -1;

@@ -45,7 +45,7 @@ static int nll_begin(nll_geom *g, nn_copies *cp, const char *fn, const lt_tensor
 
 int lt_nn_ClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output, int size_average,
                                          lt_tensor *weights, lt_tensor *total_weight, int64_t ignore_index) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "ClassNLLCriterion_updateOutput";
   nll_geom g;
   nn_copies cp = {0};
@@ -66,7 +66,7 @@ done:
 int lt_nn_ClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                             int size_average, lt_tensor *weights, lt_tensor *total_weight,
                                             int64_t ignore_index) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "ClassNLLCriterion_updateGradInput";
   nll_geom g;
   nn_copies cp = {0};

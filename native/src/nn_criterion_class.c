@@ -102,7 +102,7 @@ static int snll_begin(snll_geom *g, nn_copies *cp, const char *fn, const lt_tens
 
 int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                             int size_average, int p, lt_tensor *weights, double margin) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "MultiMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
@@ -119,7 +119,7 @@ done:
 
 int lt_nn_MultiMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                int size_average, int p, lt_tensor *weights, double margin) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "MultiMarginCriterion_updateGradInput";
   cls_geom g;
   nn_copies cp = {0};
@@ -137,7 +137,7 @@ done:
 
 int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                                  lt_tensor *isTarget, int size_average) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "MultiLabelMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
@@ -153,7 +153,7 @@ done:
 
 int lt_nn_MultiLabelMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                     lt_tensor *isTarget, int size_average) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "MultiLabelMarginCriterion_updateGradInput";
   cls_geom g;
   nn_copies cp = {0};
@@ -175,7 +175,7 @@ done:
 
 int lt_nn_SpatialClassNLLCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                                 int size_average, lt_tensor *weights, lt_tensor *total_weight) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "SpatialClassNLLCriterion_updateOutput";
   snll_geom g;
   nn_copies cp = {0};
@@ -194,7 +194,7 @@ done:
 
 int lt_nn_SpatialClassNLLCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                    int size_average, lt_tensor *weights, lt_tensor *total_weight) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   static const char fn[] = "SpatialClassNLLCriterion_updateGradInput";
   snll_geom g;
   nn_copies cp = {0};

@@ -44,7 +44,7 @@ static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt
 
 int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                           int size_average, lt_tensor *weights, double param) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateOutput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   nn_copies cp = {0};
@@ -69,7 +69,7 @@ done:
 
 int lt_nn_PointwiseCriterion_updateGradInput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                              int size_average, lt_tensor *weights, double param) {
-  if (!input || !target) return lt_fail("%s: input/target must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, target);
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateGradInput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   nn_copies cp = {0};

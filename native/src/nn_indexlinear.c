@@ -125,7 +125,7 @@ int lt_nn_IndexLinear_updateOutput(lt_tensor *keys, int64_t keysOffset, lt_tenso
 int lt_nn_IndexLinear_accGradParameters(lt_tensor *keys, int64_t keysOffset, lt_tensor *values, lt_tensor *sizes,
                                         lt_tensor *cumSumSizes, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                         lt_tensor *gradBias, lt_tensor *weight, lt_tensor *bias, double scale) {
-  if (!gradOutput) return lt_fail("%s: gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(gradOutput);
   static const char fn[] = "IndexLinear_accGradParameters";
   il_shape sh;
   if (il_check_batch(fn, keys, keysOffset, values, sizes, cumSumSizes, weight, bias, &sh) ||
@@ -145,7 +145,7 @@ int lt_nn_IndexLinear_accGradParameters(lt_tensor *keys, int64_t keysOffset, lt_
 int lt_nn_IndexLinear_accUpdateGradParameters(lt_tensor *keys, int64_t keysOffset, lt_tensor *values,
                                               lt_tensor *sizes, lt_tensor *cumSumSizes, lt_tensor *gradOutput,
                                               lt_tensor *weight, lt_tensor *bias, double weightDecay, double scale) {
-  if (!gradOutput) return lt_fail("%s: gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(gradOutput);
   static const char fn[] = "IndexLinear_accUpdateGradParameters";
   il_shape sh;
   if (il_check_batch(fn, keys, keysOffset, values, sizes, cumSumSizes, weight, bias, &sh) ||

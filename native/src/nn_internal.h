@@ -64,6 +64,18 @@ static inline int nn_is_floating(const lt_tensor *t) {
   return t && (lt_host_type(t->type) == LT_FLOAT || lt_host_type(t->type) == LT_DOUBLE);
 }
 
+/* The tensors an exported kernel cannot start without (input, and gradOutput or target): a Lua table passed
+ * where one belongs arrives as NULL (its ._c is nil), an error naming the first missing one, not a crash.
+ * NN_NEED(input); NN_NEED(input, gradOutput); at the top of the kernel. */
+static inline int nn_need(const char *fn, const char *an, const void *a, const char *bn, const void *b) {
+  const char *missing = !a ? an : !b ? bn : NULL;
+  return missing ? lt_fail("%s: %s must be a tensor, got none (a table?)", fn, missing) : 0;
+}
+#define NN_NEED_1(a) nn_need(__func__, #a, (a), #a, (a))
+#define NN_NEED_2(a, b) nn_need(__func__, #a, (a), #b, (b))
+#define NN_NEED_PICK(_1, _2, which, ...) which
+#define NN_NEED(...) do { if (NN_NEED_PICK(__VA_ARGS__, NN_NEED_2, NN_NEED_1, _)(__VA_ARGS__)) return -1; } while (0)
+
 /* A tensor the call cannot do without (input, gradOutput, target, output, gradInput): NULL is an error. */
 static inline int nn_check_given(const lt_tensor *t, int type, const char *fn, const char *what) {
   if (!t) return lt_fail("%s: %s must be a %sTensor, got none (a table?)", fn, what, lt_type_name(type));

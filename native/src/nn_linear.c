@@ -40,7 +40,7 @@ static int lut_check_weight(const char *fn, const lt_tensor *w, const char *what
 int lt_nn_LookupTable_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                         lt_tensor *count, int scale_by_freq, int64_t padding_value,
                                         double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "LookupTable_accGradParameters";
   if (lut_check_weight(fn, gradWeight, "gradWeight") || nn_check_given(gradOutput, gradWeight->type, fn, "gradOutput"))
     return -1;
@@ -70,7 +70,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 int lt_nn_LookupTable_renorm(lt_tensor *input, lt_tensor *weight, double maxNorm, double normType) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "LookupTable_renorm";
   if (lut_check_weight(fn, weight, "weight")) return -1;
   if (lut_check_index(fn, input, weight->size[0])) return -1;

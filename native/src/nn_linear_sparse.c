@@ -19,7 +19,7 @@ static int sl_check(const char *fn, const lt_tensor *input, const lt_tensor *wei
 
 int lt_nn_SparseLinear_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                     int64_t nSamples) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SparseLinear_updateOutput";
   if (sl_check(fn, input, weight, nSamples) || nn_check_float(output, weight->type, fn, "output") ||
       nn_check_vec(bias, weight->size[0], weight->type, fn, "bias"))
@@ -32,7 +32,7 @@ int lt_nn_SparseLinear_updateOutput(lt_tensor *input, lt_tensor *output, lt_tens
 
 int lt_nn_SparseLinear_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                          lt_tensor *gradBias, lt_tensor *weight, double weightDecay, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SparseLinear_accGradParameters";
   int64_t nOut = weight->size[0];
   if (gradOutput->ndim != 2 || gradOutput->size[1] != nOut)

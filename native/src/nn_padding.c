@@ -196,37 +196,37 @@ static int pad_call(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_
 
 int lt_nn_SpatialZeroPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pad_l, int pad_r, int pad_t,
                                           int pad_b) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialZeroPadding_updateOutput", input, NULL, output, 2, pads, PAD_ZERO);
 }
 int lt_nn_SpatialZeroPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              int pad_l, int pad_r, int pad_t, int pad_b) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialZeroPadding_updateGradInput", input, gradOutput, gradInput, 2, pads, PAD_ZERO);
 }
 int lt_nn_SpatialReflectionPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pad_l, int pad_r, int pad_t,
                                                 int pad_b) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReflectionPadding_updateOutput", input, NULL, output, 2, pads, PAD_REFLECT);
 }
 int lt_nn_SpatialReflectionPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    int pad_l, int pad_r, int pad_t, int pad_b) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReflectionPadding_updateGradInput", input, gradOutput, gradInput, 2, pads, PAD_REFLECT);
 }
 int lt_nn_SpatialReplicationPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pad_l, int pad_r, int pad_t,
                                                  int pad_b) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReplicationPadding_updateOutput", input, NULL, output, 2, pads, PAD_REPLICATE);
 }
 int lt_nn_SpatialReplicationPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     int pad_l, int pad_r, int pad_t, int pad_b) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReplicationPadding_updateGradInput", input, gradOutput, gradInput, 2, pads, PAD_REPLICATE);
 }
@@ -235,14 +235,14 @@ int lt_nn_SpatialReplicationPadding_updateGradInput(lt_tensor *input, lt_tensor 
 
 int lt_nn_VolumetricReplicationPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pleft, int pright,
                                                     int ptop, int pbottom, int pfront, int pback) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   const int pads[3][2] = PADS3(pleft, pright, ptop, pbottom, pfront, pback);
   return pad_call("VolumetricReplicationPadding_updateOutput", input, NULL, output, 3, pads, PAD_REPLICATE);
 }
 int lt_nn_VolumetricReplicationPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                        int pleft, int pright, int ptop, int pbottom, int pfront,
                                                        int pback) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const int pads[3][2] = PADS3(pleft, pright, ptop, pbottom, pfront, pback);
   return pad_call("VolumetricReplicationPadding_updateGradInput", input, gradOutput, gradInput, 3, pads,
                   PAD_REPLICATE);
@@ -257,13 +257,13 @@ static int nearest_call(const char *fn, lt_tensor *input, lt_tensor *gradOutput,
 }
 
 int lt_nn_UpSamplingNearest_updateOutput(lt_tensor *input, lt_tensor *output, int nsp, int scale) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   if (nsp != 2 && nsp != 3) return lt_fail("UpSamplingNearest: 2 or 3 spatial dimensions, got %d", nsp);
   return nearest_call("UpSamplingNearest_updateOutput", input, NULL, output, nsp, scale);
 }
 int lt_nn_UpSamplingNearest_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, int nsp,
                                             int scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   if (nsp != 2 && nsp != 3) return lt_fail("UpSamplingNearest: 2 or 3 spatial dimensions, got %d", nsp);
   return nearest_call("UpSamplingNearest_updateGradInput", input, gradOutput, gradInput, nsp, scale);
 }
@@ -299,13 +299,13 @@ done:
 
 int lt_nn_UpSamplingLinear_updateOutput(lt_tensor *input, lt_tensor *output, int nsp, int64_t oD, int64_t oH,
                                         int64_t oW) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   const int64_t osize[3] = {oD, oH, oW};
   return linear_call("UpSamplingLinear_updateOutput", input, NULL, output, nsp, nsp == 3 ? osize : osize + 1);
 }
 int lt_nn_UpSamplingLinear_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, int nsp,
                                            int64_t oD, int64_t oH, int64_t oW) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const int64_t osize[3] = {oD, oH, oW};
   return linear_call("UpSamplingLinear_updateGradInput", input, gradOutput, gradInput, nsp,
                      nsp == 3 ? osize : osize + 1);

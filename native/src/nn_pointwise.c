@@ -21,7 +21,7 @@ static int pw_check(const char *fn, int op, const lt_tensor *input, const lt_ten
 }
 
 int lt_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "pointwise_updateOutput";
   if (pw_check(fn, op, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
   if (inplace) {
@@ -35,7 +35,7 @@ int lt_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, do
 
 int lt_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput, double a,
                                     double b, int inplace) {
-  if (!gradOutput) return lt_fail("%s: gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(gradOutput);
   static const char fn[] = "pointwise_updateGradInput";
   if (pw_check(fn, op, ref, gradOutput, "gradOutput") || nn_check_float(gradInput, ref->type, fn, "gradInput"))
     return -1;

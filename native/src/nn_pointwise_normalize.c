@@ -26,7 +26,7 @@ static int norm_rows(const char *fn, const lt_tensor *input, double p, int64_t *
 }
 
 int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *norm, double p, double eps) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "Normalize_updateOutput";
   int64_t n = 0, d = 0;
   if (norm_rows(fn, input, p, &n, &d) || nn_check_float(output, input->type, fn, "output") ||
@@ -41,7 +41,7 @@ int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor 
 
 int lt_nn_Normalize_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *norm,
                                     double p, double eps) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "Normalize_updateGradInput";
   char b1[160], b2[160];
   int64_t n = 0, d = 0;

@@ -42,7 +42,7 @@ static int same_count(const char *fn, const lt_tensor *input, const lt_tensor *o
 }
 
 int lt_nn_PReLU_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, int64_t nOutputPlane) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "PReLU_updateOutput";
   prelu_geom g;
   if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || nn_check_float(output, input->type, fn, "output"))
@@ -56,7 +56,7 @@ int lt_nn_PReLU_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *wei
 
 int lt_nn_PReLU_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *weight,
                                 int64_t nOutputPlane) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "PReLU_updateGradInput";
   prelu_geom g;
   if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || same_count(fn, input, gradOutput, "gradOutput") ||
@@ -71,7 +71,7 @@ int lt_nn_PReLU_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tens
 
 int lt_nn_PReLU_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                   int64_t nOutputPlane, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "PReLU_accGradParameters";
   prelu_geom g;
   if (prelu_geom_of(fn, input, gradWeight, nOutputPlane, &g) || same_count(fn, input, gradOutput, "gradOutput"))

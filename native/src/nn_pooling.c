@@ -127,7 +127,7 @@ static int pool_end(pool_call *c, int rc) { return nn_copies_free(&c->cp, rc); }
 
 int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int kH,
                                          int dW, int dH, int padW, int padH, int ceil_mode) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialMaxPooling_updateOutput";
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
@@ -141,7 +141,7 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
 int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                             lt_tensor *indices, int kW, int kH, int dW, int dH, int padW, int padH,
                                             int ceil_mode) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialMaxPooling_updateGradInput";
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
@@ -156,7 +156,7 @@ int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOut
 
 int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kW, int kH, int dW, int dH,
                                              int padW, int padH, int ceil_mode, int count_include_pad) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialAveragePooling_updateOutput";
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
@@ -168,7 +168,7 @@ int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output
 int lt_nn_SpatialAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                 int kW, int kH, int dW, int dH, int padW, int padH, int ceil_mode,
                                                 int count_include_pad) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialAveragePooling_updateGradInput";
   pool_call c;
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);

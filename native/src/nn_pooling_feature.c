@@ -35,7 +35,7 @@ static int flp_geom_init(flp_geom *g, const char *fn, const lt_tensor *input, in
 
 int lt_nn_FeatureLPPooling_updateOutput(lt_tensor *input, lt_tensor *output, double power, int width, int stride,
                                         int batch_mode) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "FeatureLPPooling_updateOutput";
   nn_copies cp = {0};
   flp_geom g = {0};
@@ -53,7 +53,7 @@ int lt_nn_FeatureLPPooling_updateOutput(lt_tensor *input, lt_tensor *output, dou
 int lt_nn_FeatureLPPooling_updateGradInput(lt_tensor *gradOutput, lt_tensor *input, lt_tensor *output,
                                            lt_tensor *gradInput, double power, int width, int stride,
                                            int batch_mode) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "FeatureLPPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};

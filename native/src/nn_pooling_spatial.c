@@ -99,7 +99,7 @@ static int scatter_check(const int64_t *ind, int64_t n, int64_t plane) {
 /* ---------------------------------------------------------------- adaptive max */
 int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int W,
                                                  int H) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialAdaptiveMaxPooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -123,7 +123,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *ou
 
 int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *indices) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialAdaptiveMaxPooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -144,7 +144,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
 
 /* ------------------------------------------------------------ adaptive average */
 int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int W, int H) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialAdaptiveAveragePooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -161,7 +161,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor
 
 int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput,
                                                         lt_tensor *gradInput) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialAdaptiveAveragePooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -181,7 +181,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_ten
 int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW,
                                                 int kH, int dW, int dH, int padW, int padH, int dilationW,
                                                 int dilationH, int ceil_mode) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialDilatedMaxPooling_updateOutput";
   nn_copies cp = {0};
   dil_geom g = {0};
@@ -199,7 +199,7 @@ int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *out
 int lt_nn_SpatialDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    lt_tensor *indices, int kW, int kH, int dW, int dH, int padW,
                                                    int padH, int dilationW, int dilationH, int ceil_mode) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialDilatedMaxPooling_updateGradInput";
   nn_copies cp = {0};
   dil_geom g = {0};
@@ -236,7 +236,7 @@ static int unpool_begin(img_geom *g, const char *fn, const lt_tensor *input, con
 }
 
 int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int oW, int oH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialMaxUnpooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -253,7 +253,7 @@ int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, 
 
 int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *indices, int oW, int oH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialMaxUnpooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -290,7 +290,7 @@ static int lrn_begin(const char *fn, const lt_tensor *input, int size, int64_t *
 
 int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *scale, int size,
                                           double alpha, double beta, double k) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialCrossMapLRN_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, C = 0, S = 0;
@@ -307,7 +307,7 @@ int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, l
 int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *scale, lt_tensor *output, int size, double alpha,
                                              double beta, double k) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialCrossMapLRN_updateGradInput";
   char b[160];
   nn_copies cp = {0};
@@ -332,7 +332,7 @@ int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOu
 int lt_nn_SpatialFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, int outW, int outH,
                                                    int poolSizeW, int poolSizeH, lt_tensor *indices,
                                                    lt_tensor *randomSamples) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialFractionalMaxPooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -363,7 +363,7 @@ int lt_nn_SpatialFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
 int lt_nn_SpatialFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                       int outW, int outH, int poolSizeW, int poolSizeH,
                                                       lt_tensor *indices) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialFractionalMaxPooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};

@@ -90,7 +90,7 @@ int lt_nn_VolumetricDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *
                                                    int kW, int kH, int dT, int dW, int dH, int padT, int padW,
                                                    int padH, int dilationT, int dilationW, int dilationH,
                                                    int ceil_mode) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "VolumetricDilatedMaxPooling_updateOutput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {padT, padH, padW}, dil[3] = {dilationT, dilationH, dilationW};
   nn_copies cp = {0};
@@ -108,7 +108,7 @@ int lt_nn_VolumetricDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
                                                       lt_tensor *indices, int kT, int kW, int kH, int dT, int dW,
                                                       int dH, int padT, int padW, int padH, int dilationT,
                                                       int dilationW, int dilationH, int ceil_mode) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricDilatedMaxPooling_updateGradInput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {padT, padH, padW}, dil[3] = {dilationT, dilationH, dilationW};
   nn_copies cp = {0};
@@ -127,7 +127,7 @@ int lt_nn_VolumetricDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
 /* ---------------------------------------------------------- average pooling */
 int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kT, int kW, int kH, int dT,
                                                 int dW, int dH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "VolumetricAveragePooling_updateOutput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   nn_copies cp = {0};
@@ -141,7 +141,7 @@ int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *out
 
 int lt_nn_VolumetricAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    int kT, int kW, int kH, int dT, int dW, int dH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricAveragePooling_updateGradInput";
   int k[3] = {kT, kH, kW}, d[3] = {dT, dH, dW}, p[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   nn_copies cp = {0};
@@ -185,7 +185,7 @@ static int volunpool_begin(vol_geom *g, const char *fn, const lt_tensor *input, 
 
 int lt_nn_VolumetricMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int oT,
                                               int oW, int oH, int dT, int dW, int dH, int padT, int padW, int padH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "VolumetricMaxUnpooling_updateOutput";
   nn_copies cp = {0};
   vol_geom g = {0};
@@ -203,7 +203,7 @@ int lt_nn_VolumetricMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *outpu
 int lt_nn_VolumetricMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                  lt_tensor *indices, int oT, int oW, int oH, int dT, int dW, int dH,
                                                  int padT, int padW, int padH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricMaxUnpooling_updateGradInput";
   nn_copies cp = {0};
   vol_geom g = {0};
@@ -246,7 +246,7 @@ static int tmp_resize(lt_tensor *t, const lt_tensor *input, int64_t oT) {
 }
 
 int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int dW) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "TemporalMaxPooling_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
@@ -260,7 +260,7 @@ int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, l
 
 int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *indices, int kW, int dW) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "TemporalMaxPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};
@@ -286,7 +286,7 @@ int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOu
 int lt_nn_VolumetricFractionalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, int outT, int outW,
                                                       int outH, int poolSizeT, int poolSizeW, int poolSizeH,
                                                       lt_tensor *indices, lt_tensor *randomSamples) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "VolumetricFractionalMaxPooling_updateOutput";
   char b[160];
   nn_copies cp = {0};
@@ -326,7 +326,7 @@ int lt_nn_VolumetricFractionalMaxPooling_updateGradInput(lt_tensor *input, lt_te
                                                          lt_tensor *gradInput, int outT, int outW, int outH,
                                                          int poolSizeT, int poolSizeW, int poolSizeH,
                                                          lt_tensor *indices) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricFractionalMaxPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};

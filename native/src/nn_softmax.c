@@ -64,20 +64,20 @@ static int sm_backward(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
 }
 
 int lt_nn_SoftMax_updateOutput(lt_tensor *input, lt_tensor *output) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   return sm_forward("SoftMax_updateOutput", input, output, 0);
 }
 int lt_nn_SoftMax_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *output) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   return sm_backward("SoftMax_updateGradInput", input, gradOutput, gradInput, output, 0);
 }
 int lt_nn_LogSoftMax_updateOutput(lt_tensor *input, lt_tensor *output) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   return sm_forward("LogSoftMax_updateOutput", input, output, 1);
 }
 int lt_nn_LogSoftMax_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                      lt_tensor *output) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   return sm_backward("LogSoftMax_updateGradInput", input, gradOutput, gradInput, output, 1);
 }
 

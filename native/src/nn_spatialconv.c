@@ -204,7 +204,7 @@ static int sc_unfold_timed(lt_onednn_pass *p) {
 int lt_nn_SpatialDilatedConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                  lt_tensor *bias, lt_tensor *columns, int kW, int kH, int dW,
                                                  int dH, int padW, int padH, int dilationW, int dilationH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialDilatedConvolution_updateOutput";
   sc_geom g;
   nn_unfold_plan pl;
@@ -236,7 +236,7 @@ done:
 int lt_nn_SpatialDilatedConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *weight, lt_tensor *columns, int kW, int kH, int dW,
                                                     int dH, int padW, int padH, int dilationW, int dilationH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialDilatedConvolution_updateGradInput";
   sc_geom g;
   nn_unfold_plan pl;
@@ -267,7 +267,7 @@ int lt_nn_SpatialDilatedConvolution_accGradParameters(lt_tensor *input, lt_tenso
                                                       lt_tensor *gradWeight, lt_tensor *gradBias,
                                                       lt_tensor *columns, int kW, int kH, int dW, int dH, int padW,
                                                       int padH, int dilationW, int dilationH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialDilatedConvolution_accGradParameters";
   sc_geom g;
   nn_unfold_plan pl;
@@ -303,7 +303,7 @@ done:
 int lt_nn_SpatialFullConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                               lt_tensor *bias, lt_tensor *columns, int kW, int kH, int dW, int dH,
                                               int padW, int padH, int adjW, int adjH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialFullConvolution_updateOutput";
   sc_geom g;
   nn_unfold_plan pl;
@@ -339,7 +339,7 @@ done:
 int lt_nn_SpatialFullConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                  lt_tensor *weight, lt_tensor *columns, int kW, int kH, int dW,
                                                  int dH, int padW, int padH, int adjW, int adjH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialFullConvolution_updateGradInput";
   sc_geom g;
   nn_unfold_plan pl;
@@ -369,7 +369,7 @@ done:
 int lt_nn_SpatialFullConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                    lt_tensor *gradBias, lt_tensor *columns, int kW, int kH, int dW,
                                                    int dH, int padW, int padH, int adjW, int adjH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialFullConvolution_accGradParameters";
   sc_geom g;
   nn_unfold_plan pl;
@@ -433,7 +433,7 @@ static int sub_geom(sc_geom *g, const char *fn, const lt_tensor *input, const lt
 
 int lt_nn_SpatialSubSampling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                           int kW, int kH, int dW, int dH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialSubSampling_updateOutput";
   sc_geom g;
   if (sub_geom(&g, fn, input, weight, kW, kH, dW, dH) || nn_check_vec(weight, g.C, input->type, fn, "weight") ||
@@ -452,7 +452,7 @@ done:
 
 int lt_nn_SpatialSubSampling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *weight, int kW, int kH, int dW, int dH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialSubSampling_updateGradInput";
   sc_geom g;
   if (sub_geom(&g, fn, input, weight, kW, kH, dW, dH) || nn_check_vec(weight, g.C, input->type, fn, "weight") ||
@@ -472,7 +472,7 @@ done:
 
 int lt_nn_SpatialSubSampling_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                lt_tensor *gradBias, int kW, int kH, int dW, int dH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialSubSampling_accGradParameters";
   sc_geom g;
   if (sub_geom(&g, fn, input, gradWeight, kW, kH, dW, dH) ||

@@ -82,7 +82,7 @@ static int dw_resize(lt_tensor *t, const dw_geom *g, int64_t C, int64_t H, int64
 int lt_nn_SpatialDepthWiseConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                    lt_tensor *bias, int kW, int kH, int dW, int dH, int padW,
                                                    int padH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialDepthWiseConvolution_updateOutput";
   dw_geom g;
   if (dw_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH) ||
@@ -102,7 +102,7 @@ done:
 int lt_nn_SpatialDepthWiseConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput,
                                                       lt_tensor *gradInput, lt_tensor *weight, int kW, int kH,
                                                       int dW, int dH, int padW, int padH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialDepthWiseConvolution_updateGradInput";
   dw_geom g;
   if (dw_geom_init(&g, fn, input, weight, kW, kH, dW, dH, padW, padH) ||
@@ -121,7 +121,7 @@ done:
 int lt_nn_SpatialDepthWiseConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput,
                                                         lt_tensor *gradWeight, lt_tensor *gradBias, int kW, int kH,
                                                         int dW, int dH, int padW, int padH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialDepthWiseConvolution_accGradParameters";
   dw_geom g;
   if (dw_geom_init(&g, fn, input, gradWeight, kW, kH, dW, dH, padW, padH) ||

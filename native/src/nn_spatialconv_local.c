@@ -69,7 +69,7 @@ static int loc_resize(lt_tensor *t, const loc_geom *g, int64_t C, int64_t H, int
 int lt_nn_SpatialConvolutionLocal_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                lt_tensor *bias, int kW, int kH, int dW, int dH, int padW, int padH,
                                                int64_t iW, int64_t iH, int64_t oW, int64_t oH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "SpatialConvolutionLocal_updateOutput";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, weight, bias, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||
@@ -89,7 +89,7 @@ done:
 int lt_nn_SpatialConvolutionLocal_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                   lt_tensor *weight, int kW, int kH, int dW, int dH, int padW,
                                                   int padH, int64_t iW, int64_t iH, int64_t oW, int64_t oH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialConvolutionLocal_updateGradInput";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, weight, NULL, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||
@@ -109,7 +109,7 @@ int lt_nn_SpatialConvolutionLocal_accGradParameters(lt_tensor *input, lt_tensor 
                                                     lt_tensor *gradBias, int kW, int kH, int dW, int dH, int padW,
                                                     int padH, int64_t iW, int64_t iH, int64_t oW, int64_t oH,
                                                     double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "SpatialConvolutionLocal_accGradParameters";
   loc_geom g;
   if (loc_geom_init(&g, fn, input, gradWeight, gradBias, kW, kH, dW, dH, padW, padH, iW, iH, oW, oH) ||

@@ -110,7 +110,7 @@ static int map_resize(lt_tensor *t, const map_geom *g, int64_t C, int64_t H, int
 int lt_nn_SpatialConvolutionMap_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                              lt_tensor *connTable, int nInputPlane, int nOutputPlane, int dW, int dH,
                                              int full) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   const char *fn = full ? "SpatialFullConvolutionMap_updateOutput" : "SpatialConvolutionMap_updateOutput";
   map_geom g;
   nn_copies cp = {0};
@@ -130,7 +130,7 @@ done:
 int lt_nn_SpatialConvolutionMap_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                 lt_tensor *weight, lt_tensor *connTable, int nInputPlane,
                                                 int nOutputPlane, int dW, int dH, int full) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const char *fn = full ? "SpatialFullConvolutionMap_updateGradInput" : "SpatialConvolutionMap_updateGradInput";
   char buf[160];
   map_geom g;
@@ -158,7 +158,7 @@ done:
 int lt_nn_SpatialConvolutionMap_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                   lt_tensor *gradBias, lt_tensor *connTable, int nInputPlane,
                                                   int nOutputPlane, int dW, int dH, int full, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   const char *fn = full ? "SpatialFullConvolutionMap_accGradParameters" : "SpatialConvolutionMap_accGradParameters";
   char buf[160];
   map_geom g;

@@ -170,7 +170,7 @@ static int vconv_unfold_timed(lt_onednn_pass *p) {
 
 int lt_nn_TemporalConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                            int kW, int dW, int inputFrameSize, int outputFrameSize) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "TemporalConvolution_updateOutput";
   tgeom g;
   if (tgeom_init(&g, fn, input, kW, dW, inputFrameSize)) return -1;
@@ -196,7 +196,7 @@ done:
 
 int lt_nn_TemporalConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *weight, int kW, int dW) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "TemporalConvolution_updateGradInput";
   tgeom g;
   if (tgeom_init(&g, fn, input, kW, dW, -1)) return -1;
@@ -216,7 +216,7 @@ done:
 
 int lt_nn_TemporalConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                 lt_tensor *gradBias, int kW, int dW, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "TemporalConvolution_accGradParameters";
   tgeom g;
   if (tgeom_init(&g, fn, input, kW, dW, -1)) return -1;
@@ -367,7 +367,7 @@ done:
 
 int lt_nn_TemporalRowConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                               lt_tensor *bias, int kW, int dW, int padW, int featFirst) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   int64_t F = weight->ndim >= 1 ? weight->size[0] : -1;
   return dw_forward("TemporalRowConvolution_updateOutput", input, output, weight, bias, kW, dW, padW, featFirst, 0,
                     F);
@@ -375,7 +375,7 @@ int lt_nn_TemporalRowConvolution_updateOutput(lt_tensor *input, lt_tensor *outpu
 
 int lt_nn_TemporalRowConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                  lt_tensor *weight, int kW, int dW, int padW, int featFirst) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   return dw_backward("TemporalRowConvolution_updateGradInput", input, gradOutput, gradInput, weight, kW, dW, padW,
                      featFirst, 0);
 }
@@ -383,27 +383,27 @@ int lt_nn_TemporalRowConvolution_updateGradInput(lt_tensor *input, lt_tensor *gr
 int lt_nn_TemporalRowConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                    lt_tensor *gradBias, int kW, int dW, int padW, int featFirst,
                                                    double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   return dw_acc("TemporalRowConvolution_accGradParameters", input, gradOutput, gradWeight, gradBias, kW, dW, padW,
                 featFirst, 0, scale);
 }
 
 int lt_nn_TemporalSubSampling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, lt_tensor *bias,
                                            int kW, int dW, int inputFrameSize) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   return dw_forward("TemporalSubSampling_updateOutput", input, output, weight, bias, kW, dW, 0, 0, 1,
                     inputFrameSize);
 }
 
 int lt_nn_TemporalSubSampling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *weight, int kW, int dW) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   return dw_backward("TemporalSubSampling_updateGradInput", input, gradOutput, gradInput, weight, kW, dW, 0, 0, 1);
 }
 
 int lt_nn_TemporalSubSampling_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                 lt_tensor *gradBias, int kW, int dW, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   return dw_acc("TemporalSubSampling_accGradParameters", input, gradOutput, gradWeight, gradBias, kW, dW, 0, 0, 1,
                 scale);
 }
@@ -544,7 +544,7 @@ int lt_nn_VolumetricConvolution_updateOutput(lt_tensor *input, lt_tensor *output
                                              lt_tensor *bias, lt_tensor *finput, int kT, int kW, int kH, int dT,
                                              int dW, int dH, int padT, int padW, int padH, int dilT, int dilW,
                                              int dilH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "VolumetricConvolution_updateOutput";
   vgeom g;
   nn_unfold_plan pl;
@@ -578,7 +578,7 @@ int lt_nn_VolumetricConvolution_updateGradInput(lt_tensor *input, lt_tensor *gra
                                                 lt_tensor *weight, lt_tensor *finput, int kT, int kW, int kH, int dT,
                                                 int dW, int dH, int padT, int padW, int padH, int dilT, int dilW,
                                                 int dilH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricConvolution_updateGradInput";
   vgeom g;
   nn_unfold_plan pl;
@@ -611,7 +611,7 @@ int lt_nn_VolumetricConvolution_accGradParameters(lt_tensor *input, lt_tensor *g
                                                   lt_tensor *gradBias, lt_tensor *finput, int kT, int kW, int kH,
                                                   int dT, int dW, int dH, int padT, int padW, int padH, int dilT,
                                                   int dilW, int dilH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricConvolution_accGradParameters";
   vgeom g;
   nn_unfold_plan pl;
@@ -644,7 +644,7 @@ done:
 int lt_nn_VolumetricFullConvolution_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight,
                                                  lt_tensor *bias, lt_tensor *finput, int dT, int dW, int dH,
                                                  int padT, int padW, int padH, int adjT, int adjW, int adjH) {
-  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input);
   static const char fn[] = "VolumetricFullConvolution_updateOutput";
   vgeom g;
   nn_unfold_plan pl;
@@ -681,7 +681,7 @@ done:
 int lt_nn_VolumetricFullConvolution_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *weight, lt_tensor *finput, int dT, int dW, int dH,
                                                     int padT, int padW, int padH, int adjT, int adjW, int adjH) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricFullConvolution_updateGradInput";
   vgeom g;
   nn_unfold_plan pl;
@@ -714,7 +714,7 @@ int lt_nn_VolumetricFullConvolution_accGradParameters(lt_tensor *input, lt_tenso
                                                       lt_tensor *gradWeight, lt_tensor *gradBias, lt_tensor *finput,
                                                       int dT, int dW, int dH, int padT, int padW, int padH, int adjT,
                                                       int adjW, int adjH, double scale) {
-  if (!input || !gradOutput) return lt_fail("%s: input/gradOutput must be a tensor, got none (a table?)", __func__);
+  NN_NEED(input, gradOutput);
   static const char fn[] = "VolumetricFullConvolution_accGradParameters";
   vgeom g;
   nn_unfold_plan pl;
