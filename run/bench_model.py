@@ -1,13 +1,18 @@
 """`luatorch bench model`: one training step (forward, backward, optim.sgd) of a paper model,
-our Lua path against PyTorch eager on the same weights, batch and thread count, iterations
-alternating between the two; plus where our time goes, layer by layer.
+our Lua path against PyTorch eager on the same weights, batch and thread count, in both of PyTorch's
+memory formats (NCHW, and channels_last: oneDNN's NHWC/blocked convolutions, what a PyTorch user on a
+CPU would pick), iterations interleaved between the three; plus where our time goes, layer by layer.
 
-    luatorch bench model --model resnet50 --batch 16 --threads 2 [--iters 5] [--json PATH]
+    luatorch bench model --model resnet50 --batch 16,32 --threads 1,2 [--iters 5] [--json PATH]
 
 Models: resnet18/34/50/101/152 (ImageNet, 224x224), googlenet_bn (224x224), resnet20/56
-(CIFAR, 32x32). JSON keys: model, batch, threads, ours_images_per_s, pytorch_images_per_s,
-ratio (ours / PyTorch images/s), plus layers (the per-layer table).
+(CIFAR, 32x32). One JSON record per (batch, threads): model, batch, threads, ours_images_per_s,
+pytorch_nchw_images_per_s, pytorch_channels_last_images_per_s (medians), the step times of every
+iteration, ratio_nchw and ratio_channels_last (ours / PyTorch images/s), ratio_best (against the faster
+PyTorch configuration; `ratio` is kept as ratio_nchw for older readers), loadavg before and after,
+and layers (the per-layer table).
 """
+import os
 import argparse
 import time
 
@@ -92,69 +97,105 @@ return M
 def main(argv=None):
     p = argparse.ArgumentParser(prog="luatorch bench model", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="resnet50", choices=sorted(MODELS))
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch", default="16", help="comma-separated batch sizes")
+    p.add_argument("--threads", default="2", help="comma-separated thread counts")
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--top", type=int, default=15, help="rows of the per-layer table")
     p.add_argument("--json")
     args = p.parse_args(argv)
 
+    try:
+        batches = [int(b) for b in str(args.batch).split(",")]
+        thread_counts = [int(t) for t in str(args.threads).split(",")]
+    except ValueError:
+        p.error("--batch and --threads take comma-separated integers")
     torch = require_torch("luatorch bench model")
+    records = [bench_one(torch, args, b, t) for t in thread_counts for b in batches]
+    print()
+    print_table(["model", "batch", "threads", "ours img/s", "pytorch NCHW", "pytorch channels_last", "ratio NCHW",
+                 "ratio channels_last", "ratio best"],
+                [[r["model"], r["batch"], r["threads"], r["ours_images_per_s"], r["pytorch_nchw_images_per_s"],
+                  r["pytorch_channels_last_images_per_s"], r["ratio_nchw"], r["ratio_channels_last"], r["ratio_best"]]
+                 for r in records])
+    write_json(args.json, records if len(records) > 1 else records[0])
+    return 0
 
+
+def spread(ts):
+    """Images/s of the median step and of the fastest and slowest."""
+    return median(ts), min(ts), max(ts)
+
+
+def bench_one(torch, args, batch, threads):
     from pytorch_bridge.interop import to_torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     build, size, classes = MODELS[args.model]
-    rt = Runtime(threads=args.threads)
+    rt = Runtime(threads=threads)
     lua = rt.execute(_LUA)
     s = rt.call(lua.setup, build)
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((args.batch, 3, size, size)).astype(np.float32)
-    y = rng.integers(1, classes + 1, args.batch).astype(np.int64)
+    x = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+    y = rng.integers(1, classes + 1, batch).astype(np.int64)
     tx, ty = rt.from_numpy(x), rt.from_numpy(y)
 
-    net = to_torch(rt, s["model"], np.float32)
-    net.train()
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, dampening=0.9, weight_decay=1e-4)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y - 1)
     googlenet = args.model == "googlenet_bn"
     loss_fn = torch.nn.functional.nll_loss if googlenet else torch.nn.functional.cross_entropy
+    yt = torch.from_numpy(y - 1)
 
-    def torch_step():
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        loss = loss_fn(net(xt), yt)
-        loss.backward()
-        opt.step()
-        return time.perf_counter() - t0
+    def torch_step_fn(memory_format):
+        net = to_torch(rt, s["model"], np.float32).to(memory_format=memory_format)
+        net.train()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, dampening=0.9, weight_decay=1e-4)
+        xt = torch.from_numpy(x).contiguous(memory_format=memory_format)
 
+        def step():
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            loss = loss_fn(net(xt), yt)
+            loss.backward()
+            opt.step()
+            return time.perf_counter() - t0
+        return step
+
+    steps = {"ours": lambda: rt.call(lua.step, s, tx, ty), "pytorch_nchw": torch_step_fn(torch.contiguous_format),
+             "pytorch_channels_last": torch_step_fn(torch.channels_last)}
+    load_before = os.getloadavg()
     for _ in range(args.warmup):
-        rt.call(lua.step, s, tx, ty)
-        torch_step()
-    ours, theirs = [], []
+        for fn in steps.values():
+            fn()
+    times = {k: [] for k in steps}
     for i in range(args.iters):
-        ours.append(rt.call(lua.step, s, tx, ty))
-        theirs.append(torch_step())
-        print("iter %d/%d: ours %.3f s, pytorch %.3f s" % (i + 1, args.iters, ours[-1], theirs[-1]), flush=True)
+        # rotate the order each round, so that none of the three always runs right after another
+        order = list(steps)[i % 3:] + list(steps)[:i % 3]
+        for k in order:
+            times[k].append(steps[k]())
+        print("%s batch %d, %d threads, iter %d/%d: ours %.3f s, pytorch NCHW %.3f s, channels_last %.3f s"
+              % (args.model, batch, threads, i + 1, args.iters, times["ours"][-1], times["pytorch_nchw"][-1],
+                 times["pytorch_channels_last"][-1]), flush=True)
     rows, total = rt.call(lua.profile, s, tx, ty)
     layers = [(str(rows[i + 1][1]), float(rows[i + 1][2])) for i in range(len(rows))]
 
-    rec = {"model": args.model, "batch": args.batch, "threads": args.threads,
-           "ours_images_per_s": round(args.batch / median(ours), 2),
-           "pytorch_images_per_s": round(args.batch / median(theirs), 2)}
-    rec["ratio"] = round(rec["ours_images_per_s"] / rec["pytorch_images_per_s"], 3)
-    rec["ours_step_s"] = [round(t, 4) for t in ours]
-    rec["pytorch_step_s"] = [round(t, 4) for t in theirs]
+    rec = {"model": args.model, "batch": batch, "threads": threads}
+    for k, ts in times.items():
+        rec[k + "_images_per_s"] = round(batch / median(ts), 2)
+        rec[k + "_step_s"] = [round(t, 4) for t in ts]
+    ours = rec["ours_images_per_s"]
+    rec["ratio_nchw"] = round(ours / rec["pytorch_nchw_images_per_s"], 3)
+    rec["ratio_channels_last"] = round(ours / rec["pytorch_channels_last_images_per_s"], 3)
+    rec["ratio_best"] = min(rec["ratio_nchw"], rec["ratio_channels_last"])
+    rec["ratio"] = rec["ratio_nchw"]
+    rec["pytorch_images_per_s"] = rec["pytorch_nchw_images_per_s"]
+    rec["loadavg"] = {"before": [round(v, 2) for v in load_before], "after": [round(v, 2) for v in os.getloadavg()]}
     in_layers = sum(t for _, t in layers)
     rec["layers"] = [{"layer": n, "seconds": round(t, 5), "share": round(t / total, 4)} for n, t in layers]
-    print()
-    print_table(["model", "batch", "threads", "ours img/s", "pytorch img/s", "ratio"],
-                [[rec["model"], rec["batch"], rec["threads"], rec["ours_images_per_s"], rec["pytorch_images_per_s"],
-                  rec["ratio"]]])
-    print("\nwhere one of our steps goes (profiled step %.3f s; leaf modules %.1f%%, the rest is containers, "
+    print("\n%s batch %d, %d threads: step s median [range]: ours %.3f [%.3f-%.3f], pytorch NCHW %.3f [%.3f-%.3f], "
+          "channels_last %.3f [%.3f-%.3f]; load average %s before, %s after"
+          % ((args.model, batch, threads) + spread(times["ours"]) + spread(times["pytorch_nchw"])
+             + spread(times["pytorch_channels_last"]) + (rec["loadavg"]["before"], rec["loadavg"]["after"])))
+    print("where one of our steps goes (profiled step %.3f s; leaf modules %.1f%%, the rest is containers, "
           "criterion, sgd and Lua):" % (total, 100 * in_layers / total))
     print_table(["layer", "ms", "share"], [[n, "%.1f" % (t * 1e3), "%.1f%%" % (100 * t / total)]
                                            for n, t in layers[:args.top]])
-    write_json(args.json, rec)
-    return 0
+    return rec

@@ -31,11 +31,18 @@ def test_bench_model(tmp_path):
     from run import bench_model
 
     out = tmp_path / "m.json"
-    assert bench_model.main(["--model", "resnet20", "--batch", "2", "--iters", "1", "--warmup", "0",
+    assert bench_model.main(["--model", "resnet20", "--batch", "2,3", "--iters", "2", "--warmup", "0",
                              "--threads", "1", "--json", str(out)]) == 0
-    rec = json.loads(out.read_text())
-    assert {"model", "batch", "threads", "ours_images_per_s", "pytorch_images_per_s", "ratio"} <= set(rec)
-    assert rec["layers"] and rec["layers"][0]["seconds"] >= rec["layers"][-1]["seconds"]
+    recs = json.loads(out.read_text())
+    assert [(r["batch"], r["threads"]) for r in recs] == [(2, 1), (3, 1)]
+    for rec in recs:
+        assert {"ours_images_per_s", "pytorch_nchw_images_per_s", "pytorch_channels_last_images_per_s", "ratio_nchw",
+                "ratio_channels_last", "ratio_best", "loadavg"} <= set(rec)
+        assert len(rec["ours_step_s"]) == len(rec["pytorch_channels_last_step_s"]) == 2
+        # the best PyTorch configuration is the faster one: its ratio is the smaller
+        assert rec["ratio_best"] == min(rec["ratio_nchw"], rec["ratio_channels_last"])
+        assert rec["ratio_nchw"] == round(rec["ours_images_per_s"] / rec["pytorch_nchw_images_per_s"], 3)
+        assert rec["layers"] and rec["layers"][0]["seconds"] >= rec["layers"][-1]["seconds"]
 
 
 def test_bench_overhead(tmp_path):
