@@ -16,7 +16,7 @@ COMMANDS = {
     "synth-data": ("run.pack", "synth_main", "write an ImageNet-like folder of JPEGs"),
     "data": ("run.data_cmd", "main", "the in-memory data store's segments in /dev/shm: list, clean"),
     "cluster": ("run.cluster", "main", "emulated hosts, netns + veth + tc (root): up, down, status, exec, speed"),
-    "simulate": ("run.simulate", "main", "allreduce on a simulated platform (SimGrid SMPI): ours vs the MPI libraries'"),
+    "simulate": ("run.simulate", "main", "SimGrid SMPI: allreduce (ours vs the MPI libraries') or train (the paper's iteration at scale)"),
     "programs": ("run.programs", "main", "run a real Torch7 program (fb.resnet.torch) from a git copy, on data made here"),
 }
 

@@ -187,9 +187,12 @@ def simulate(exe, platform, hostfile, np, sizes, labels, cfg, verify, args):
            "--dtype", args.dtype, "--colors", str(args.colors), "--chunk", str(args.chunk)]
     cmd += ["--verify"] if verify else []
     cmd += ["--no-check"] if args.no_check else []
+    env = dict(os.environ)
+    if args.skip_reductions and not verify:
+        env["LTC_SIM_REDUCE"] = "skip"   # native/collectives/coll_sched.c, under LTC_SIMULATOR
     if not args.quiet:
-        print("# " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, capture_output=True, text=True)
+        print("# " + ("LTC_SIM_REDUCE=skip " if "LTC_SIM_REDUCE" in env else "") + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     raws = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or len(raws) != len(sizes) * len(labels):
         errors = [ln for ln in r.stderr.splitlines() if "/INFO]" not in ln]
@@ -316,6 +319,9 @@ def parser():
     ap.add_argument("--verify-mib", type=at_least(0), default=512,
                     help="real data and a checked result while ranks x 3 x size fits in this many MiB")
     ap.add_argument("--cfg", action="append", default=[], help="extra smpirun --cfg=NAME:VALUE (repeatable)")
+    ap.add_argument("--skip-reductions", action="store_true",
+                    help="sizes on shared malloc: our reductions are not computed and cost no time (as SMPI's "
+                         "own algorithms' reductions cost no simulated time); a large simulation runs faster")
     ap.add_argument("--json", default=None, help="write the records here")
     ap.add_argument("--compare", action="append", default=[],
                     help="a bench allreduce JSON (repeatable): print simulated vs measured for sizes >= 1 MiB")
@@ -328,10 +334,14 @@ def parser():
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: luatorch simulate allreduce [options]   (luatorch simulate allreduce --help)")
+        print("usage: luatorch simulate allreduce|train [options]   (luatorch simulate allreduce --help, "
+              "luatorch simulate train --help)")
         return 0 if argv else 2
+    if argv[0] == "train":
+        from run import simulate_train
+        return simulate_train.main(argv[1:])
     if argv[0] != "allreduce":
-        fail("unknown simulation %r: allreduce is the one there is" % argv[0])
+        fail("unknown simulation %r: allreduce or train" % argv[0])
     args = parser().parse_args(argv[1:])
     if args.list:
         print("\n".join(platform_names()))

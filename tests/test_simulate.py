@@ -32,7 +32,7 @@ def simulate_json(tmp_path, *args):
 
 
 @pytest.mark.parametrize("dtype,esize", [("float32", 4), ("float64", 8)])
-@pytest.mark.parametrize("np_", [3, 5, 8])
+@pytest.mark.parametrize("np_", [3, 5, 8, 17])   # 17: a prime above 16, every rank count's corner at once
 def test_each_algorithm_matches_the_mpi_librarys_allreduce(tmp_path, np_, dtype, esize):
     # odd element counts: uneven segments, a partial last chunk, fewer elements than ranks
     sizes = ",".join(str(esize * n) for n in (1, 7, 1237, 40001))
@@ -119,3 +119,15 @@ def test_compare_with_the_emulated_clusters_measurements(tmp_path):
     assert "of 2 within 15%" in r.stdout and "fit over our algorithms (1 points)" in r.stdout
     r = luatorch("simulate", "allreduce", "--compare-as", "mpi:mpich", tmp_path=tmp_path)
     assert r.returncode == 2 and "SIMULATED=MEASURED" in r.stderr
+
+
+def test_skip_reductions_leaves_checked_sizes_alone(tmp_path):
+    # --skip-reductions (simulate train's setting) applies to shared-malloc sizes only: the checked size
+    # still sums for real and matches SMPI's MPI_Allreduce; the unchecked one takes no longer than with sums
+    args = ("--np", "4", "--sizes", "4096,8M", "--algorithms", "ring", "--verify-mib", "1", "--iters", "1")
+    r, skipped = simulate_json(tmp_path, *args, "--skip-reductions")
+    assert r.returncode == 0, r.stderr
+    assert [x["correct"] for x in skipped] == [True, None]
+    r, summed = simulate_json(tmp_path, *args)
+    assert r.returncode == 0, r.stderr
+    assert skipped[1]["time_us_median"] <= summed[1]["time_us_median"] * 1.001
