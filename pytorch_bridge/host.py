@@ -4,7 +4,7 @@ The Lua trainer (lua/luatorch/train) reaches this object as `package.loaded['lua
 calls its methods with `.` (bound methods, so no self from Lua):
 
     host.dataset(spec) -> {kind=, nClasses=, channels=, height=, width=, nTrain=, nVal=}
-    host.loader(split, batch, workers, seed, source, policy) -> .size(), .set_epoch(e), .start(), .next(), .stop()
+    host.loader(split, batch, workers, seed, source, policy[, fill]) -> .size(), .set_epoch(e), .start(), .next(), .stop()
     host.epoch_start(epoch, nEpochs, nIters); host.progress(n, total, loss, top1, waitFraction)
     host.log(record)      -- one JSON line per epoch in <save>/log.jsonl, and the plots beside it
 
@@ -128,12 +128,13 @@ class TrainHost:
         return self.rt.table_from({"kind": _kind(ds), "nClasses": ds.num_classes, "channels": c, "height": h,
                                    "width": w, "nTrain": ds.size("train"), "nVal": ds.size("val")})
 
-    def loader(self, split, batch, workers, seed, source, policy):
+    def loader(self, split, batch, workers, seed, source, policy, fill="local"):
         if self._ds is None:
             raise RuntimeError("host.loader: call host.dataset(spec) first")
         train = str(split) == "train"
         ld = self._ds.loader(str(split), batch_size=int(batch), rank=self.rank, world=self.world, seed=int(seed),
-                             workers=int(workers), policy=str(policy), source=str(source), shuffle=train)
+                             workers=int(workers), policy=str(policy), source=str(source), shuffle=train,
+                             fill=str(fill or "local"))
         self._batch = int(batch)
         return LuaLoader(self.rt, ld)
 

@@ -23,9 +23,24 @@ does). --rounds N repeats everything N times, interleaved, and the records keep 
 --iter-ms 0 skips the data-wait runs. Per image, in ms (summed over workers): fetch, decode, scale (crop +
 resize), colour (jitter, lighting, normalize, flip), plan (the C path's draws and call in Python), copy
 (into the slot), transform (all after decoding).
+
+On the emulated cluster's storage host (`luatorch cluster up --nodes 4 --storage DIR`, --files and --data
+in DIR):
+    luatorch bench data --cluster-hosts 1,2,4 --data DIR/packed --files DIR/src [--iter-ms 400 ...]
+runs the loaders on that many hosts at once, every host's file loader reading through its own sshfs mount
+(`asis` cache: the network file system's own behaviour; the server's page cache warm), released together
+once all have started their workers; per host images/s and data wait, and the bytes each link carried.
+    luatorch bench data --cluster-hosts 2,4 --fill replicate,partition,distributed --data DIR/packed ...
+times loading the in-memory store from the storage host instead, one MPI rank per host (MPICH): every host
+the whole set, each its 1/N, or the distributed fill (1/N each from storage, the rest over MPI).
 """
 import argparse
+import json
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 import time
 
 from run.benchutil import print_table, write_json
@@ -64,11 +79,26 @@ def warm(paths):
                 pass
 
 
-def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, files_root, fast=True, train=True):
+def _wait_for_go(sync_dir, name):
+    """Say this process is ready (its workers started), then wait until the launcher says go."""
+    with open(os.path.join(sync_dir, "ready." + name), "w"):
+        pass
+    go = os.path.join(sync_dir, "go")
+    deadline = time.monotonic() + 300
+    while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            raise SystemExit("luatorch bench data: no go from the launcher in %s" % sync_dir)
+        time.sleep(0.002)
+
+
+def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, files_root, fast=True, train=True,
+             sync_dir=None):
     ld = ds.loader("train", batch_size=batch_size, workers=workers, mode=mode, source=source, seed=seed,
                    root=files_root, slots=workers + 2, fast=fast, train=train)
     try:
         ld.start()
+        if sync_dir:
+            _wait_for_go(sync_dir, socket.gethostname())
         t0 = time.perf_counter()
         n, waits = 0, []
         it = iter(ld)
@@ -84,7 +114,7 @@ def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, file
         s = ld.stats()
         # steady state: without the first batch, which nothing could have prefetched
         steady = sum(waits[1:]) / max(wall - waits[0], 1e-9)
-        out = dict(images=n, wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
+        out = dict(images=n, batches=len(waits), wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
                    data_wait_fraction=s["data_wait_s"] / wall, data_wait_fraction_steady=steady,
                    load_s=s["load_s"], store_bytes=s["store_bytes"], fast=s["fast"],
                    ring_bytes=int(ld.x.nbytes + ld.y.nbytes))
@@ -169,15 +199,16 @@ def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
     rec = dict(loader=loader, pipeline=pipeline, transform=a.transform, cache=cache, mode=mode, workers=w,
                batch_size=a.batch_size, iter_ms=a.iter_ms, round=rnd, loadavg=os.getloadavg()[0])
     for what, iter_ms in (("throughput", 0), ("wait", a.iter_ms)):
-        if what == "wait" and not a.iter_ms:
+        if (what == "wait" and not a.iter_ms) or (a.phase and what != a.phase):
             continue
         paths = files if loader == "files" else shards
         if cache == "cold":
             rec["cold_method"] = drop_cache(paths, a.drop_caches)
-        else:
+        elif cache == "warm":
             warm(paths)
+        # "asis": touch nothing (a network file system's own caching is part of what is measured)
         r = run_once(ds, loader, w, mode, a.batch_size, a.batches, iter_ms, a.seed, a.files,
-                     fast=pipeline == "c", train=a.transform == "train")
+                     fast=pipeline == "c", train=a.transform == "train", sync_dir=a.sync_dir)
         if what == "throughput":
             rec.update(images_per_s=r["images_per_s"], load_s=r["load_s"], store_bytes=r["store_bytes"],
                        ring_bytes=r["ring_bytes"], fast_images=r["fast"], images=r["images"])
@@ -185,7 +216,10 @@ def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
         else:
             rec.update(data_wait_fraction=r["data_wait_fraction"],
                        data_wait_fraction_steady=r["data_wait_fraction_steady"],
-                       data_wait_ms_per_batch=1000 * r["data_wait_s"] / a.batches)
+                       data_wait_ms_per_batch=1000 * r["data_wait_s"] / r["batches"],
+                       images_per_s_with_iter=r["images_per_s"])
+    if a.phase:
+        return rec
     print("%-6s %-5s %-4s %-9s w=%d  %.1f img/s%s  load %.2fs  fetch %.2f decode %.2f scale %.2f colour %.2f "
           "plan %.2f copy %.2f ms/img  (load avg %.1f)"
           % (loader, pipeline, cache, mode, w, rec["images_per_s"],
@@ -194,6 +228,214 @@ def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
              rec["decode_ms_per_image"], rec["scale_ms_per_image"], rec["colour_ms_per_image"],
              rec["plan_ms_per_image"], rec["copy_ms_per_image"], rec["loadavg"]), flush=True)
     return rec
+
+
+# ------------------------------------------- on the emulated cluster's storage host (issue 14)
+
+def _cluster():
+    from run import cluster
+    try:
+        st = cluster.current()
+    except cluster.ClusterError as e:
+        raise SystemExit("luatorch bench data: %s" % e)
+    if not st.get("storage", {}).get("mounts"):
+        raise SystemExit("luatorch bench data: the emulated cluster has no storage host; bring it up with "
+                         "`luatorch cluster up --nodes 4 --storage DIR` (DIR holding the image folder)")
+    return cluster, st
+
+
+def host_path(path, st, host):
+    """`path`, under the storage's served folder (or under any host's mount of it), as `host` sees it."""
+    sto = st["storage"]
+    p = os.path.abspath(path)
+    for root in [sto["dir"]] + list(sto["mounts"].values()):
+        if p == root or p.startswith(root.rstrip("/") + "/"):
+            return os.path.normpath(os.path.join(sto["mounts"][host], os.path.relpath(p, root)))
+    raise SystemExit("luatorch bench data: %s is not in the folder the storage host serves (%s); put the images "
+                     "there, or bring the cluster up with --storage on their folder" % (path, sto["dir"]))
+
+
+def _link_bytes(cluster, st):
+    c = cluster.counters(st)
+    return {"storage_tx": cluster.storage_counters(st)[0],
+            **{h: c["%s/eth0" % h][1] for h in st["hosts"]}}   # what each host received on link 0
+
+
+def _delta(before, after):
+    return {k: after[k] - before[k] for k in before}
+
+
+def _on_hosts(cluster, st, n, argvs, sync_dir=None, timeout=600):
+    """Run argvs[i] on host i, all at once (released together through sync_dir when given); their outputs."""
+    procs = [subprocess.Popen(cluster.exec_argv(st["hosts"][i], argvs[i]), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(n)]
+    try:
+        if sync_dir:
+            deadline = time.monotonic() + timeout
+            while sum(f.startswith("ready.") for f in os.listdir(sync_dir)) < n:
+                if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.005)
+            with open(os.path.join(sync_dir, "go"), "w"):
+                pass
+        outs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for i, (p, (out, err)) in enumerate(zip(procs, outs)):
+        if p.returncode != 0:
+            raise SystemExit("luatorch bench data: on %s: %s" % (st["hosts"][i], (err or out).strip()[-2000:]))
+    return outs
+
+
+def cluster_loaders(a):
+    """The loaders on 1..N hosts at once, every host reading its images through its own sshfs mount of the
+    storage host (the file loader) or from its in-memory store: per host images/s, data wait."""
+    cluster, st = _cluster()
+    counts = [int(v) for v in a.cluster_hosts.split(",")]
+    if max(counts) > len(st["hosts"]):
+        raise SystemExit("luatorch bench data: --cluster-hosts %d, but the cluster has %d hosts"
+                         % (max(counts), len(st["hosts"])))
+    for h in st["hosts"][:max(counts)]:
+        host_path(a.files, st, h)   # fails early if the images are not served
+    warm([os.path.join(a.files, str(n)) for n in _names(a.data)])   # the file server's RAM cache, as a real one
+    records = []
+    for rnd in range(a.rounds):
+        for n in counts:
+            for w in [int(v) for v in a.workers.split(",")]:
+                for loader in a.loaders.split(","):
+                    phases = ["throughput"] + (["wait"] if a.iter_ms else [])
+                    per_host = [dict() for _ in range(n)]
+                    for phase in phases:
+                        with tempfile.TemporaryDirectory(prefix="luatorch-bench-") as tmp:
+                            argvs = [[sys.executable, "-m", "run.bench_data", "--data", a.data,
+                                      "--files", host_path(a.files, st, st["hosts"][i]), "--loaders", loader,
+                                      "--workers", str(w), "--modes", "threads", "--caches", "asis",
+                                      "--batches", str(a.batches), "--batch-size", str(a.batch_size),
+                                      "--iter-ms", str(a.iter_ms), "--seed", str(a.seed + i), "--pipelines", "c",
+                                      "--transform", a.transform, "--phase", phase, "--sync-dir", tmp,
+                                      "--json", os.path.join(tmp, "h%d.json" % i)] for i in range(n)]
+                            load = os.getloadavg()[0]
+                            before = _link_bytes(cluster, st)
+                            t0 = time.time()
+                            _on_hosts(cluster, st, n, argvs, sync_dir=tmp)
+                            wall = time.time() - t0
+                            moved = _delta(before, _link_bytes(cluster, st))
+                            for i in range(n):
+                                with open(os.path.join(tmp, "h%d.json" % i)) as f:
+                                    (r,) = json.load(f)
+                                per_host[i].update(r)
+                                per_host[i]["%s_rx_bytes" % phase] = moved[st["hosts"][i]]
+                                per_host[i]["%s_loadavg" % phase] = load
+                            for rec in per_host:
+                                rec["%s_storage_tx_bytes" % phase] = moved["storage_tx"]
+                                rec["%s_launch_s" % phase] = wall
+                    for i, rec in enumerate(per_host):
+                        rec.update(cluster_hosts=n, host=st["hosts"][i], round=rnd, loadavg=rec["throughput_loadavg"],
+                                   storage_rate=st["storage"]["rate"], host_rate=st["rate"])
+                        records.append(rec)
+                    ips = [r["images_per_s"] for r in per_host]
+                    waits = [100 * r["data_wait_fraction"] for r in per_host if "data_wait_fraction" in r]
+                    print("%d host(s)  %-6s w=%d  images/s per host %s (sum %.0f)%s  storage sent %.1f MB "
+                          "(load avg %.1f)" % (
+                              n, loader, w, " ".join("%.0f" % v for v in ips), sum(ips),
+                              "  data wait %s %%" % " ".join("%.1f" % v for v in waits) if waits else "",
+                              per_host[0]["throughput_storage_tx_bytes"] / 1e6, per_host[0]["loadavg"]), flush=True)
+    write_json(a.json, records)
+    return 0
+
+
+def _names(packed):
+    from pytorch_bridge.data import Dataset
+    return Dataset(packed).index("train")["name"]
+
+
+FILLS = ("replicate", "partition", "distributed")
+
+
+def fill_rank(a):
+    """One rank of the --fill job: load the store of the packed set from this host's mount; rank 0 prints
+    every rank's time and bytes read as one JSON line."""
+    from mpi4py import MPI
+    from pytorch_bridge.data import sampler
+    from pytorch_bridge.data.store import Store
+    from run import cluster
+    comm = MPI.COMM_WORLD
+    rank, world = comm.Get_rank(), comm.Get_size()
+    st = cluster.current()
+    host = socket.gethostname()
+    packed = host_path(a.data, st, host)
+    shm = os.path.join("/dev/shm", "luatorch-bench-" + host)   # the emulated hosts share one /dev/shm
+    os.makedirs(shm, exist_ok=True)
+    from pytorch_bridge.data import Dataset
+    n = Dataset(packed).size("train")
+    lo, hi = sampler.rank_range(n, world, rank) if a.fill_rank == "partition" else (0, n)
+    comm.Barrier()
+    t0 = time.perf_counter()
+    store = Store(packed, "train", lo, hi, shm_dir=shm, fill="distributed" if a.fill_rank == "distributed" else "local")
+    t = time.perf_counter() - t0
+    comm.Barrier()
+    wall = time.perf_counter() - t0
+    recs = comm.gather(dict(rank=rank, host=host, load_s=t, read_bytes=store.read_bytes, store_bytes=store.nbytes,
+                            created=store.created, fill_s=store.fill_s), root=0)
+    store.close()
+    comm.Barrier()   # every rank of this host has detached
+    try:
+        os.rmdir(shm)
+    except OSError:   # another rank of this host removed it, or something is still in it
+        pass
+    if rank == 0:
+        print("FILL " + json.dumps(dict(wall_s=wall, ranks=recs)), flush=True)
+    return 0
+
+
+def cluster_fill(a):
+    """Loading the in-memory store from the storage host on N hosts at once, one MPI rank per host:
+    replicate (every host reads the whole set), partition (each its 1/N), distributed (each reads 1/N and
+    the hosts exchange the rest over MPI). Time, and bytes through the storage link and into each host."""
+    cluster, st = _cluster()
+    counts = [int(v) for v in a.cluster_hosts.split(",")]
+    fills = a.fill.split(",")
+    for f in fills:
+        if f not in FILLS:
+            raise SystemExit("luatorch bench data: --fill takes %s, not %r" % (",".join(FILLS), f))
+    host_path(a.data, st, st["hosts"][0])
+    from pytorch_bridge.data import Dataset
+    ds = Dataset(a.data)
+    shards = [os.path.join(a.data, s["file"]) for s in ds.manifest["splits"]["train"]["shards"]]
+    set_bytes = int(ds.index("train")["length"].sum())
+    warm(shards)   # the file server's RAM cache
+    records = []
+    for rnd in range(a.rounds):
+        for n in counts:
+            for fill in fills:
+                prefix, env = cluster.mpi_launch("mpich", n)
+                argv = prefix + [sys.executable, "-m", "run.bench_data", "--data", a.data, "--files", a.files,
+                                 "--fill-rank", fill]
+                load = os.getloadavg()[0]
+                before = _link_bytes(cluster, st)
+                r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900,
+                                   env={**os.environ, **env})
+                moved = _delta(before, _link_bytes(cluster, st))
+                line = [ln for ln in r.stdout.splitlines() if ln.startswith("FILL ")]
+                if r.returncode != 0 or not line:
+                    raise SystemExit("luatorch bench data --fill %s on %d hosts failed: %s"
+                                     % (fill, n, (r.stderr or r.stdout).strip()[-2000:]))
+                res = json.loads(line[0][5:])
+                rec = dict(fill=fill, cluster_hosts=n, round=rnd, wall_s=res["wall_s"], ranks=res["ranks"],
+                           storage_tx_bytes=moved["storage_tx"],
+                           host_rx_bytes=[moved[h] for h in st["hosts"][:n]],
+                           set_bytes=set_bytes, loadavg=load,
+                           storage_rate=st["storage"]["rate"], host_rate=st["rate"])
+                records.append(rec)
+                print("%d host(s)  fill %-11s  %.2f s  storage link sent %.1f MB (%.2fx the set)  per host: read "
+                      "%s MB, received %s MB  (load avg %.1f)" % (
+                          n, fill, rec["wall_s"], rec["storage_tx_bytes"] / 1e6, rec["storage_tx_bytes"] / max(1, set_bytes),
+                          " ".join("%.1f" % (x["read_bytes"] / 1e6) for x in res["ranks"]),
+                          " ".join("%.1f" % (b / 1e6) for b in rec["host_rx_bytes"]), load), flush=True)
+    write_json(a.json, records)
+    return 0
 
 
 def main(argv=None):
@@ -216,7 +458,21 @@ def main(argv=None):
                    help="cold cache by emptying the page cache of the WHOLE MACHINE (%s, needs root); "
                         "default: posix_fadvise(DONTNEED) on the benchmark's own files" % DROP_CACHES)
     p.add_argument("--json", help="write the records here (an existing file is replaced)")
+    p.add_argument("--cluster-hosts", metavar="N,N", help="run the loaders on this many hosts of the emulated "
+                   "cluster at once (`luatorch cluster up --storage DIR`), each reading --files through its own "
+                   "mount of the storage host; --files and --data name paths in DIR")
+    p.add_argument("--fill", metavar="MODES", help="with --cluster-hosts: instead of the loaders, time loading the "
+                   "store from the storage host, one MPI rank per host: %s" % ",".join(FILLS))
+    p.add_argument("--phase", choices=("throughput", "wait"), help=argparse.SUPPRESS)   # a cluster host's part
+    p.add_argument("--sync-dir", help=argparse.SUPPRESS)
+    p.add_argument("--fill-rank", choices=FILLS, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.fill_rank:
+        return fill_rank(a)
+    if a.fill and not a.cluster_hosts:
+        raise SystemExit("luatorch bench data: --fill needs --cluster-hosts N (it measures the emulated cluster)")
+    if a.cluster_hosts:
+        return cluster_fill(a) if a.fill else cluster_loaders(a)
     caches = a.caches.split(",")
     if a.drop_caches:
         try:  # fail before measuring anything, not in the middle
@@ -265,6 +521,9 @@ def main(argv=None):
                         for pipeline in a.pipelines.split(","):
                             rec = measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd)
                             records.append(rec)
+    if a.phase:   # one host's part of a --cluster-hosts run: the launcher prints the table
+        write_json(a.json, records)
+        return 0
     print()
     rows = [r for r in records if r["loader"] not in ("ceiling", "pieces")]
     print_table(["loader", "pipeline", "cache", "mode", "workers", "images/s", "data wait", "load s", "load avg"]
@@ -275,3 +534,7 @@ def main(argv=None):
                  + ["%.3f" % r[k[:-2] + "_ms_per_image"] for k in PIECES] for r in rows])
     write_json(a.json, records)
     return 0
+
+
+if __name__ == "__main__":   # the per-host parts of --cluster-hosts run as `python -m run.bench_data`
+    sys.exit(main())

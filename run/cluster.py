@@ -4,6 +4,13 @@
     luatorch cluster status | down
     luatorch cluster exec lt-h1 -- python -c 'import socket; print(socket.gethostname())'
     luatorch cluster speed [--seconds 2]          # measured TCP throughput per link
+    luatorch cluster up --nodes 4 --storage DIR [--storage-rate 1gbit]   # + a file server
+
+With --storage, one more namespace lt-storage (address 10.77.0.250 on link 0, its own veth to the
+switch, shaped like the hosts' links) runs sshd and serves DIR read-only over SFTP; every host mounts it
+with sshfs (FUSE) at STATE_DIR/mnt/<host>, so a file read there crosses that host's link and the
+storage link, which all hosts share. The keys (client and host) are made in STATE_DIR/ssh, never in
+~/.ssh; `down` unmounts and stops sshfs and sshd (also what a crashed `up` left).
 
 Each host is a network namespace lt-h<i> whose processes see their own
 hostname (a UTS namespace entered by `exec`) and an /etc/hosts that names
@@ -45,6 +52,13 @@ SWITCH = NAME + "-sw"
 SUBNET = "10.77"
 
 
+def storage_name():
+    """The storage host's namespace: lt-storage (named after the switch, so it follows the cluster's name)."""
+    return SWITCH[:-len("-sw")] + "-storage"
+
+STORAGE_HOST = 250   # the storage's address on link 0: 10.77.0.250 (hosts are .1 .. .64)
+
+
 class ClusterError(RuntimeError):
     pass
 
@@ -82,8 +96,9 @@ def address(i, k):
     return "%s.%d.%d" % (SUBNET, k, i + 1)
 
 
-def plan(nodes, links, rate, delay=None):
-    """The commands that build the cluster, in order, and the state that undoes it (pure)."""
+def plan(nodes, links, rate, delay=None, storage=None, storage_rate=None):
+    """The commands that build the cluster, in order, and the state that undoes it (pure).
+    `storage`: a directory the storage namespace serves (its link at `storage_rate`, default `rate`)."""
     if not 2 <= nodes <= 64:
         raise ClusterError("--nodes must be 2..64 (got %d)" % nodes)
     if not 1 <= links <= 8:
@@ -111,6 +126,20 @@ def plan(nodes, links, rate, delay=None):
              "delay_s": secs, "burst": burst, "hosts": hosts, "switch": SWITCH,
              "addresses": {h: [address(i, k) for k in range(links)] for i, h in enumerate(hosts)},
              "namespaces": [SWITCH] + hosts}
+    if storage:
+        sbits = parse_rate(storage_rate or rate)
+        sburst = max(65536, int(sbits / 8 * 0.002))
+        peer, addr, ns_st = "st0", "%s.0.%d" % (SUBNET, STORAGE_HOST), storage_name()
+        cmds += [["ip", "netns", "add", ns_st], ["ip", "-n", ns_st, "link", "set", "lo", "up"],
+                 ["ip", "-n", ns_st, "link", "add", "eth0", "type", "veth", "peer", "name", peer, "netns", SWITCH],
+                 ["ip", "-n", SWITCH, "link", "set", peer, "master", "br0"],
+                 ["ip", "-n", ns_st, "addr", "add", addr + "/24", "dev", "eth0"]]
+        for ns, d in ((ns_st, "eth0"), (SWITCH, peer)):
+            cmds += shape(ns, d, sbits, sburst, secs)
+        cmds += [["ip", "-n", SWITCH, "link", "set", peer, "up"], ["ip", "-n", ns_st, "link", "set", "eth0", "up"]]
+        state["storage"] = {"namespace": ns_st, "address": addr, "dir": os.path.abspath(storage),
+                            "rate": storage_rate or rate, "rate_bits": sbits}
+        state["namespaces"].append(ns_st)
     return cmds, state
 
 
@@ -131,6 +160,8 @@ def hosts_file(state):
         addrs = state["addresses"][h]
         lines.append("%s %s" % (addrs[0], h))
         lines += ["%s %s-l%d" % (a, h, k) for k, a in enumerate(addrs) if k]
+    if state.get("storage"):
+        lines.append("%s %s" % (state["storage"]["address"], state["storage"]["namespace"]))
     return "\n".join(lines) + "\n"
 
 
@@ -149,7 +180,7 @@ exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"
 def stale_namespaces(listing):
     """Names from `ip netns list` output that belong to a cluster (ours or a crashed one)."""
     names = [ln.split()[0] for ln in listing.splitlines() if ln.strip()]
-    return [n for n in names if n == SWITCH or re.fullmatch(re.escape(PREFIX) + r"\d+", n)]
+    return [n for n in names if n in (SWITCH, storage_name()) or re.fullmatch(re.escape(PREFIX) + r"\d+", n)]
 
 
 def read_state(state_dir=None):
@@ -177,12 +208,136 @@ def _require_root():
             raise ClusterError("luatorch cluster needs `%s` (iproute2 / util-linux)" % tool)
 
 
+# ------------------------------------------------------- the storage host
+
+def sshd_config(state_dir, address):
+    """sshd serving SFTP only, with keys from the state dir (nothing of the system's sshd setup)."""
+    ssh = os.path.join(state_dir, "ssh")
+    return "\n".join([
+        "ListenAddress %s" % address, "Port 22",
+        "HostKey %s/host_key" % ssh, "AuthorizedKeysFile %s/authorized_keys" % ssh,
+        "PidFile %s/sshd.pid" % ssh, "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "X11Forwarding no",
+        "AllowTcpForwarding no", "Subsystem sftp internal-sftp", "ForceCommand internal-sftp -R", ""])
+
+
+def sshfs_argv(state, host):
+    """Mount the storage's directory (read-only) at the host's mount point; the ssh it runs uses only the
+    state dir's key and known_hosts. No reconnect: a storage host that goes away fails the reads (EIO /
+    ENOTCONN) once the keepalives time out (~6 s), rather than blocking them."""
+    ssh = os.path.join(state["state_dir"], "ssh")
+    sto = state["storage"]
+    opts = ["ro", "IdentityFile=%s/client_key" % ssh, "IdentitiesOnly=yes", "UserKnownHostsFile=%s/known_hosts" % ssh,
+            "GlobalKnownHostsFile=/dev/null", "StrictHostKeyChecking=yes", "BatchMode=yes",
+            "ServerAliveInterval=2", "ServerAliveCountMax=3", "ConnectTimeout=10"]
+    return ["sshfs", "-F", "/dev/null", "root@%s:%s" % (sto["address"], sto["dir"]), mount_point(state, host),
+            "-o", ",".join(opts)]
+
+
+def mount_point(state, host):
+    return os.path.join(state["state_dir"], "mnt", host)
+
+
+def _mounts_under(path):
+    """Mount points at or below `path` (from /proc/mounts, deepest first)."""
+    out = []
+    with open("/proc/mounts") as f:
+        for ln in f:
+            mp = ln.split()[1].replace("\\040", " ")
+            if mp == path or mp.startswith(path.rstrip("/") + "/"):
+                out.append(mp)
+    return sorted(out, key=len, reverse=True)
+
+
+def _our_processes(namespaces, state_dir, names=("sshd", "sshfs", "ssh")):
+    """Pids of sshd / sshfs / ssh processes in our namespaces whose command line names our state dir."""
+    pids = []
+    for ns in namespaces:
+        for pid in _run(["ip", "netns", "pids", ns], check=False).stdout.split():
+            try:   # comm, not argv[0]: sshd rewrites its argv ("sshd: /usr/sbin/sshd -f ... [listener]")
+                with open("/proc/%s/comm" % pid) as f:
+                    comm = f.read().strip()
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmdline = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            # sshd's sessions ("sshd: root@notty") do not name the state dir; in the storage namespace all are ours
+            if comm in names and (state_dir in cmdline or (comm == "sshd" and ns == storage_name())):
+                pids.append(int(pid))
+    return pids
+
+
+def _stop_storage(state_dir, namespaces):
+    """Unmount every mount under the state dir, then stop our sshfs / ssh / sshd processes."""
+    for mp in _mounts_under(state_dir):
+        if _run(["fusermount3", "-u", "-z", mp], check=False).returncode != 0:
+            _run(["umount", "-l", mp], check=False)
+    pids = _our_processes(namespaces, state_dir)
+    for pid in pids:
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5
+    for pid in pids:
+        while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+def _start_storage(state):
+    sto, state_dir = state["storage"], state["state_dir"]
+    for tool in ("sshfs", "ssh-keygen", "fusermount3", "nsenter"):
+        if not shutil.which(tool):
+            raise ClusterError("--storage needs `%s` (apt-get install sshfs openssh-server)" % tool)
+    if not os.path.exists("/usr/sbin/sshd"):
+        raise ClusterError("--storage needs /usr/sbin/sshd (apt-get install openssh-server)")
+    if not os.path.isdir(sto["dir"]):
+        raise ClusterError("--storage %s: no such directory" % sto["dir"])
+    if not os.path.exists("/dev/fuse"):
+        raise ClusterError("--storage needs FUSE (/dev/fuse) for sshfs")
+    ssh = os.path.join(state_dir, "ssh")
+    os.makedirs(ssh, mode=0o700)
+    for key in ("client_key", "host_key"):
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "luatorch-cluster", "-f", os.path.join(ssh, key)])
+    shutil.copy(os.path.join(ssh, "client_key.pub"), os.path.join(ssh, "authorized_keys"))
+    with open(os.path.join(ssh, "host_key.pub")) as f:
+        _write(os.path.join(ssh, "known_hosts"), "%s %s" % (sto["address"], f.read()))
+    _write(os.path.join(ssh, "sshd_config"), sshd_config(state_dir, sto["address"]))
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)   # sshd's privilege-separation directory
+    _run(["ip", "netns", "exec", sto["namespace"], "/usr/sbin/sshd", "-f", os.path.join(ssh, "sshd_config"),
+          "-E", os.path.join(ssh, "sshd.log")])
+    mounts = {}
+    for h in state["hosts"]:
+        mp = mount_point(state, h)
+        os.makedirs(mp)
+        for attempt in range(50):   # sshd may still be binding its address
+            # nsenter, not `ip netns exec`: that one gives the command a mount namespace of its own, where
+            # the mount would stay; this way only the network is the host's, the mount is everyone's
+            r = _run(["nsenter", "--net=/run/netns/%s" % h] + sshfs_argv(state, h), check=False)
+            if r.returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise ClusterError("sshfs on %s could not mount %s:%s: %s" % (h, sto["address"], sto["dir"],
+                                                                           (r.stderr or r.stdout).strip()))
+        mounts[h] = mp
+    return mounts
+
+
 def down(state_dir=None, quiet=False):
     """Remove every namespace of the recorded cluster and any stale lt-* one; idempotent."""
     state_dir = state_dir or STATE_DIR
     st = read_state(state_dir) or {}
     names = list(st.get("namespaces", []))
     names += [n for n in stale_namespaces(_run(["ip", "netns", "list"], check=False).stdout) if n not in names]
+    _stop_storage(state_dir, names)
+    if _mounts_under(state_dir):   # never delete below a live mount (it would be the served folder)
+        raise ClusterError("cannot unmount %s; unmount it by hand, then run `luatorch cluster down` again"
+                           % " ".join(_mounts_under(state_dir)))
     for ns in names:   # deleting a namespace deletes its veths (and so their peers) and bridges
         _run(["ip", "netns", "delete", ns], check=False)
         shutil.rmtree(os.path.join("/etc/netns", ns), ignore_errors=True)
@@ -192,10 +347,10 @@ def down(state_dir=None, quiet=False):
     return names
 
 
-def up(nodes, links, rate, delay=None, state_dir=None, quiet=False):
+def up(nodes, links, rate, delay=None, state_dir=None, quiet=False, storage=None, storage_rate=None):
     _require_root()
     state_dir = state_dir or STATE_DIR
-    cmds, state = plan(nodes, links, rate, delay)
+    cmds, state = plan(nodes, links, rate, delay, storage, storage_rate)
     down(state_dir, quiet=True)
     os.makedirs(state_dir)
     # the state is written first, so a failure below (or a kill) leaves down() a full list
@@ -217,12 +372,19 @@ def up(nodes, links, rate, delay=None, state_dir=None, quiet=False):
         agent = os.path.join(state_dir, "agent")
         _write(agent, agent_script(state_dir))
         os.chmod(agent, 0o755)
+        if storage:
+            state["storage"]["mounts"] = _start_storage(state)
+            _write(os.path.join(state_dir, "state.json"), json.dumps(state, indent=1))
     except BaseException:
         down(state_dir, quiet=True)
         raise
     if not quiet:
         print("luatorch cluster: up: %d hosts (%s), %d link(s) each at %s%s; agent %s" % (
             nodes, " ".join(state["hosts"]), links, rate, " + %s delay" % delay if delay else "", agent))
+        if storage:
+            sto = state["storage"]
+            print("luatorch cluster: storage %s (%s, link at %s) serves %s read-only; mounted (sshfs) at %s"
+                  % (sto["namespace"], sto["address"], sto["rate"], sto["dir"], os.path.join(state_dir, "mnt", "<host>")))
     return state
 
 
@@ -257,6 +419,13 @@ def counters(state):
     return out
 
 
+def storage_counters(state):
+    """(tx, rx) bytes of the storage host's link."""
+    r = _run(["ip", "-n", state["storage"]["namespace"], "-s", "-j", "link", "show", "eth0"])
+    s = json.loads(r.stdout)[0]["stats64"]
+    return s["tx"]["bytes"], s["rx"]["bytes"]
+
+
 def status(verbose=True):
     st = read_state()
     present = stale_namespaces(_run(["ip", "netns", "list"], check=False).stdout)
@@ -270,6 +439,11 @@ def status(verbose=True):
     if verbose:
         for dev, (tx, rx) in counters(st).items():
             print("  %-14s %s  tx %d B  rx %d B" % (dev, st["addresses"][dev.split("/")[0]][int(dev[-1])], tx, rx))
+        if st.get("storage"):
+            sto = st["storage"]
+            tx, rx = storage_counters(st)
+            print("  %-14s %s  tx %d B  rx %d B  serves %s at %s" % (sto["namespace"] + "/eth0", sto["address"], tx, rx,
+                                                                   sto["dir"], " ".join(sto.get("mounts", {}).values())))
     return 0
 
 
@@ -379,6 +553,9 @@ def main(argv=None):
     u.add_argument("--links", type=int, default=1)
     u.add_argument("--rate", default="1gbit", help="per link and direction (tc syntax: 1gbit, 500mbit)")
     u.add_argument("--delay", default="", help="one-way delay per link end (netem), e.g. 50us")
+    u.add_argument("--storage", metavar="DIR", help="add a storage host serving DIR (sshfs, read-only), mounted on "
+                   "every host at STATE_DIR/mnt/<host>")
+    u.add_argument("--storage-rate", help="the storage host's link, per direction (default: --rate)")
     sub.add_parser("down", help="remove the emulated cluster")
     sub.add_parser("status", help="what is up, with per-link byte counters")
     e = sub.add_parser("exec", help="run a command on an emulated host: exec HOST -- CMD ...")
@@ -389,7 +566,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     try:
         if a.cmd == "up":
-            up(a.nodes, a.links, a.rate, a.delay)
+            up(a.nodes, a.links, a.rate, a.delay, storage=a.storage, storage_rate=a.storage_rate)
         elif a.cmd == "down":
             _require_root()
             down()

@@ -276,3 +276,41 @@ def test_replicate_steps_union_is_the_single_process_batch(world):
     for k in range(full_steps):
         union = np.concatenate([per_rank[r][k] for r in range(world)])
         assert sorted(union.tolist()) == sorted(single[k].tolist()), k
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_prefetch_across_epochs_gives_each_epochs_own_batches(mnist, mode):
+    """The slots an epoch frees at its end take the next epoch's first batches. Whatever order the epochs are
+    asked for in (the next one, the same again, a jump, one abandoned halfway, one read the way the Lua
+    DataLoader reads: exactly len() batches, the generator never resumed), every epoch's batches are those
+    of a fresh loader that has seen no other epoch."""
+    ds, _ = mnist
+
+    def fresh(epoch):
+        with ds.loader("train", batch_size=3, rank=1, world=2, seed=5, workers=2, mode=mode) as ld:
+            ld.set_epoch(epoch)
+            return [(x.copy(), y.copy()) for x, y in ld]
+
+    def same(got, epoch):
+        want = fresh(epoch)
+        assert len(got) == len(want)
+        for (x, y), (wx, wy) in zip(got, want):
+            assert np.array_equal(x, wx) and np.array_equal(y, wy), epoch
+
+    with ds.loader("train", batch_size=3, rank=1, world=2, seed=5, workers=2, mode=mode) as ld:
+        for epoch in (1, 2, 2, 3, 7, 8):
+            ld.set_epoch(epoch)
+            same([(x.copy(), y.copy()) for x, y in ld], epoch)
+            # read to its end: the next epoch's first batches are with the workers already
+            assert ld._ahead["epoch"] == epoch + 1 and len(ld._ahead["slots"]) == ld.nslots - 1
+        ld.set_epoch(9)
+        for k, _ in enumerate(ld):   # abandoned halfway
+            if k == 1:
+                break
+        ld.set_epoch(10)
+        same([(x.copy(), y.copy()) for x, y in ld], 10)
+        for epoch in (11, 12):       # as the Lua DataLoader reads
+            ld.set_epoch(epoch)
+            it = iter(ld)
+            same([(x.copy(), y.copy()) for x, y in (next(it) for _ in range(len(ld)))], epoch)
+        assert ld.stats()["epochs"] == 9   # every epoch read to its last batch: not the abandoned one

@@ -10,11 +10,16 @@ fb.resnet.torch's threads did: fetch each record (from the in-memory store, or w
 open/read the original file, the baseline), decode, transform with the per-sample random stream
 `sample_rng(seed, epoch, index)`, and write into the slot. The ring has `slots` buffers
 (default workers + 2: one held by the consumer, the others being filled); nothing is allocated per
-batch. The time the consumer waits for its next batch is measured (`stats()["data_wait_s"]`).
+batch. The slots an epoch frees at its end are filled with the next epoch's first batches (used when that
+epoch is the next one asked for), so that an epoch's first batch does not wait for the workers either.
+The time the consumer waits for its next batch is measured (`stats()["data_wait_s"]`).
 
 ImageNet-kind JPEG records go through the C fast path (pytorch_bridge.data.fastpath: decode of the
 crop's rows and columns, resize and colour straight into the slot, GIL released) unless `fast=False`;
 what it does not take (grey, CMYK, PNG, truncated or corrupt records) goes the Pillow + numpy way.
+A file that cannot be read (missing, unreadable) is replaced like a corrupt one; a read error that means the
+file system itself is gone (ENOTCONN, EIO, ...: a network mount whose server or link is down) ends the
+loader with the file's name. `fill="distributed"` (policy replicate): see store.py.
 
 stats(): images, batches, epochs, data_wait_s (consumer blocked), fetch_s / decode_s / transform_s (summed
 over workers; transform_s = scale_s + colour_s + plan_s on the fast path), scale_s (crop + resize) and
@@ -23,6 +28,7 @@ copy_s (numpy path: into the slot), fast (images through the fast path), corrupt
 gray images), load_s (store load), store_bytes, ring_bytes, store_created_here, workers, mode, source,
 policy, slots.
 """
+import errno
 import mmap
 import multiprocessing as mp
 import os
@@ -38,6 +44,9 @@ from . import sampler
 from .transforms import sample_rng
 
 MODES = ("threads", "processes")
+# read errors that mean the file system is gone (sshfs/NFS server or link down), not that one file is bad
+GONE = {errno.ENOTCONN, errno.ECONNABORTED, errno.ECONNRESET, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.EHOSTUNREACH,
+        errno.ENETDOWN, errno.ENETUNREACH, errno.ESTALE, errno.EIO}
 PIECES = ("fetch_s", "decode_s", "transform_s", "scale_s", "colour_s", "plan_s", "copy_s")
 
 
@@ -51,13 +60,16 @@ def _exit_with(parent_sentinel):
 class Loader:
     def __init__(self, ds, split, batch_size, rank=0, world=1, seed=0, workers=2, policy="partition",
                  source="memory", shuffle=True, drop_last=False, mode="threads", slots=None, train=None,
-                 keep=False, verify=True, log=None, root=None, shm_dir=None, fast=True):
+                 keep=False, verify=True, log=None, root=None, shm_dir=None, fast=True, fill="local"):
         if mode not in MODES:
             raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
         if source not in ("memory", "files"):
             raise ValueError("source must be 'memory' or 'files', not %r" % source)
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if fill == "distributed" and (policy != "replicate" or source != "memory"):
+            raise ValueError("fill='distributed' fills replicated in-memory stores (policy='replicate', "
+                             "source='memory'); with partition each host already reads only its own part")
         self.ds, self.split, self.batch_size = ds, split, int(batch_size)
         self.rank, self.world, self.seed = rank, world, seed
         self.policy, self.source, self.shuffle, self.drop_last = policy, source, shuffle, drop_last
@@ -75,7 +87,7 @@ class Loader:
         self.base = lo
         if source == "memory":
             from .store import SHM_DIR, Store
-            self.store = Store(ds.path, split, lo, hi, keep=keep, verify=verify, shm_dir=shm_dir or SHM_DIR)
+            self.store = Store(ds.path, split, lo, hi, keep=keep, verify=verify, shm_dir=shm_dir or SHM_DIR, fill=fill)
             self.labels = self.store.labels
         else:
             if ds.encoding != "file":
@@ -100,6 +112,7 @@ class Loader:
             self.y = np.zeros((self.nslots, self.batch_size), np.int64)
         self._procs = []
         self._inflight = 0
+        self._ahead = None   # the next epoch's batches already given to the workers (__iter__)
         self._logged = set()
         self._stats = dict(images=0, batches=0, data_wait_s=0.0, corrupt=0, load_s=self.load_s, epochs=0,
                            fast=0, **{k: 0.0 for k in PIECES})
@@ -122,6 +135,11 @@ class Loader:
             try:
                 data = self._fetch(gi)
             except OSError as e:
+                if e.errno in GONE:   # not this file but the file system: every read after it would fail too
+                    raise OSError(e.errno, "cannot read %s record %d (%s): %s; the file system holding it is "
+                                  "unreachable (a network file system whose server or link went away?)"
+                                  % (self.split, gi + 1, os.path.join(self.root, str(self.names[gi])),
+                                     os.strerror(e.errno))) from None
                 data, err = None, "%s: %s" % (type(e).__name__, e)
             t1 = time.perf_counter()
             st["fetch_s"] += t1 - t0
@@ -171,9 +189,9 @@ class Loader:
             k, slot, indices, epoch = job
             try:
                 st, bad = self._fill(slot, indices, epoch)
-                results.put((k, slot, len(indices), st, bad, None))
+                results.put(((epoch, k), slot, len(indices), st, bad, None))
             except BaseException as e:  # reported to the consumer, which raises it
-                results.put((k, slot, 0, {}, [], "%s: %s" % (type(e).__name__, e)))
+                results.put(((epoch, k), slot, 0, {}, [], "%s: %s" % (type(e).__name__, e)))
 
     def _proc_main(self, jobs, results):
         # Ctrl-C reaches the whole process group: the parent handles it (and ends us); and when the parent
@@ -230,33 +248,58 @@ class Loader:
             self._inflight -= 1
 
     def __iter__(self):
-        self._drain()   # jobs left by an iteration that was abandoned early
+        # Batches of the next epoch go into the slots this one frees at its end (prefetch across epochs), so
+        # that its first batch does not wait for the workers to start over. They count only when that epoch
+        # is asked for next and this one was read to its last batch; otherwise (another epoch, an iteration
+        # abandoned early) every job still in flight is waited for and dropped.
         self._start()
         batches, epoch = self.batches(), self.epoch
-        done = {}
+        ahead, self._ahead = self._ahead, None
+        # results by (epoch, batch): the next epoch's come in while this one is read, and wait here for it
+        done, submitted = {}, {}
+        if ahead is not None and ahead["complete"] and ahead["epoch"] == epoch:
+            submitted, done = ahead["slots"], ahead["done"]
+        else:
+            self._drain()
 
-        def submit(k, slot):
-            self._jobs.put((k, slot, batches[k], epoch))
+        def submit(k, slot, ks=batches, ep=epoch):
+            self._jobs.put((k, slot, ks[k], ep))
             self._inflight += 1
 
-        for k in range(min(self.nslots, len(batches))):
-            submit(k, k)
+        free = [s for s in range(self.nslots) if s not in submitted.values()]
+        for k in range(len(submitted), min(self.nslots, len(batches))):
+            submit(k, free.pop(0))
+        nxt = self._next_epoch(epoch)
         for k in range(len(batches)):
             t0 = time.perf_counter()
-            while k not in done:
+            while (epoch, k) not in done:
                 r = self._results.get()
                 self._inflight -= 1
                 done[r[0]] = r
             self._stats["data_wait_s"] += time.perf_counter() - t0
-            _, slot, n, st, bad, err = done.pop(k)
+            _, slot, n, st, bad, err = done.pop((epoch, k))
             if err:
                 self._drain()
                 raise RuntimeError("data loader worker failed on batch %d: %s" % (k + 1, err))
             self._account(n, st, bad)
+            if k == len(batches) - 1:
+                nxt["complete"], nxt["done"] = True, done
+                self._ahead = nxt
+                self._stats["epochs"] += 1
             yield self.x[slot, :n], self.y[slot, :n]
-            if k + self.nslots < len(batches):   # the consumer is done with this slot
+            # the consumer is done with this slot: this epoch's batch nslots on, or the next epoch's
+            if k + self.nslots < len(batches):
                 submit(k + self.nslots, slot)
-        self._stats["epochs"] += 1
+            elif len(nxt["slots"]) < min(self.nslots, len(nxt["batches"])) and k < len(batches) - 1:
+                j = len(nxt["slots"])
+                nxt["slots"][j] = slot
+                submit(j, slot, nxt["batches"], nxt["epoch"])
+
+    def _next_epoch(self, epoch):
+        """What this epoch's end prefetches: epoch + 1's batches, none submitted yet."""
+        ks = sampler.epoch_batches(self.n, self.batch_size, self.rank, self.world, self.seed, epoch + 1,
+                                   self.policy, self.shuffle, self.drop_last)
+        return {"epoch": epoch + 1, "batches": ks, "slots": {}, "complete": False}
 
     def _account(self, n, st, bad):
         s = self._stats
@@ -281,6 +324,7 @@ class Loader:
         return s
 
     def close(self):
+        self._ahead = None
         if self._procs:
             self._drain()
             for _ in self._procs:

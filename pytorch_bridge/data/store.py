@@ -9,6 +9,14 @@ asks for the whole split, so the host holds one copy; with `policy="partition"` 
 disjoint ranges and each range is held once. Each attached process holds a shared flock on the
 segment; the last one to detach (its exclusive try succeeds) unlinks it, unless `keep=True`.
 
+`fill="distributed"` (an MPI job, every rank asking for the same records): the ranks that share a
+segment file (one host, found by each seeing the others' probe files, not by MPI's idea of a node) are
+one group; one filler per group reads 1/N of the bytes from the packed set (N groups that lack the
+segment) and the fillers exchange the rest over MPI (chunked Allgatherv), so a shared file system
+carries the set once instead of N times. Every filler then checks every shard's CRC on the bytes it
+holds. An error on any rank (a missing, truncated or corrupt shard, no room) is raised on all ranks,
+naming the rank and the file. Without an initialised MPI (one process) it is the plain fill.
+
 Detaching happens on close(), at exit, and on SIGTERM / SIGHUP / SIGINT (signals.py: also while the main
 thread is inside Lua); only SIGKILL (or a crash) leaves a segment behind, for `luatorch data clean`
 (clean_segments) to remove once no live process holds it. The segment's `.lock` file also records what the
@@ -23,6 +31,7 @@ import os
 import threading
 import time
 import weakref
+import zlib
 
 import numpy as np
 
@@ -131,36 +140,58 @@ class NotEnoughMemory(MemoryError):
     pass
 
 
+class FillError(RuntimeError):
+    """A distributed fill failed on some rank; raised on every rank with that rank's message."""
+
+
+FILLS = ("local", "distributed")
+EXCHANGE_CHUNK = 32 << 20   # bytes per rank per Allgatherv round (MPI counts are 32-bit)
+
+
+def _mpi_comm(comm):
+    """The communicator of a distributed fill: `comm`, else MPI's world if mpi4py has started MPI, else None."""
+    if comm is not None:
+        return comm
+    import sys
+    m = sys.modules.get("mpi4py.MPI")
+    if m is not None and m.Is_initialized() and not m.Is_finalized() and m.COMM_WORLD.Get_size() > 1:
+        return m.COMM_WORLD
+    return None
+
+
 class Store:
     """Records [start, end) of one split, in one shared segment; `get(i)` is a zero-copy memoryview."""
 
-    def __init__(self, packed, split, start=0, end=None, verify=True, keep=False, shm_dir=SHM_DIR):
+    def __init__(self, packed, split, start=0, end=None, verify=True, keep=False, shm_dir=SHM_DIR, fill="local",
+                 comm=None):
+        if fill not in FILLS:
+            raise ValueError("fill must be one of %s, not %r" % (", ".join(FILLS), fill))
         t0 = time.time()
         self.fd = None
         self._pid = os.getpid()
         self._mutex = threading.RLock()   # close() against a signal's clean-up in another thread
         self._released = False
-        self.packed, self.split = os.path.abspath(packed), split
-        m = open_packed(packed)
-        if split not in m["splits"]:
-            raise KeyError("%s has no %r split (has %s)" % (packed, split, ", ".join(m["splits"])))
-        shards = m["splits"][split]["shards"]
-        count = m["splits"][split]["count"]
-        end = count if end is None else end
-        self.start, self.end, self.keep = start, end, keep
-        # the shards overlapping [start, end): all this process reads
-        mine = [s for s in shards if s["first"] < end and s["first"] + s["count"] > start]
-        self.index = self._read_index(mine, start, end)
-        nbytes = int(self.index["length"].sum())
-        key = hashlib.sha1(("%s|%s|%s|%d|%d" % (self.packed, _content_key(m), split, start, end)).encode()).hexdigest()
-        self.path = os.path.join(shm_dir, "luatorch-data-%s" % key[:20])
+        self.packed, self.split, self.keep = os.path.abspath(packed), split, keep
         self.created = False
+        self.read_bytes = 0   # bytes this process read from the packed set (shards; not the small indexes)
+        self.fill_s = {}      # a distributed fill's read / exchange / check seconds on this rank
+        comm = _mpi_comm(comm) if fill == "distributed" else None
+        try:
+            m, mine, nbytes = self._plan(packed, split, start, end, shm_dir)
+        except Exception as e:
+            if comm is None:
+                raise
+            m, mine, nbytes = None, None, 0
+            self._agree(comm, "%s: %s" % (type(e).__name__, e))   # raises on every rank
         signals.at_signal(_release_on_signal)
+        if comm is not None:
+            self._agree(comm, None, (_content_key(m), split, self.start, self.end))
+            self._fill_distributed(comm, nbytes, verify, shm_dir)
         lock = _lock(self.path + ".lock")
         try:
             if not os.path.exists(self.path):
                 self._check_room(nbytes, shm_dir)
-                _describe(lock, packed=self.packed, split=split, start=start, end=end, bytes=nbytes,
+                _describe(lock, packed=self.packed, split=split, start=self.start, end=self.end, bytes=nbytes,
                           pid=os.getpid(), created=time.time())
                 self._fill(mine, nbytes, verify)
                 self.created = True
@@ -179,6 +210,34 @@ class Store:
         self.labels = self.index["label"].astype(np.int64)
         self.load_s = time.time() - t0
         atexit.register(self.close)   # detach (and unlink when last) even if never closed by hand
+
+    def _plan(self, packed, split, start, end, shm_dir):
+        """The manifest, the shards overlapping [start, end) and the bytes they hold; sets index and path."""
+        m = open_packed(packed)
+        if split not in m["splits"]:
+            raise KeyError("%s has no %r split (has %s)" % (packed, split, ", ".join(m["splits"])))
+        shards = m["splits"][split]["shards"]
+        count = m["splits"][split]["count"]
+        end = count if end is None else end
+        self.start, self.end = start, end
+        # the shards overlapping [start, end): all this process reads
+        mine = [s for s in shards if s["first"] < end and s["first"] + s["count"] > start]
+        self.index = self._read_index(mine, start, end)
+        nbytes = int(self.index["length"].sum())
+        key = hashlib.sha1(("%s|%s|%s|%d|%d" % (self.packed, _content_key(m), split, start, end)).encode()).hexdigest()
+        self.path = os.path.join(shm_dir, "luatorch-data-%s" % key[:20])
+        return m, mine, nbytes
+
+    def _agree(self, comm, err, what=None):
+        """Collective: raise FillError on every rank if any rank has an error (naming the first such rank), or
+        if the ranks ask for different records (`what`)."""
+        got = comm.allgather((err, what))
+        bad = [(i, e) for i, (e, _) in enumerate(got) if e]
+        if bad:
+            raise FillError("distributed fill of the %s split: rank %d: %s" % (self.split, bad[0][0], bad[0][1]))
+        if what is not None and len(set(w for _, w in got)) != 1:
+            raise FillError("fill=distributed: the ranks do not all ask for the same records of the same packed set "
+                            "(it is for policy replicate)")
 
     def _read_index(self, mine, start, end):
         parts = {k: [] for k in ("length", "label", "width", "height", "name")}
@@ -210,19 +269,29 @@ class Store:
             os.ftruncate(fd, nbytes)
             mm = mmap.mmap(fd, nbytes) if nbytes else None
             pos = 0
-            for s, lo, hi in self._slices:
+            for (s, lo, hi), (a, b) in zip(self._slices, self._byte_ranges()):
                 path = os.path.join(self.packed, s["file"])
-                if verify and crc32_file(path) != s["crc32"]:
-                    raise ChecksumError("%s: shard %s fails its checksum (manifest crc32 %s); refusing to load it"
-                                        % (self.packed, s["file"], s["crc32"]))
-                z = np.load(os.path.join(self.packed, s["index"]))
-                a = int(z["offset"][lo]) if hi > lo else 0
-                b = int(z["offset"][hi - 1] + z["length"][hi - 1]) if hi > lo else 0
+                whole = self._whole_shard(s, lo, hi, a, b)
+                if verify and not whole:   # a part of a shard: its CRC is the whole file's, so read it once, whole
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    self.read_bytes += len(data)
+                    self._check_crc(s, "%08x" % zlib.crc32(data))
+                    if len(data) < b:
+                        raise ChecksumError("%s: shard %s is truncated (%d of %d bytes)"
+                                            % (self.packed, s["file"], len(data), b))
+                    memoryview(mm)[pos:pos + b - a] = memoryview(data)[a:b]
+                    pos += b - a
+                    continue
                 with open(path, "rb") as f:
                     f.seek(a)
-                    n = f.readinto(memoryview(mm)[pos:pos + b - a]) if b > a else 0
+                    n = _read_into(f, memoryview(mm)[pos:pos + b - a]) if b > a else 0
+                self.read_bytes += n
                 if n != b - a:
-                    raise ChecksumError("%s: shard %s is truncated" % (self.packed, s["file"]))
+                    raise ChecksumError("%s: shard %s is truncated (%d of %d bytes)"
+                                        % (self.packed, s["file"], _f_size(path), b))
+                if verify and whole:
+                    self._check_crc(s, "%08x" % zlib.crc32(memoryview(mm)[pos:pos + b - a]))
                 pos += b - a
             if mm is not None:
                 mm.close()
@@ -234,6 +303,139 @@ class Store:
         finally:
             _filling.discard(tmp)
         os.close(fd)
+
+    def _byte_ranges(self):
+        """(first, end) byte of each of self._slices in its shard file."""
+        out = []
+        for s, lo, hi in self._slices:
+            z = np.load(os.path.join(self.packed, s["index"]))
+            out.append((int(z["offset"][lo]), int(z["offset"][hi - 1] + z["length"][hi - 1])) if hi > lo else (0, 0))
+        return out
+
+    @staticmethod
+    def _whole_shard(s, lo, hi, a, b):
+        return lo == 0 and hi == s["count"] and a == 0
+
+    def _check_crc(self, s, crc):
+        if crc != s["crc32"]:
+            raise ChecksumError("%s: shard %s fails its checksum (crc32 %s, manifest %s); refusing to load it"
+                                % (self.packed, s["file"], crc, s["crc32"]))
+
+    def _fill_distributed(self, comm, nbytes, verify, shm_dir):
+        """Make the segment of every host that lacks it, reading each byte from the packed set once over all
+        hosts; returns once this rank's host has it (or raises FillError on every rank)."""
+        from mpi4py import MPI
+        host = comm.Split(self._group(comm), comm.Get_rank())
+        lead = host.Get_rank() == 0
+        leaders = comm.Split(0 if lead else MPI.UNDEFINED, comm.Get_rank())
+        err = None
+        if lead:
+            lock = _lock(self.path + ".lock")
+            try:
+                have = os.path.exists(self.path)
+                fillers = leaders.Split(MPI.UNDEFINED if have else 0, leaders.Get_rank())
+                leaders.Free()
+                if not have:
+                    _describe(lock, packed=self.packed, split=self.split, start=self.start, end=self.end,
+                              bytes=nbytes, pid=os.getpid(), created=time.time(), fill="distributed")
+                    try:
+                        err = self._exchange(fillers, comm.Get_rank(), nbytes, verify, shm_dir)
+                    finally:
+                        fillers.Free()
+                    self.created = err is None
+            finally:
+                if not os.path.exists(self.path):
+                    _unlink(self.path + ".lock")
+                _unlock(lock)
+        err = host.bcast(err, root=0)
+        host.Free()
+        if err:
+            raise FillError(err)
+
+    def _group(self, comm):
+        """The lowest world rank among those that see this rank's segment file: probe files beside it."""
+        tag = comm.bcast(os.urandom(6).hex() if comm.Get_rank() == 0 else None, root=0)
+        d, base = os.path.split(self.path)
+        mine = os.path.join(d, "luatorch-probe-%s-%s-%d" % (tag, base[len("luatorch-data-"):], comm.Get_rank()))
+        try:
+            try:
+                with open(mine, "w"):
+                    pass
+                err = None
+            except OSError as e:
+                err = "cannot write the in-memory store's folder %s: %s" % (d, e.strerror)
+            self._agree(comm, err)   # also the barrier after which every probe is there
+            prefix = os.path.basename(mine).rsplit("-", 1)[0] + "-"
+            seen = [int(n[len(prefix):]) for n in os.listdir(d) if n.startswith(prefix)]
+            comm.Barrier()
+        finally:
+            _unlink(mine)
+        return min(seen)
+
+    def _exchange(self, fillers, world_rank, nbytes, verify, shm_dir):
+        """One filler's part: read 1/N of the bytes, Allgatherv the rest, check the CRCs, publish the segment.
+        Returns None, or the error message every filler gets (the first failing rank's)."""
+        n, r = fillers.Get_size(), fillers.Get_rank()
+        lo, hi = nbytes * r // n, nbytes * (r + 1) // n   # my bytes of the segment
+        tmp = self.path + ".tmp%d" % os.getpid()
+        _filling.add(tmp)
+        fd, mm, err = None, None, None
+        t0 = time.perf_counter()
+        try:
+            try:
+                self._check_room(nbytes, shm_dir)
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.ftruncate(fd, nbytes)
+                mm = mmap.mmap(fd, nbytes) if nbytes else None
+                pos = 0
+                for k, ((s, slo, shi), (a, b)) in enumerate(zip(self._slices, self._byte_ranges())):
+                    path = os.path.join(self.packed, s["file"])
+                    if verify and not self._whole_shard(s, slo, shi, a, b) and k % n == r:
+                        self.read_bytes += os.path.getsize(path)
+                        self._check_crc(s, crc32_file(path))
+                    x, y = max(lo, pos), min(hi, pos + b - a)   # my part of this slice
+                    if y > x:
+                        with open(path, "rb") as f:
+                            f.seek(a + x - pos)
+                            got = _read_into(f, memoryview(mm)[x:y])
+                        self.read_bytes += got
+                        if got != y - x:
+                            raise ChecksumError("%s: shard %s is truncated (%d of %d bytes)"
+                                                % (self.packed, s["file"], _f_size(path), b))
+                    pos += b - a
+            except Exception as e:
+                err = "%s: %s" % (type(e).__name__, e)
+            t_read = time.perf_counter()
+            errs = fillers.allgather(err)
+            bad = [(i, e) for i, e in enumerate(errs) if e]
+            if bad:
+                who = fillers.allgather(world_rank)
+                return "distributed fill of the %s split: rank %d: %s" % (self.split, who[bad[0][0]], bad[0][1])
+            t_wait = time.perf_counter()   # the others' reads end here
+            _allgather_bytes(fillers, mm, [nbytes * i // n for i in range(n + 1)])
+            t_exchange = time.perf_counter()
+            if verify:   # every filler checks every shard on the bytes it now holds: the same verdict on all
+                pos = 0
+                for (s, slo, shi), (a, b) in zip(self._slices, self._byte_ranges()):
+                    if self._whole_shard(s, slo, shi, a, b):
+                        crc = "%08x" % zlib.crc32(memoryview(mm)[pos:pos + b - a])
+                        if crc != s["crc32"]:
+                            return ("distributed fill of %s: shard %s fails its checksum (crc32 %s, manifest %s); "
+                                    "refusing to load it" % (self.packed, s["file"], crc, s["crc32"]))
+                    pos += b - a
+            self.fill_s = dict(read=t_read - t0, wait=t_wait - t_read, exchange=t_exchange - t_wait,
+                               check=time.perf_counter() - t_exchange)
+            mm.close() if mm is not None else None
+            mm = None
+            os.rename(tmp, self.path)
+            return None
+        finally:
+            if mm is not None:
+                mm.close()
+            if fd is not None:
+                os.close(fd)
+            _unlink(tmp)
+            _filling.discard(tmp)
 
     def __len__(self):
         return self.end - self.start
@@ -291,6 +493,45 @@ class Store:
             self.close()
         except Exception:
             pass
+
+
+def _f_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return -1
+
+
+def _read_into(f, view):
+    """readinto until `view` is full or the file ends (a network file system may return short reads)."""
+    got = 0
+    while got < len(view):
+        k = f.readinto(view[got:])
+        if not k:
+            break
+        got += k
+    return got
+
+
+def _allgather_bytes(comm, mm, bounds):
+    """Rank i holds mm[bounds[i]:bounds[i+1]]; afterwards every rank holds all of it. In rounds of at most
+    EXCHANGE_CHUNK bytes per rank, through a staging buffer (32-bit counts and displacements)."""
+    from mpi4py import MPI
+    n = comm.Get_size()
+    if n == 1 or mm is None:
+        return
+    buf = np.frombuffer(mm, np.uint8)
+    sizes = [bounds[i + 1] - bounds[i] for i in range(n)]
+    stage = np.empty(n * EXCHANGE_CHUNK, np.uint8)
+    me = comm.Get_rank()
+    for off in range(0, max(sizes), EXCHANGE_CHUNK):
+        counts = [max(0, min(EXCHANGE_CHUNK, sz - off)) for sz in sizes]
+        displs = [i * EXCHANGE_CHUNK for i in range(n)]
+        send = buf[bounds[me] + off:bounds[me] + off + counts[me]]
+        comm.Allgatherv([send, MPI.BYTE], [stage, counts, displs, MPI.BYTE])
+        for i in range(n):
+            if i != me and counts[i]:
+                buf[bounds[i] + off:bounds[i] + off + counts[i]] = stage[displs[i]:displs[i] + counts[i]]
 
 
 def _content_key(m):

@@ -19,7 +19,7 @@ function DataLoader.create(opt, host)
    host = host or require('luatorch.host') -- installed by `luatorch train` / `luatorch th`
    local function make(split)
       return M.DataLoader(host.loader(split, opt.batchSize, opt.nThreads, opt.manualSeed,
-                                    opt.dataSource, opt.dataPolicy), split)
+                                    opt.dataSource, opt.dataPolicy, opt.dataFill), split)
    end
    return make('train'), make('val')
 end

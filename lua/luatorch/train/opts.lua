@@ -24,6 +24,8 @@ function M.cmd()
    cmd:option('-nThreads', 2, 'data loading workers per rank')
    cmd:option('-dataSource', 'memory', 'memory (packed, in RAM) | files (one file read per image)')
    cmd:option('-dataPolicy', 'replicate', 'replicate (global shuffle) | partition (static shards)')
+   cmd:option('-dataFill', 'local', 'local (each host reads the whole set) | distributed (each reads 1/N, ' ..
+              'the rest over MPI; replicate only)')
    cmd:text(' ------------- Training options --------------------')
    cmd:option('-nEpochs', 0, 'number of total epochs to run (0: the dataset default)')
    cmd:option('-epochNumber', 1, 'manual epoch number (useful on restarts)')
@@ -145,7 +147,7 @@ M.rules = {
    colors = integer(1), LR = number(0), momentum = number(0), weightDecay = number(0), warmupEpochs = number(0),
    timeout = number(0, true),
    precision = oneOf('single', 'double'), dataSource = oneOf('memory', 'files'),
-   dataPolicy = oneOf('replicate', 'partition'), lrScaling = oneOf('none', 'linear'),
+   dataPolicy = oneOf('replicate', 'partition'), dataFill = oneOf('local', 'distributed'), lrScaling = oneOf('none', 'linear'),
    dpt = oneOf('baseline', 'optimized'),
    dataset = oneOf('imagenet', 'cifar10', 'cifar100', 'mnist'), shortcutType = oneOf('A', 'B', 'C'),
    allreduce = allreduce, schedule = schedule, netType = model, retrain = fileOrNone, optimState = fileOrNone,
@@ -236,6 +238,9 @@ function M.finish(opt)
    if opt.dpt ~= 'baseline' and opt.dpt ~= 'optimized' then error('opts: -dpt baseline|optimized', 0) end
    if opt.dataSource ~= 'memory' and opt.dataSource ~= 'files' then
       error('opts: -dataSource memory|files', 0)
+   end
+   if opt.dataFill == 'distributed' and (opt.dataPolicy ~= 'replicate' or opt.dataSource ~= 'memory') then
+      error('opts: -dataFill distributed needs -dataPolicy replicate and -dataSource memory', 0)
    end
    return opt
 end
