@@ -305,6 +305,18 @@ def test_lookup_table(rt, H, rng, dtype, tmp_path):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_lookup_table_wide_rows_repeated_indices(rt, H, rng, dtype):
+    """Rows wider than the kernel's 32-column blocks (the last one partial), indices repeated many times, on
+    2 threads: the gradient rows that several samples add into, by block, against PyTorch."""
+    rt.execute("torch.setnumthreads(2)")
+    n_index, dim = int(rng.integers(3, 12)), int(rng.integers(33, 140))
+    idx = rng.integers(1, n_index + 1, (int(rng.integers(20, 60)), 7)).astype(np.int64)
+    for expr, kw in [("", {}), (":scaleGradByFreq()", {"scale_grad_by_freq": True})]:
+        m = build(rt, rng, "nn.LookupTable(%d, %d)%s" % (n_index, dim, expr), dtype)
+        check(rt, H, rng, m, idx, lambda x, p, kw=kw: F.embedding(x - 1, p[0], **kw), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_maxout(rt, H, rng, dtype, tmp_path):
     i, o, k, b = sizes(rng, 4, 1, 6)
     m = build(rt, rng, "nn.Maxout(%d, %d, %d)" % (i, o, k), dtype)

@@ -95,14 +95,20 @@ static void NN_(lut_acc)(const lt_tensor *input, const void *gov, lt_tensor *gra
                          int64_t padding_value, double scale, int64_t n, int64_t dim) {
   const real *go = gov;
   real *gw = lt_tensor_data(gradWeight);
-  int64_t lt_par_n = n * dim;
+  /* Threads own blocks of columns (so that two never add into one element, and every element gets its terms
+   * in index order, as with one thread); within a block each index adds one contiguous piece of a row. */
+  enum { BLOCK = 32 };
+  int64_t nblocks = (dim + BLOCK - 1) / BLOCK, lt_par_n = n * dim;
   LT_PARALLEL_FOR
-  for (int64_t c = 0; c < dim; c++) {
+  for (int64_t b = 0; b < nblocks; b++) {
+    int64_t c0 = b * BLOCK, c1 = c0 + BLOCK < dim ? c0 + BLOCK : dim;
     for (int64_t i = 0; i < n; i++) {
       int64_t k = lut_index(input, i);
       if (k == padding_value) continue;
       double s = cnt ? scale / cnt[k - 1] : scale;
-      gw[(k - 1) * dim + c] += (real)(s * go[i * dim + c]);
+      real *row = gw + (k - 1) * dim;
+      const real *g = go + i * dim;
+      for (int64_t c = c0; c < c1; c++) row[c] += (real)(s * g[c]);
     }
   }
 }

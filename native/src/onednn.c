@@ -458,9 +458,14 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+/* Runs of each candidate when a shape's way is picked, the fastest kept: the first run pays one-time costs
+ * (page faults of fresh scratch, cold caches), and with two the choice still flipped between runs of the
+ * same program on a 2-core machine under load. */
+enum { PICK_RUNS = 3 };
+
 /* Which way to run: the forced layout, or the fastest of oneDNN's variants and the caller's own way (USE_IM2COL:
  * im2col or unfold + GEMM), timed on this first
- * call (each run twice, the best of two kept, so that first-touch page faults do not count). oneDNN's variants
+ * call (each run PICK_RUNS times, the best kept). oneDNN's variants
  * write the same results, so when one of them wins the call's outputs are already there (-2); -1: an error. */
 static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_pass *p, int *st, int *oom) {
   int have[3] = {e->v[LAYOUT_PLAIN].prim != NULL, e->v[LAYOUT_BLOCKED].prim != NULL, p->own != NULL};
@@ -470,7 +475,7 @@ static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_pass *p, 
   int c = __atomic_load_n(&e->choice, __ATOMIC_RELAXED);
   if (c >= 0) return c;
   double best[3] = {1e30, 1e30, 1e30};
-  for (int rep = 0; rep < 2; rep++)
+  for (int rep = 0; rep < PICK_RUNS; rep++)
     for (int i = 2; i >= 0; i--) {  /* the caller's own way first: the last run's outputs are oneDNN's */
       if (!have[i]) continue;
       double t0 = now();
