@@ -82,6 +82,31 @@ static inline void pool_window(int64_t o, int d, int pad, int k, int64_t in, int
   *e = b > in ? in : b;
 }
 
+/* The windows of every output row and column (start, end in the image) and the divisor's factor along that
+ * side (pool_divisor is their product): a window's area is the product of its height and width. */
+typedef struct pool_windows {
+  int64_t *hs, *he, *ws, *we, *dh, *dw;
+} pool_windows;
+
+static void pool_side(int64_t n, int d, int pad, int k, int64_t in, int include_pad, int64_t *s, int64_t *e,
+                      int64_t *div) {
+  for (int64_t o = 0; o < n; o++) {
+    pool_window(o, d, pad, k, in, &s[o], &e[o]);
+    int64_t a = o * d - pad, b = a + k;
+    div[o] = include_pad ? (b > in + pad ? in + pad : b) - a : e[o] - s[o];
+  }
+}
+
+static int pool_windows_make(pool_windows *t, const pool_geom *g, int include_pad) {
+  int64_t *m = malloc(sizeof(int64_t) * (size_t)(3 * g->oH + 3 * g->oW));
+  if (!m) return -1;
+  t->hs = m; t->he = m + g->oH; t->dh = m + 2 * g->oH;
+  t->ws = m + 3 * g->oH; t->we = t->ws + g->oW; t->dw = t->ws + 2 * g->oW;
+  pool_side(g->oH, g->dH, g->padH, g->kH, g->iH, include_pad, t->hs, t->he, t->dh);
+  pool_side(g->oW, g->dW, g->padW, g->kW, g->iW, include_pad, t->ws, t->we, t->dw);
+  return 0;
+}
+
 /* The average's divisor: the window clipped to the padded image, or to the image. */
 static inline int64_t pool_divisor(const pool_geom *g, int64_t oh, int64_t ow, int include_pad) {
   int64_t hs = oh * g->dH - g->padH, ws = ow * g->dW - g->padW;
@@ -235,24 +260,101 @@ static int NN_(maxpool_backward)(const pool_geom *g, const real *go, real *gi, c
   return bad ? -1 : 0;
 }
 
+/* Separably: each image row's sums over the windows' columns (iH x oW), then each output's sum of its
+ * window's rows of those; kH + kW additions per output instead of kH * kW. Without memory for the tables,
+ * window by window. */
 static void NN_(avgpool_forward)(const pool_geom *g, const real *in, real *out, int include_pad) {
-  const int64_t iW = g->iW;
-  POOL_FOR_WINDOWS(const real, in, {
-    accreal s = 0;
-    for (int64_t h = hs; h < he; h++)
-      for (int64_t w = ws; w < we; w++) s += x[h * iW + w];
-    out[o] = (real)(s / pool_divisor(g, oh, ow, include_pad));
-  })
+  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
+  pool_windows t;
+  if (pool_windows_make(&t, g, include_pad)) {
+    POOL_FOR_WINDOWS(const real, in, {
+      accreal s = 0;
+      for (int64_t h = hs; h < he; h++)
+        for (int64_t w = ws; w < we; w++) s += x[h * iW + w];
+      out[o] = (real)(s / pool_divisor(g, oh, ow, include_pad));
+    })
+    return;
+  }
+#pragma omp parallel if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
+  {
+    accreal *rs = malloc(sizeof(accreal) * (size_t)(iH * oW));
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < g->planes; p++) {
+      const real *x = in + p * iH * iW;
+      real *y = out + p * oH * oW;
+      if (!rs) {  /* no scratch on this thread: window by window */
+        for (int64_t oh = 0; oh < oH; oh++)
+          for (int64_t ow = 0; ow < oW; ow++) {
+            accreal s = 0;
+            for (int64_t h = t.hs[oh]; h < t.he[oh]; h++)
+              for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) s += x[h * iW + w];
+            y[oh * oW + ow] = (real)(s / (accreal)(t.dh[oh] * t.dw[ow]));
+          }
+        continue;
+      }
+      for (int64_t h = 0; h < iH; h++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          accreal s = 0;
+          for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) s += x[h * iW + w];
+          rs[h * oW + ow] = s;
+        }
+      for (int64_t oh = 0; oh < oH; oh++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          accreal s = 0;
+          for (int64_t h = t.hs[oh]; h < t.he[oh]; h++) s += rs[h * oW + ow];
+          y[oh * oW + ow] = (real)(s / (accreal)(t.dh[oh] * t.dw[ow]));
+        }
+    }
+    free(rs);
+  }
+  free(t.hs);
 }
 
+/* Separably, the adjoint of the forward: each output's share summed into the image rows of its window
+ * (iH x oW), then each of those spread over its window's columns. */
 static void NN_(avgpool_backward)(const pool_geom *g, const real *go, real *gi, int include_pad) {
-  const int64_t iW = g->iW;
-  memset(gi, 0, sizeof(real) * g->planes * g->iH * g->iW);
-  POOL_FOR_WINDOWS(real, gi, {
-    real v = (real)(go[o] / (accreal)pool_divisor(g, oh, ow, include_pad));
-    for (int64_t h = hs; h < he; h++)
-      for (int64_t w = ws; w < we; w++) x[h * iW + w] += v;
-  })
+  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
+  memset(gi, 0, sizeof(real) * g->planes * iH * iW);
+  pool_windows t;
+  if (pool_windows_make(&t, g, include_pad)) {
+    POOL_FOR_WINDOWS(real, gi, {
+      real v = (real)(go[o] / (accreal)pool_divisor(g, oh, ow, include_pad));
+      for (int64_t h = hs; h < he; h++)
+        for (int64_t w = ws; w < we; w++) x[h * iW + w] += v;
+    })
+    return;
+  }
+#pragma omp parallel if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
+  {
+    real *cs = malloc(sizeof(real) * (size_t)(iH * oW));
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < g->planes; p++) {
+      const real *r = go + p * oH * oW;
+      real *x = gi + p * iH * iW;
+      if (!cs) {  /* no scratch on this thread: window by window */
+        for (int64_t oh = 0; oh < oH; oh++)
+          for (int64_t ow = 0; ow < oW; ow++) {
+            real v = (real)(r[oh * oW + ow] / (accreal)(t.dh[oh] * t.dw[ow]));
+            for (int64_t h = t.hs[oh]; h < t.he[oh]; h++)
+              for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) x[h * iW + w] += v;
+          }
+        continue;
+      }
+      memset(cs, 0, sizeof(real) * (size_t)(iH * oW));
+      for (int64_t oh = 0; oh < oH; oh++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          real v = (real)(r[oh * oW + ow] / (accreal)(t.dh[oh] * t.dw[ow]));
+          for (int64_t h = t.hs[oh]; h < t.he[oh]; h++) cs[h * oW + ow] += v;
+        }
+      for (int64_t h = 0; h < iH; h++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          real v = cs[h * oW + ow];
+          for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) x[h * iW + w] += v;
+        }
+    }
+    free(cs);
+  }
+  free(t.hs);
 }
 
 
