@@ -310,6 +310,47 @@ def test_maxpool_matches_pytorch(K, rng, dtype, tname, tol):
         close(K.np(gi), X.grad.numpy(), tol, "gradInput %s" % c)
 
 
+def maxpool_rule(x, c):
+    """Torch7's SpatialMaxPooling, window by window in numpy: rows then columns, the first maximum wins, a NaN
+    propagates (the last NaN wins), an all -inf window keeps index 0 (1-based indices into the plane)."""
+    planes = x.reshape(-1, c["H"], c["W"])
+    out = np.empty((len(planes), c["oh"], c["ow"]), x.dtype)
+    ind = np.empty(out.shape, np.int64)
+    for p, img in enumerate(planes):
+        for oh in range(c["oh"]):
+            hs, he = max(0, oh * c["dh"] - c["ph"]), min(c["H"], oh * c["dh"] - c["ph"] + c["kh"])
+            for ow in range(c["ow"]):
+                ws, we = max(0, ow * c["dw"] - c["pw"]), min(c["W"], ow * c["dw"] - c["pw"] + c["kw"])
+                best, at = -np.inf, -1
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        v = img[h, w]
+                        if v > best or np.isnan(v):
+                            best, at = v, h * c["W"] + w
+                out[p, oh, ow], ind[p, oh, ow] = best, at + 1
+    return out, ind
+
+
+@pytest.mark.parametrize("dtype,tname,tol", TYPES, ids=TYPE_IDS)
+def test_maxpool_ties_nan_and_infinities(K, rng, dtype, tname, tol):
+    """Ties (values from a few levels), NaNs and -inf windows, which PyTorch does not settle the same way:
+    against the rule written out window by window."""
+    for c in pool_configs(rng, 14):
+        shape = (c["N"], c["C"], c["H"], c["W"]) if c["N"] else (c["C"], c["H"], c["W"])
+        x = rng.integers(0, 3, shape).astype(dtype)
+        x[rng.random(shape) < 0.1] = np.nan
+        x[rng.random(shape) < 0.3] = -np.inf
+        out, ind = K.new(tname), K.new("Long")
+        K("SpatialMaxPooling_updateOutput", x, out, ind, c["kw"], c["kh"], c["dw"], c["dh"], c["pw"], c["ph"],
+          int(c["ceil"]))
+        want, want_ind = maxpool_rule(x, c)
+        got = K.np(out)
+        if got.shape[-2:] != want.shape[-2:]:
+            continue  # the ceil-mode size rule (test_pool_torch7_size_rule)
+        np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=str(c))
+        np.testing.assert_array_equal(K.np(ind).reshape(want.shape), want_ind, err_msg=str(c))
+
+
 @pytest.mark.parametrize("dtype,tname,tol", TYPES, ids=TYPE_IDS)
 @pytest.mark.parametrize("include_pad", [True, False], ids=["include-pad", "exclude-pad"])
 def test_avgpool_matches_pytorch(K, rng, dtype, tname, tol, include_pad):

@@ -224,22 +224,89 @@ int lt_nn_SpatialAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gra
     }                                                                                                   \
   }
 
+/* A window's maximum as Torch7 takes it, scanning rows then columns: the first maximum wins, a NaN
+ * propagates (the last NaN wins); an all -inf window keeps index 0. Separably, with the same result: each
+ * image row's maximum and its column over the windows' columns (iH x oW), then the same rule over the
+ * window's rows of those. Window by window when there is no memory for the tables. */
 static void NN_(maxpool_forward)(const pool_geom *g, const real *in, real *out, int64_t *ind) {
-  const int64_t iW = g->iW;
-  POOL_FOR_WINDOWS(const real, in, {
-    real best = -INFINITY;
-    int64_t at = -1;
-    for (int64_t h = hs; h < he; h++)
-      for (int64_t w = ws; w < we; w++) {
-        real v = x[h * iW + w];
-        if (v > best || isnan(v)) { /* the first maximum wins; NaN propagates (THNN's test) */
-          best = v;
-          at = h * iW + w;
+  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
+  pool_windows t;
+  if (pool_windows_make(&t, g, 0)) {
+    POOL_FOR_WINDOWS(const real, in, {
+      real best = -INFINITY;
+      int64_t at = -1;
+      for (int64_t h = hs; h < he; h++)
+        for (int64_t w = ws; w < we; w++) {
+          real v = x[h * iW + w];
+          if (v > best || isnan(v)) {
+            best = v;
+            at = h * iW + w;
+          }
         }
+      out[o] = best;
+      ind[o] = at + 1;
+    })
+    return;
+  }
+#pragma omp parallel if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
+  {
+    real *rb = malloc((sizeof(real) + sizeof(int64_t)) * (size_t)(iH * oW));
+    int64_t *rc = rb ? (int64_t *)(rb + iH * oW) : NULL;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < g->planes; p++) {
+      const real *x = in + p * iH * iW;
+      real *y = out + p * oH * oW;
+      int64_t *yi = ind + p * oH * oW;
+      if (!rb) {  /* no scratch on this thread: window by window */
+        for (int64_t oh = 0; oh < oH; oh++)
+          for (int64_t ow = 0; ow < oW; ow++) {
+            real best = -INFINITY;
+            int64_t at = -1;
+            for (int64_t h = t.hs[oh]; h < t.he[oh]; h++)
+              for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) {
+                real v = x[h * iW + w];
+                if (v > best || isnan(v)) {
+                  best = v;
+                  at = h * iW + w;
+                }
+              }
+            y[oh * oW + ow] = best;
+            yi[oh * oW + ow] = at + 1;
+          }
+        continue;
       }
-    out[o] = best;
-    ind[o] = at + 1;
-  })
+      for (int64_t h = 0; h < iH; h++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          real best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) {
+            real v = x[h * iW + w];
+            if (v > best || isnan(v)) {
+              best = v;
+              at = w;
+            }
+          }
+          rb[h * oW + ow] = best;
+          rc[h * oW + ow] = at;
+        }
+      for (int64_t oh = 0; oh < oH; oh++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          real best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t h = t.hs[oh]; h < t.he[oh]; h++) {
+            real v = rb[h * oW + ow];
+            if ((v > best || isnan(v)) && rc[h * oW + ow] >= 0) {
+              best = v;
+              at = h * iW + rc[h * oW + ow];
+            }
+          }
+          y[oh * oW + ow] = best;
+          yi[oh * oW + ow] = at + 1;
+        }
+    }
+    free(rb);
+  }
+  free(t.hs);
 }
 
 static int NN_(maxpool_backward)(const pool_geom *g, const real *go, real *gi, const int64_t *ind) {
