@@ -282,6 +282,9 @@ def pool_configs(rng, n):
                         dw=dw, ph=ph, pw=pw, ceil=ceil_mode, oh=oh, ow=ow))
     out.append(dict(N=2, C=3, H=112, W=112, kh=3, kw=3, dh=2, dw=2, ph=1, pw=1, ceil=False, oh=56, ow=56))  # ResNet
     out.append(dict(N=2, C=2, H=112, W=112, kh=3, kw=3, dh=2, dw=2, ph=0, pw=0, ceil=True, oh=56, ow=56))  # GoogLeNet
+    # many small planes: the kernels take several planes per loop, in blocks, the last one partial
+    out.append(dict(N=3, C=37, H=7, W=7, kh=3, kw=3, dh=1, dw=1, ph=1, pw=1, ceil=True, oh=7, ow=7))
+    out.append(dict(N=2, C=41, H=14, W=13, kh=3, kw=3, dh=2, dw=2, ph=0, pw=0, ceil=True, oh=7, ow=6))
     return out
 
 

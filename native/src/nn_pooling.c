@@ -75,52 +75,110 @@ static int pool_check_gradOutput(const pool_geom *g, const char *fn, const lt_te
   return 0;
 }
 
-/* Window [start, end) of output position o along one dimension, clipped to [0, in). */
-static inline void pool_window(int64_t o, int d, int pad, int k, int64_t in, int64_t *s, int64_t *e) {
-  int64_t a = o * d - pad, b = a + k;
-  *s = a < 0 ? 0 : a;
-  *e = b > in ? in : b;
+/* The separable passes work on copies of the planes with a border of `fill` (-inf for the max, 0 for the
+ * average) wide enough for every window, padding and ceil mode's last window included, so that every window
+ * lies wholly inside and the loops have no edge cases: padded row r is image row r - padH, padded column c
+ * image column c - padW. The padded width Wp is a multiple of dW, so that the row pass's table (Hp x Wo per
+ * plane, Wo = Wp / dW; entry q for the window's columns starting at padded column (q mod Wo) * dW) is one
+ * flat loop reading q * dW + kw. A thread takes B planes at a time, one after another in its scratch, and
+ * runs each pass as one loop over all of them, because planes of 7x7 or 14x14 are too short for vector
+ * loops of their own; the entries past oW and oH of each plane are computed and never read. */
+typedef struct pool_layout {
+  int64_t Hp, Wp, Wo;  /* one padded plane, and its row pass's table width */
+  int64_t B;           /* planes per block */
+  int64_t np, nq;      /* elements of a block's padded planes (B Hp Wp) and of its tables (B Hp Wo) */
+  int64_t slack_p;     /* past the padded planes, for the flat row pass's last reads */
+  int64_t slack_q;     /* past the tables, for the flat column pass's (stride 1) last reads */
+} pool_layout;
+
+#define POOL_BLOCK_ELEMENTS 16384  /* a block's padded planes: with its tables, well inside L2 */
+
+static pool_layout pool_layout_make(const pool_geom *g) {
+  pool_layout L;
+  int64_t need_h = (g->oH - 1) * g->dH + g->kH, need_w = (g->oW - 1) * g->dW + g->kW;
+  L.Hp = g->padH + g->iH > need_h ? g->padH + g->iH : need_h;
+  L.Wp = g->padW + g->iW > need_w ? g->padW + g->iW : need_w;
+  L.Wp = (L.Wp + g->dW - 1) / g->dW * g->dW;
+  L.Wo = L.Wp / g->dW;
+  int64_t per_thread = (g->planes + omp_get_max_threads() - 1) / omp_get_max_threads();
+  L.B = POOL_BLOCK_ELEMENTS / (L.Hp * L.Wp);
+  if (L.B > per_thread) L.B = per_thread;
+  if (L.B < 1) L.B = 1;
+  L.np = L.B * L.Hp * L.Wp;
+  L.nq = L.B * L.Hp * L.Wo;
+  L.slack_p = g->kW;
+  L.slack_q = (g->kH - 1) * L.Wo;
+  return L;
 }
 
-/* The windows of every output row and column (start, end in the image) and the divisor's factor along that
- * side (pool_divisor is their product): a window's area is the product of its height and width. */
-typedef struct pool_windows {
-  int64_t *hs, *he, *ws, *we, *dh, *dw;
-} pool_windows;
+/* The column pass (over each window's rows of the row pass's table) as segments: with stride 1, one flat
+ * loop over the block's tables; otherwise one per output row. Segment s reads the table from src (and kH - 1
+ * rows of Wo further) and writes n entries from dst, in the tables' layout (plane b, output row oh at
+ * b Hp Wo + oh Wo). */
+static inline int64_t pool_segments(const pool_geom *g, int64_t planes) { return g->dH == 1 ? 1 : planes * g->oH; }
 
-static void pool_side(int64_t n, int d, int pad, int k, int64_t in, int include_pad, int64_t *s, int64_t *e,
-                      int64_t *div) {
-  for (int64_t o = 0; o < n; o++) {
-    pool_window(o, d, pad, k, in, &s[o], &e[o]);
-    int64_t a = o * d - pad, b = a + k;
-    div[o] = include_pad ? (b > in + pad ? in + pad : b) - a : e[o] - s[o];
-  }
-}
-
-static int pool_windows_make(pool_windows *t, const pool_geom *g, int include_pad) {
-  int64_t *m = malloc(sizeof(int64_t) * (size_t)(3 * g->oH + 3 * g->oW));
-  if (!m) return -1;
-  t->hs = m; t->he = m + g->oH; t->dh = m + 2 * g->oH;
-  t->ws = m + 3 * g->oH; t->we = t->ws + g->oW; t->dw = t->ws + 2 * g->oW;
-  pool_side(g->oH, g->dH, g->padH, g->kH, g->iH, include_pad, t->hs, t->he, t->dh);
-  pool_side(g->oW, g->dW, g->padW, g->kW, g->iW, include_pad, t->ws, t->we, t->dw);
-  return 0;
-}
-
-/* The average's divisor: the window clipped to the padded image, or to the image. */
-static inline int64_t pool_divisor(const pool_geom *g, int64_t oh, int64_t ow, int include_pad) {
-  int64_t hs = oh * g->dH - g->padH, ws = ow * g->dW - g->padW;
-  int64_t he = hs + g->kH, we = ws + g->kW;
-  if (include_pad) {
-    if (he > g->iH + g->padH) he = g->iH + g->padH;
-    if (we > g->iW + g->padW) we = g->iW + g->padW;
+static inline void pool_segment(const pool_geom *g, const pool_layout *L, int64_t planes, int64_t s, int64_t *dst,
+                                int64_t *src, int64_t *n) {
+  if (g->dH == 1) {
+    *dst = *src = 0;
+    *n = planes * L->Hp * L->Wo;
   } else {
-    if (hs < 0) hs = 0;
-    if (ws < 0) ws = 0;
-    if (he > g->iH) he = g->iH;
-    if (we > g->iW) we = g->iW;
+    int64_t b = s / g->oH, oh = s % g->oH;
+    *dst = b * L->Hp * L->Wo + oh * L->Wo;
+    *src = b * L->Hp * L->Wo + oh * g->dH * L->Wo;
+    *n = L->Wo;
   }
-  return (he - hs) * (we - ws);
+}
+
+/* The average's divisor along one side, for each output position: the window clipped to the padded image
+ * (count_include_pad) or to the image. */
+static void pool_divisors(int64_t n, int d, int pad, int k, int64_t in, int include_pad, int64_t *div) {
+  for (int64_t o = 0; o < n; o++) {
+    int64_t a = o * d - pad, b = a + k;
+    if (include_pad) {
+      div[o] = (b > in + pad ? in + pad : b) - a;
+    } else {
+      div[o] = (b > in ? in : b) - (a < 0 ? 0 : a);
+    }
+  }
+}
+
+/* The average's divisors along each side (pool_divisors), rows then columns, in one allocation. */
+static int64_t *pool_divisor_tables(const pool_geom *g, int include_pad) {
+  int64_t *t = malloc(sizeof(int64_t) * (size_t)(g->oH + g->oW));
+  if (!t) return NULL;
+  pool_divisors(g->oH, g->dH, g->padH, g->kH, g->iH, include_pad, t);
+  pool_divisors(g->oW, g->dW, g->padW, g->kW, g->iW, include_pad, t + g->oH);
+  return t;
+}
+
+/* For every entry q of a block's row-pass tables, where the window's first column is in the image plane
+ * (row * iW + column; outside the image for windows starting in the padding, whose taps there never win):
+ * the max's winners are kept as positions in the plane. NULL for want of memory, or when a plane's
+ * positions do not fit in 32 bits. */
+static int32_t *pool_tap_positions(const pool_geom *g, const pool_layout *L) {
+  if (g->iH * g->iW >= INT32_MAX || L->Hp * L->Wp >= INT32_MAX) return NULL;
+  int32_t *t = malloc(sizeof(int32_t) * (size_t)L->nq);
+  if (!t) return NULL;
+  const int64_t plane_q = L->Hp * L->Wo;
+  for (int64_t r = 0; r < L->Hp; r++)
+    for (int64_t o = 0; o < L->Wo; o++) t[r * L->Wo + o] = (int32_t)((r - g->padH) * g->iW + o * g->dW - g->padW);
+  for (int64_t b = 1; b < L->B; b++) memcpy(t + b * plane_q, t, sizeof(int32_t) * (size_t)plane_q);
+  return t;
+}
+
+/* The scratch of every thread of the coming parallel region, in one allocation: `each` bytes per thread,
+ * found by the thread's number. */
+static void *pool_scratch(size_t each, int *nthreads) {
+  *nthreads = omp_get_max_threads();
+  return malloc(each * (size_t)*nthreads);
+}
+
+/* pool_scratch, for a kernel that also needs `table` (freed here when either allocation failed). */
+static void *pool_scratch_with(size_t each, int *nthreads, void *table) {
+  void *s = table ? pool_scratch(each, nthreads) : NULL;
+  if (!s) free(table);
+  return s;
 }
 
 #define NN_GENERIC_FILE "nn_pooling.c"
@@ -159,7 +217,10 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
   if (nn_check_float(output, input->type, fn, "output")) return pool_end(&c, -1);
   if (lt_host_type(indices->type) != LT_LONG) return pool_end(&c, lt_fail("%s: indices must be a LongTensor", fn));
   if (pool_resize(output, input, &c.g) || pool_resize(indices, input, &c.g)) return pool_end(&c, -1);
-  NN_CALL(input->type, maxpool_forward, &c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices));
+  if (c.g.iH * c.g.iW >= INT32_MAX)
+    return pool_end(&c, lt_fail("%s: planes of 2^31 elements or more are not supported", fn));
+  if (NN_CALL(input->type, maxpool_forward, &c.g, c.in, lt_tensor_data(output), lt_tensor_data(indices)))
+    return pool_end(&c, lt_fail("%s: out of memory for the pooling tables", fn));
   return pool_end(&c, 0);
 }
 
@@ -186,7 +247,8 @@ int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output
   pool_call c;
   if (pool_begin(&c, fn, input, NULL, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
   if (nn_check_float(output, input->type, fn, "output") || pool_resize(output, input, &c.g)) return pool_end(&c, -1);
-  NN_CALL(input->type, avgpool_forward, &c.g, c.in, lt_tensor_data(output), count_include_pad);
+  if (NN_CALL(input->type, avgpool_forward, &c.g, c.in, lt_tensor_data(output), count_include_pad))
+    return pool_end(&c, lt_fail("%s: out of memory for the pooling tables", fn));
   return pool_end(&c, 0);
 }
 
@@ -199,114 +261,106 @@ int lt_nn_SpatialAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gra
   if (pool_begin(&c, fn, input, gradOutput, kW, kH, dW, dH, padW, padH, ceil_mode)) return pool_end(&c, -1);
   if (nn_check_float(gradInput, input->type, fn, "gradInput") || nn_resize_as(gradInput, input))
     return pool_end(&c, -1);
-  NN_CALL(input->type, avgpool_backward, &c.g, c.go, lt_tensor_data(gradInput), count_include_pad);
+  if (NN_CALL(input->type, avgpool_backward, &c.g, c.go, lt_tensor_data(gradInput), count_include_pad))
+    return pool_end(&c, lt_fail("%s: out of memory for the pooling tables", fn));
   return pool_end(&c, 0);
 }
 
 #else /* ---------------------------------------------- generic part (real) */
 
-/* Runs BODY for every output position of every plane p, with the window
- * [hs, he) x [ws, we) clipped to the image, x the input plane (X_T const or
- * not) and o the output offset; the geometry must be in a pool_geom *g (the
- * OpenMP condition names it). Planes run in parallel when there is enough work. */
-#define POOL_FOR_WINDOWS(X_T, base, ...)                                                             \
-  _Pragma("omp parallel for schedule(static) if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)") \
-  for (int64_t p = 0; p < g->planes; p++) {                                                           \
-    X_T *x = (base) + p * g->iH * g->iW;                                                            \
-    for (int64_t oh = 0; oh < g->oH; oh++) {                                                          \
-      int64_t hs, he;                                                                                   \
-      pool_window(oh, g->dH, g->padH, g->kH, g->iH, &hs, &he);                                  \
-      for (int64_t ow = 0; ow < g->oW; ow++) {                                                        \
-        int64_t ws, we, o = (p * g->oH + oh) * g->oW + ow;                                          \
-        pool_window(ow, g->dW, g->padW, g->kW, g->iW, &ws, &we);                                \
-        __VA_ARGS__                                                                                     \
-      }                                                                                                 \
-    }                                                                                                   \
+/* Planes run in parallel when there is enough work. */
+#define POOL_PARALLEL_IF (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
+
+/* Planes x (iH x iW each, `planes` of them) into the block's padded planes xp, `fill` around each and in
+ * the slack after them (pool_layout). */
+static void NN_(pool_pad_planes)(const pool_geom *g, const pool_layout *L, const real *x, int64_t planes, real *xp,
+                                 real fill) {
+  const int64_t Wp = L->Wp, plane = L->Hp * Wp;
+  for (int64_t b = 0; b < planes; b++, x += g->iH * g->iW) {
+    real *P = xp + b * plane;
+    for (int64_t i = 0; i < g->padH * Wp; i++) P[i] = fill;
+    for (int64_t h = 0; h < g->iH; h++) {
+      real *row = P + (g->padH + h) * Wp;
+      for (int64_t c = 0; c < g->padW; c++) row[c] = fill;
+      memcpy(row + g->padW, x + h * g->iW, sizeof(real) * (size_t)g->iW);
+      for (int64_t c = g->padW + g->iW; c < Wp; c++) row[c] = fill;
+    }
+    for (int64_t i = (g->padH + g->iH) * Wp; i < plane; i++) P[i] = fill;
   }
+  for (int64_t i = planes * plane; i < planes * plane + L->slack_p; i++) xp[i] = fill;
+}
 
 /* A window's maximum as Torch7 takes it, scanning rows then columns: the first maximum wins, a NaN
- * propagates (the last NaN wins); an all -inf window keeps index 0. Separably, with the same result: each
- * image row's maximum and its column over the windows' columns (iH x oW), then the same rule over the
- * window's rows of those. Window by window when there is no memory for the tables. */
-static void NN_(maxpool_forward)(const pool_geom *g, const real *in, real *out, int64_t *ind) {
-  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
-  pool_windows t;
-  if (pool_windows_make(&t, g, 0)) {
-    POOL_FOR_WINDOWS(const real, in, {
-      real best = -INFINITY;
-      int64_t at = -1;
-      for (int64_t h = hs; h < he; h++)
-        for (int64_t w = ws; w < we; w++) {
-          real v = x[h * iW + w];
-          if (v > best || isnan(v)) {
-            best = v;
-            at = h * iW + w;
-          }
-        }
-      out[o] = best;
-      ind[o] = at + 1;
-    })
-    return;
-  }
-#pragma omp parallel if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
-  {
-    real *rb = malloc((sizeof(real) + sizeof(int64_t)) * (size_t)(iH * oW));
-    int64_t *rc = rb ? (int64_t *)(rb + iH * oW) : NULL;
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < g->planes; p++) {
-      const real *x = in + p * iH * iW;
-      real *y = out + p * oH * oW;
-      int64_t *yi = ind + p * oH * oW;
-      if (!rb) {  /* no scratch on this thread: window by window */
-        for (int64_t oh = 0; oh < oH; oh++)
-          for (int64_t ow = 0; ow < oW; ow++) {
-            real best = -INFINITY;
-            int64_t at = -1;
-            for (int64_t h = t.hs[oh]; h < t.he[oh]; h++)
-              for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) {
-                real v = x[h * iW + w];
-                if (v > best || isnan(v)) {
-                  best = v;
-                  at = h * iW + w;
-                }
-              }
-            y[oh * oW + ow] = best;
-            yi[oh * oW + ow] = at + 1;
-          }
-        continue;
-      }
-      for (int64_t h = 0; h < iH; h++)
-        for (int64_t ow = 0; ow < oW; ow++) {
-          real best = -INFINITY;
-          int64_t at = -1;
-          for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) {
-            real v = x[h * iW + w];
-            if (v > best || isnan(v)) {
-              best = v;
-              at = w;
-            }
-          }
-          rb[h * oW + ow] = best;
-          rc[h * oW + ow] = at;
-        }
-      for (int64_t oh = 0; oh < oH; oh++)
-        for (int64_t ow = 0; ow < oW; ow++) {
-          real best = -INFINITY;
-          int64_t at = -1;
-          for (int64_t h = t.hs[oh]; h < t.he[oh]; h++) {
-            real v = rb[h * oW + ow];
-            if ((v > best || isnan(v)) && rc[h * oW + ow] >= 0) {
-              best = v;
-              at = h * iW + rc[h * oW + ow];
-            }
-          }
-          y[oh * oW + ow] = best;
-          yi[oh * oW + ow] = at + 1;
-        }
+ * propagates (the last NaN wins); an all -inf window keeps index 0. Separably, with the same result: over
+ * each window's columns for every padded row (the row's winner and where it is in the image plane), then
+ * the same rule over the window's rows of those. The padding is -inf, which never wins. Branch-free loops,
+ * which the compiler vectorizes. Fails only for want of scratch memory. */
+static int NN_(maxpool_forward)(const pool_geom *g, const real *in, real *out, int64_t *ind) {
+  const pool_layout L = pool_layout_make(g);
+  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW, Wo = L.Wo, plane_q = L.Hp * L.Wo;
+  const int kW = g->kW, kH = g->kH, dW = g->dW;
+  const int64_t nblocks = (g->planes + L.B - 1) / L.B, nt_q = L.nq + L.slack_q;
+  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p + nt_q + L.nq) + sizeof(int32_t) * (size_t)(nt_q + L.nq)
+                 + 63) & ~(size_t)63;
+  int nt;
+  int32_t *at0 = pool_tap_positions(g, &L);
+  char *scratch = pool_scratch_with(each, &nt, at0);
+  if (!scratch) return -1;
+  memset(scratch, 0, each * (size_t)nt);  /* the tables' slack is read (for entries never used) before written */
+#pragma omp parallel for schedule(static) if (POOL_PARALLEL_IF)
+  for (int64_t blk = 0; blk < nblocks; blk++) {
+    real *restrict xp = (real *)(scratch + each * (size_t)omp_get_thread_num());
+    real *restrict rb = xp + L.np + L.slack_p;     /* each padded row's maximum over window q's columns */
+    real *restrict yb = rb + nt_q;                 /* the maximum over the window's rows of those */
+    int32_t *restrict rc = (int32_t *)(yb + L.nq); /* rb's winner in the image plane, -1 for none */
+    int32_t *restrict kt = rc + nt_q;              /* yb's winner in the image plane, -1 for none */
+    const int64_t p0 = blk * L.B, planes = g->planes - p0 < L.B ? g->planes - p0 : L.B, nq = planes * plane_q;
+    NN_(pool_pad_planes)(g, &L, in + p0 * iH * iW, planes, xp, -INFINITY);
+    for (int64_t q = 0; q < nq; q++) {
+      real v = xp[q * dW];
+      rb[q] = v;
+      rc[q] = v > -INFINITY || v != v ? at0[q] : -1;
     }
-    free(rb);
+    for (int kw = 1; kw < kW; kw++) {
+      const real *restrict xs = xp + kw;
+      for (int64_t q = 0; q < nq; q++) {
+        real v = xs[q * dW], b = rb[q];
+        int take = v > b || v != v;
+        rb[q] = take ? v : b;
+        rc[q] = take ? at0[q] + kw : rc[q];
+      }
+    }
+    for (int64_t s = 0, nseg = pool_segments(g, planes); s < nseg; s++) {
+      int64_t dst, src, n;
+      pool_segment(g, &L, planes, s, &dst, &src, &n);
+      real *restrict y = yb + dst;
+      int32_t *restrict k = kt + dst;
+      memcpy(y, rb + src, sizeof(real) * (size_t)n);
+      memcpy(k, rc + src, sizeof(int32_t) * (size_t)n);
+      for (int kh = 1; kh < kH; kh++) {
+        const real *restrict r = rb + src + kh * Wo;
+        const int32_t *restrict c = rc + src + kh * Wo;
+        for (int64_t i = 0; i < n; i++) {
+          real v = r[i], b = y[i];
+          int take = v > b || v != v;
+          y[i] = take ? v : b;
+          k[i] = take ? c[i] : k[i];
+        }
+      }
+    }
+    for (int64_t b = 0; b < planes; b++) {
+      real *restrict y = out + (p0 + b) * oH * oW;
+      int64_t *restrict yi = ind + (p0 + b) * oH * oW;
+      for (int64_t oh = 0; oh < oH; oh++) {
+        const int64_t t = b * plane_q + oh * Wo;
+        memcpy(y + oh * oW, yb + t, sizeof(real) * (size_t)oW);
+        for (int64_t ow = 0; ow < oW; ow++) yi[oh * oW + ow] = (int64_t)kt[t + ow] + 1;
+      }
+    }
   }
-  free(t.hs);
+  free(scratch);
+  free(at0);
+  return 0;
 }
 
 static int NN_(maxpool_backward)(const pool_geom *g, const real *go, real *gi, const int64_t *ind) {
@@ -327,102 +381,110 @@ static int NN_(maxpool_backward)(const pool_geom *g, const real *go, real *gi, c
   return bad ? -1 : 0;
 }
 
-/* Separably: each image row's sums over the windows' columns (iH x oW), then each output's sum of its
- * window's rows of those; kH + kW additions per output instead of kH * kW. Without memory for the tables,
- * window by window. */
-static void NN_(avgpool_forward)(const pool_geom *g, const real *in, real *out, int include_pad) {
-  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
-  pool_windows t;
-  if (pool_windows_make(&t, g, include_pad)) {
-    POOL_FOR_WINDOWS(const real, in, {
-      accreal s = 0;
-      for (int64_t h = hs; h < he; h++)
-        for (int64_t w = ws; w < we; w++) s += x[h * iW + w];
-      out[o] = (real)(s / pool_divisor(g, oh, ow, include_pad));
-    })
-    return;
-  }
-#pragma omp parallel if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
-  {
-    accreal *rs = malloc(sizeof(accreal) * (size_t)(iH * oW));
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < g->planes; p++) {
-      const real *x = in + p * iH * iW;
-      real *y = out + p * oH * oW;
-      if (!rs) {  /* no scratch on this thread: window by window */
-        for (int64_t oh = 0; oh < oH; oh++)
-          for (int64_t ow = 0; ow < oW; ow++) {
-            accreal s = 0;
-            for (int64_t h = t.hs[oh]; h < t.he[oh]; h++)
-              for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) s += x[h * iW + w];
-            y[oh * oW + ow] = (real)(s / (accreal)(t.dh[oh] * t.dw[ow]));
-          }
-        continue;
-      }
-      for (int64_t h = 0; h < iH; h++)
-        for (int64_t ow = 0; ow < oW; ow++) {
-          accreal s = 0;
-          for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) s += x[h * iW + w];
-          rs[h * oW + ow] = s;
-        }
-      for (int64_t oh = 0; oh < oH; oh++)
-        for (int64_t ow = 0; ow < oW; ow++) {
-          accreal s = 0;
-          for (int64_t h = t.hs[oh]; h < t.he[oh]; h++) s += rs[h * oW + ow];
-          y[oh * oW + ow] = (real)(s / (accreal)(t.dh[oh] * t.dw[ow]));
-        }
+/* Separably, on the zero-padded planes: each padded row's sums over the windows' columns, then each output's
+ * sum of its window's rows of those; kH + kW additions per output instead of kH * kW, in the order of a
+ * window-by-window sum (the padding's zeros change no sum). Fails only for want of scratch memory. */
+static int NN_(avgpool_forward)(const pool_geom *g, const real *in, real *out, int include_pad) {
+  const pool_layout L = pool_layout_make(g);
+  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW, Wo = L.Wo, plane_q = L.Hp * L.Wo;
+  const int kW = g->kW, kH = g->kH, dW = g->dW;
+  const int64_t nblocks = (g->planes + L.B - 1) / L.B, nt_q = L.nq + L.slack_q;
+  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p) + sizeof(accreal) * (size_t)(nt_q + L.nq) + 63)
+                & ~(size_t)63;
+  int nt;
+  int64_t *div = pool_divisor_tables(g, include_pad);
+  char *scratch = pool_scratch_with(each, &nt, div);
+  if (!scratch) return -1;
+  memset(scratch, 0, each * (size_t)nt);
+  const int64_t *dh = div, *dw = div + oH;
+#pragma omp parallel for schedule(static) if (POOL_PARALLEL_IF)
+  for (int64_t blk = 0; blk < nblocks; blk++) {
+    real *restrict xp = (real *)(scratch + each * (size_t)omp_get_thread_num());
+    accreal *restrict rs = (accreal *)(xp + L.np + L.slack_p), *restrict acc = rs + nt_q;
+    const int64_t p0 = blk * L.B, planes = g->planes - p0 < L.B ? g->planes - p0 : L.B, nq = planes * plane_q;
+    NN_(pool_pad_planes)(g, &L, in + p0 * iH * iW, planes, xp, 0);
+    for (int64_t q = 0; q < nq; q++) rs[q] = xp[q * dW];
+    for (int kw = 1; kw < kW; kw++) {
+      const real *restrict xs = xp + kw;
+      for (int64_t q = 0; q < nq; q++) rs[q] += xs[q * dW];
     }
-    free(rs);
+    for (int64_t s = 0, nseg = pool_segments(g, planes); s < nseg; s++) {
+      int64_t dst, src, n;
+      pool_segment(g, &L, planes, s, &dst, &src, &n);
+      accreal *restrict a = acc + dst;
+      const accreal *r0 = rs + src;
+      for (int64_t i = 0; i < n; i++) a[i] = r0[i];
+      for (int kh = 1; kh < kH; kh++) {
+        const accreal *restrict r = r0 + kh * Wo;
+        for (int64_t i = 0; i < n; i++) a[i] += r[i];
+      }
+    }
+    for (int64_t b = 0; b < planes; b++) {
+      real *restrict y = out + (p0 + b) * oH * oW;
+      for (int64_t oh = 0; oh < oH; oh++) {
+        const accreal *a = acc + b * plane_q + oh * Wo;
+        for (int64_t ow = 0; ow < oW; ow++) y[oh * oW + ow] = (real)(a[ow] / (accreal)(dh[oh] * dw[ow]));
+      }
+    }
   }
-  free(t.hs);
+  free(scratch);
+  free(div);
+  return 0;
 }
 
-/* Separably, the adjoint of the forward: each output's share summed into the image rows of its window
- * (iH x oW), then each of those spread over its window's columns. */
-static void NN_(avgpool_backward)(const pool_geom *g, const real *go, real *gi, int include_pad) {
-  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW;
-  memset(gi, 0, sizeof(real) * g->planes * iH * iW);
-  pool_windows t;
-  if (pool_windows_make(&t, g, include_pad)) {
-    POOL_FOR_WINDOWS(real, gi, {
-      real v = (real)(go[o] / (accreal)pool_divisor(g, oh, ow, include_pad));
-      for (int64_t h = hs; h < he; h++)
-        for (int64_t w = ws; w < we; w++) x[h * iW + w] += v;
-    })
-    return;
-  }
-#pragma omp parallel if (g->planes > 1 && g->planes * g->oH * g->oW * g->kH * g->kW >= LT_OMP_THRESHOLD)
-  {
-    real *cs = malloc(sizeof(real) * (size_t)(iH * oW));
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < g->planes; p++) {
-      const real *r = go + p * oH * oW;
-      real *x = gi + p * iH * iW;
-      if (!cs) {  /* no scratch on this thread: window by window */
-        for (int64_t oh = 0; oh < oH; oh++)
-          for (int64_t ow = 0; ow < oW; ow++) {
-            real v = (real)(r[oh * oW + ow] / (accreal)(t.dh[oh] * t.dw[ow]));
-            for (int64_t h = t.hs[oh]; h < t.he[oh]; h++)
-              for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) x[h * iW + w] += v;
-          }
-        continue;
+/* Separably, the adjoint of the forward: each output's share summed into the padded rows of its window,
+ * then each of those spread over its window's columns of the padded planes, whose image part is the
+ * gradient. A gradient element receives its shares in the order of a window-by-window loop (the offsets
+ * run backwards so that the windows run forwards; the tables' unused entries are zeros, which change no
+ * sum). Fails only for want of scratch memory. */
+static int NN_(avgpool_backward)(const pool_geom *g, const real *go, real *gi, int include_pad) {
+  const pool_layout L = pool_layout_make(g);
+  const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW, Wo = L.Wo, Wp = L.Wp, plane_q = L.Hp * L.Wo;
+  const int kW = g->kW, kH = g->kH, dW = g->dW;
+  const int64_t nblocks = (g->planes + L.B - 1) / L.B, nt_q = L.nq + L.slack_q;
+  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p + nt_q + L.nq) + 63) & ~(size_t)63;
+  int nt;
+  int64_t *div = pool_divisor_tables(g, include_pad);
+  char *scratch = pool_scratch_with(each, &nt, div);
+  if (!scratch) return -1;
+  const int64_t *dh = div, *dw = div + oH;
+#pragma omp parallel for schedule(static) if (POOL_PARALLEL_IF)
+  for (int64_t blk = 0; blk < nblocks; blk++) {
+    real *restrict gp = (real *)(scratch + each * (size_t)omp_get_thread_num());
+    real *restrict cs = gp + L.np + L.slack_p, *restrict v = cs + nt_q;
+    const int64_t p0 = blk * L.B, planes = g->planes - p0 < L.B ? g->planes - p0 : L.B, nq = planes * plane_q;
+    memset(gp, 0, sizeof(real) * (size_t)(L.np + L.slack_p + nt_q + L.nq));
+    for (int64_t b = 0; b < planes; b++) {
+      const real *r = go + (p0 + b) * oH * oW;
+      for (int64_t oh = 0; oh < oH; oh++) {
+        real *vr = v + b * plane_q + oh * Wo;
+        for (int64_t ow = 0; ow < oW; ow++) vr[ow] = (real)(r[oh * oW + ow] / (accreal)(dh[oh] * dw[ow]));
       }
-      memset(cs, 0, sizeof(real) * (size_t)(iH * oW));
-      for (int64_t oh = 0; oh < oH; oh++)
-        for (int64_t ow = 0; ow < oW; ow++) {
-          real v = (real)(r[oh * oW + ow] / (accreal)(t.dh[oh] * t.dw[ow]));
-          for (int64_t h = t.hs[oh]; h < t.he[oh]; h++) cs[h * oW + ow] += v;
-        }
-      for (int64_t h = 0; h < iH; h++)
-        for (int64_t ow = 0; ow < oW; ow++) {
-          real v = cs[h * oW + ow];
-          for (int64_t w = t.ws[ow]; w < t.we[ow]; w++) x[h * iW + w] += v;
-        }
     }
-    free(cs);
+    for (int64_t s = 0, nseg = pool_segments(g, planes); s < nseg; s++) {
+      int64_t dst, src, n;
+      pool_segment(g, &L, planes, s, &dst, &src, &n);
+      const real *restrict a = v + dst;
+      for (int kh = kH - 1; kh >= 0; kh--) {
+        real *restrict c = cs + src + kh * Wo;
+        for (int64_t i = 0; i < n; i++) c[i] += a[i];
+      }
+    }
+    for (int kw = kW - 1; kw >= 0; kw--) {
+      real *restrict gs = gp + kw;
+      for (int64_t q = 0; q < nq; q++) gs[q * dW] += cs[q];
+    }
+    for (int64_t b = 0; b < planes; b++) {
+      real *x = gi + (p0 + b) * iH * iW;
+      const real *P = gp + b * L.Hp * Wp;
+      for (int64_t h = 0; h < iH; h++) memcpy(x + h * iW, P + (g->padH + h) * Wp + g->padW, sizeof(real) * (size_t)iW);
+    }
   }
-  free(t.hs);
+  free(scratch);
+  free(div);
+  return 0;
 }
 
+#undef POOL_PARALLEL_IF
 
 #endif
