@@ -72,13 +72,19 @@ function M.profile(s, x, y)
       idx = idx + 1
       local key = string.format('%03d %s', idx, tostring(m):gsub('\n.*', ''))
       rows[key] = 0
-      for _, fn in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters'} do
+      -- backward too: some modules (batch normalization) do both passes in one call of their own; a pass
+      -- called from inside another of the same module's is counted once, by the outer one
+      local inside = false
+      for _, fn in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters', 'backward'} do
          local orig = m[fn]
          wrapped[#wrapped + 1] = {m, fn, rawget(m, fn)}
          m[fn] = function(self, ...)
+            if inside then return orig(self, ...) end
+            inside = true
             local t = torch.Timer()
             local a, b = orig(self, ...)
             rows[key] = rows[key] + t:time().real
+            inside = false
             return a, b
          end
       end
