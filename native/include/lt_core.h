@@ -127,6 +127,10 @@ int lt_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alph
              const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 int lt_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double alpha,
              const double *A, int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc);
+/* lt_sgemm through oneDNN's sgemm (on our OpenMP threads) while oneDNN is loaded and enabled (default 1), or
+ * through OpenBLAS (0); returns the previous setting. lt_dgemm is always OpenBLAS's. */
+int lt_blas_use_onednn_sgemm(int on);
+const char *lt_blas_sgemm_name(void);       /* "oneDNN" or "OpenBLAS": which one lt_sgemm uses now */
 
 /* The cdef text of this header (without this declaration), embedded at build time. */
 const char *lt_cdef_text(void);

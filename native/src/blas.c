@@ -20,6 +20,10 @@ static dgemm_fn p_dgemm;
 static set_threads_fn p_set_threads;
 static get_config_fn p_get_config;
 static void *blas_handle; /* kept for LAPACK's symbols (lapack.c) */
+/* oneDNN's sgemm, when oneDNN is loaded and its GEMM selected (onednn.c): it runs on the libgomp threads our
+ * kernels and oneDNN's convolutions use, so that a process has one thread pool, not OpenBLAS's besides. */
+static lt_sgemm_provider p_sgemm_provider;
+static int sgemm_provider_on = 1;
 static char blas_info[1024] = "BLAS not loaded";
 
 int lt_blas_load(const char *path) {
@@ -58,10 +62,26 @@ static int check_dims(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
   return 0;
 }
 
+void lt_blas_set_sgemm_provider(lt_sgemm_provider f) { __atomic_store_n(&p_sgemm_provider, f, __ATOMIC_RELEASE); }
+
+int lt_blas_use_onednn_sgemm(int on) {
+  int old = sgemm_provider_on;
+  sgemm_provider_on = on != 0;
+  return old;
+}
+
+const char *lt_blas_sgemm_name(void) {
+  return p_sgemm_provider && sgemm_provider_on && lt_onednn_enabled() ? "oneDNN" : "OpenBLAS";
+}
+
 int lt_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
              const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
   if (check_dims(m, n, k, lda, ldb, ldc)) return -1;
   if (m == 0 || n == 0) return 0;
+  lt_sgemm_provider f = __atomic_load_n(&p_sgemm_provider, __ATOMIC_ACQUIRE);
+  if (f && sgemm_provider_on && lt_onednn_enabled() &&
+      f(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == 0)
+    return 0;  /* else (a status oneDNN should never give for valid sizes) OpenBLAS does it */
   p_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, (int)m, (int)n,
           (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
   return 0;

@@ -25,6 +25,12 @@ const char *lt_shape_str(const lt_tensor *t, char *buf, size_t len);
 
 /* A symbol of the loaded BLAS library (its LAPACK routines), NULL if absent or not loaded. */
 void *lt_blas_symbol(const char *name);
+/* A row-major float32 GEMM with dnnl_sgemm's signature ('N'/'T'; 0 on success), set by onednn.c. */
+typedef int (*lt_sgemm_provider)(char transA, char transB, int64_t m, int64_t n, int64_t k, float alpha,
+                                 const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                                 int64_t ldc);
+void lt_blas_set_sgemm_provider(lt_sgemm_provider f);
+int lt_onednn_enabled(void);
 
 /* Set the per-thread error message (printf style) and return -1. */
 int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

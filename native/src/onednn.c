@@ -85,6 +85,8 @@ static struct {
   int (*mem_create)(dn_mem *, const void *md, dn_engine, void *handle);
   int (*mem_destroy)(dn_mem);
   const dn_version *(*get_version)(void);
+  int (*sgemm)(char transa, char transb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 } dn;
 
 static dn_engine engine;
@@ -125,6 +127,7 @@ int lt_onednn_load(const char *path) {
     {(void **)&dn.mem_create, "dnnl_memory_create"},
     {(void **)&dn.mem_destroy, "dnnl_memory_destroy"},
     {(void **)&dn.get_version, "dnnl_version"},
+    {(void **)&dn.sgemm, "dnnl_sgemm"},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     *syms[i].slot = dlsym(h, syms[i].name);
@@ -147,6 +150,7 @@ int lt_onednn_load(const char *path) {
   snprintf(info, sizeof info, "%s (oneDNN %d.%d.%d)", path, v->major, v->minor, v->patch);
   enabled = 1;
   __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
+  lt_blas_set_sgemm_provider((lt_sgemm_provider)dn.sgemm);
   return 0;
 }
 
