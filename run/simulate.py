@@ -5,7 +5,7 @@ platform (SimGrid's SMPI), OSU style like `luatorch bench allreduce`.
         --algorithms multicolor,ring,rhd,tree,mpi:mpich,mpi:ompi [--json out.json]
 
 Our collectives (native/collectives) are compiled with smpicc -DLTC_SIMULATOR: the same algorithms
-without the communication and watchdog threads, waiting in MPI_Waitsome. Each rank is a simulated
+without the communication and watchdog threads, waiting in MPI_Waitany. Each rank is a simulated
 process placed on the platform's hosts in order (--ranks-per-host, default as few as fit); the
 times are simulated. Algorithms: ours (multicolor, multicolor_ring, ring, rhd, tree, auto), mpi (SMPI's
 default MPI_Allreduce), mpi:ompi / mpi:mpich / mpi:mvapich2 / mpi:impi (SMPI's copies of those
@@ -40,9 +40,19 @@ SELECTORS = ("ompi", "mpich", "mvapich2", "impi", "default")
 CFLAGS = ["-O3", "-march=native", "-std=gnu11", "-Wall", "-DLTC_SIMULATOR"]
 DEFAULT_SIZES = "1M,8M,26214400,102228128"
 DEFAULT_ALGORITHMS = "multicolor,multicolor_ring,ring,rhd,tree,mpi:mpich,mpi:ompi"
-# Our schedule blocks in MPI_Waitsome; SMPI's smpi/test charges simulated time for every MPI_Test it
-# makes inside (a model of polling loops), which would bill us for polling we do not do.
+# Our schedule blocks in MPI_Waitany and polls nothing; SMPI's smpi/test would charge simulated time for
+# every MPI_Test made anywhere (a model of polling loops), so none is billed for polling nobody does.
 BASE_CFG = ["smpi/test:0"]
+# --network-only (simulate train's setting; shared-malloc sizes): the simulated time is the network's.
+# - No host time between MPI calls: with the reductions skipped, what SMPI would benchmark there is our
+#   schedule's bookkeeping on this loaded host plus the simulator's own cache misses; it moved the
+#   simulated times of sizes <= 8 MB by 10-40 % from run to run, is not charged to SMPI's own algorithms,
+#   and costs a simulated execution per MPI call.
+# - Every send rendezvous (no eager copy below 64 KiB): SimGrid 3.32 keeps the eager ("detached") sends of
+#   all ranks on one list that it walks at the end of each of them, so a 256-rank run of pipelines spent 98 %
+#   of its time there; InfiniBand MPIs switch to rendezvous at 8-16 KiB anyway.
+# docs/results/paper-scale.md, "Simulation cost": how much each moves the simulated times.
+NETWORK_ONLY_CFG = ["smpi/simulate-computation:no", "smpi/send-is-detached-thresh:0"]
 
 
 class SimulateError(RuntimeError):
@@ -176,11 +186,18 @@ def launch_plan(algorithms):
     return plan
 
 
+def launch_cfg(cfg, verify, args):
+    """Every --cfg of one smpirun: ours, the algorithm's (cfg), then the user's."""
+    network_only = args.network_only and not verify
+    return (BASE_CFG + ["smpi/shared-malloc:" + ("off" if verify else "global")]
+            + (NETWORK_ONLY_CFG if network_only else []) + cfg + args.cfg)
+
+
 def simulate(exe, platform, hostfile, np, sizes, labels, cfg, verify, args):
     """One smpirun; the driver's raw records (one per size and algorithm)."""
     _, smpirun = smpi_tools()
     driver_algs = ["mpi" if a.startswith("mpi:") else a for a in labels]
-    cfgs = BASE_CFG + ["smpi/shared-malloc:" + ("off" if verify else "global")] + cfg + args.cfg
+    cfgs = launch_cfg(cfg, verify, args)
     cmd = [smpirun, "-np", str(np), "-platform", platform, "-hostfile", hostfile,
            *["--cfg=" + c for c in cfgs], exe, "--sizes", ",".join(map(str, sizes)),
            "--algorithms", ",".join(driver_algs), "--iters", str(args.iters), "--warmup", str(args.warmup),
@@ -188,7 +205,7 @@ def simulate(exe, platform, hostfile, np, sizes, labels, cfg, verify, args):
     cmd += ["--verify"] if verify else []
     cmd += ["--no-check"] if args.no_check else []
     env = dict(os.environ)
-    if args.skip_reductions and not verify:
+    if (args.skip_reductions or args.network_only) and not verify:
         env["LTC_SIM_REDUCE"] = "skip"   # native/collectives/coll_sched.c, under LTC_SIMULATOR
     if not args.quiet:
         print("# " + ("LTC_SIM_REDUCE=skip " if "LTC_SIM_REDUCE" in env else "") + " ".join(cmd), flush=True)
@@ -244,7 +261,7 @@ def run_allreduce(args):
             for group, verify in ((verified, True), (shared, False)):
                 if group:
                     for raw in simulate(exe, platform, hostfile, args.np, group, labels, cfg, verify, args):
-                        records.append(record(raw, info, name, cfg))
+                        records.append(record(raw, info, name, launch_cfg(cfg, verify, args)))
     order = {a: i for i, a in enumerate(algorithms)}
     records.sort(key=lambda r: (r["bytes"], order[r["algorithm"]]))
     return records
@@ -322,6 +339,10 @@ def parser():
     ap.add_argument("--skip-reductions", action="store_true",
                     help="sizes on shared malloc: our reductions are not computed and cost no time (as SMPI's "
                          "own algorithms' reductions cost no simulated time); a large simulation runs faster")
+    ap.add_argument("--network-only", action="store_true",
+                    help="sizes on shared malloc: --skip-reductions, no host time between MPI calls simulated and "
+                         "every send rendezvous (%s): the time is the network's, and 256 ranks simulate in about a "
+                         "minute instead of hours" % " ".join("--cfg=" + c for c in NETWORK_ONLY_CFG))
     ap.add_argument("--json", default=None, help="write the records here")
     ap.add_argument("--compare", action="append", default=[],
                     help="a bench allreduce JSON (repeatable): print simulated vs measured for sizes >= 1 MiB")

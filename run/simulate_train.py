@@ -254,7 +254,8 @@ class AllreduceTimes:
     def __init__(self, platform, cfg=(), quiet=False, cache=True):
         self.platform = simulate.platform_path(platform)
         with open(self.platform, "rb") as f:
-            key = hashlib.sha256(f.read() + json.dumps(list(cfg)).encode())
+            # the launch settings are part of the key: times simulated under other ones are not reused
+            key = hashlib.sha256(f.read() + json.dumps(list(cfg) + simulate.NETWORK_ONLY_CFG).encode())
         self.path = os.path.join(simulate.cache_dir(), "train-allreduce-%s.json" % key.hexdigest()[:12])
         self.cfg, self.quiet = list(cfg), quiet
         self.times = {}
@@ -269,7 +270,7 @@ class AllreduceTimes:
             return
         argv = ["--platform", self.platform, "--np", str(ranks), "--ranks-per-host", str(per_host),
                 "--sizes", ",".join(map(str, sizes)), "--algorithms", algorithm, "--iters", "1", "--warmup", "0",
-                "--verify-mib", "0", "--quiet", "--skip-reductions",
+                "--verify-mib", "0", "--quiet", "--network-only",
                 # SMPI's own algorithms allocate per-rank temporaries: share those above 1 MiB too
                 "--cfg", "smpi/auto-shared-malloc-thresh:1048576"]
         for c in self.cfg:

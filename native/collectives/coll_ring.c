@@ -33,7 +33,7 @@ int ltc_sched_ring(ltc_sched *S, char *buf, int64_t count, int64_t chunk_elems, 
     free(ag_recv);
     return ltc_fail("ring: out of memory");
   }
-  int slot_red[LTC_SLOTS], sendw[LTC_WINDOW], recvw[LTC_WINDOW * 8];
+  int slot_red[LTC_SLOTS], sendw[LTC_WINDOW], recvw[LTC_RECV_AHEAD];
 #define SEG(i) ltc_part(count, p, (i))
 #define CHUNK(seg, j, lo, len)                                        \
   do {                                                                \
@@ -74,8 +74,8 @@ int ltc_sched_ring(ltc_sched *S, char *buf, int64_t count, int64_t chunk_elems, 
       sendw[k % LTC_WINDOW] = snd;
       /* the segment lands where our reduce-scatter send of step t read from */
       int rcv = ltc_task_add(S, T_RECV, left, ltc_tag(ag, k), buf + rlo * es, NULL, rlen, rs_send[k],
-                             k >= 8 * LTC_WINDOW ? recvw[k % (8 * LTC_WINDOW)] : -1, -1);
-      recvw[k % (8 * LTC_WINDOW)] = rcv;
+                             k >= LTC_RECV_AHEAD ? recvw[k % LTC_RECV_AHEAD] : -1, -1);
+      recvw[k % LTC_RECV_AHEAD] = rcv;
       ag_recv[j] = rcv;
     }
   }
