@@ -70,17 +70,20 @@ int lt_blas_use_onednn_sgemm(int on) {
   return old;
 }
 
-const char *lt_blas_sgemm_name(void) {
-  return p_sgemm_provider && sgemm_provider_on && lt_onednn_enabled() ? "oneDNN" : "OpenBLAS";
+/* The GEMM lt_sgemm calls instead of OpenBLAS's now, or NULL. */
+static lt_sgemm_provider active_sgemm_provider(void) {
+  lt_sgemm_provider f = __atomic_load_n(&p_sgemm_provider, __ATOMIC_ACQUIRE);
+  return f && sgemm_provider_on && lt_onednn_enabled() ? f : NULL;
 }
+
+const char *lt_blas_sgemm_name(void) { return active_sgemm_provider() ? "oneDNN" : "OpenBLAS"; }
 
 int lt_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
              const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
   if (check_dims(m, n, k, lda, ldb, ldc)) return -1;
   if (m == 0 || n == 0) return 0;
-  lt_sgemm_provider f = __atomic_load_n(&p_sgemm_provider, __ATOMIC_ACQUIRE);
-  if (f && sgemm_provider_on && lt_onednn_enabled() &&
-      f(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == 0)
+  lt_sgemm_provider f = active_sgemm_provider();
+  if (f && f(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == 0)
     return 0;  /* else (a status oneDNN should never give for valid sizes) OpenBLAS does it */
   p_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, (int)m, (int)n,
           (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);

@@ -30,7 +30,6 @@ typedef int (*lt_sgemm_provider)(char transA, char transB, int64_t m, int64_t n,
                                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                                  int64_t ldc);
 void lt_blas_set_sgemm_provider(lt_sgemm_provider f);
-int lt_onednn_enabled(void);
 
 /* Set the per-thread error message (printf style) and return -1. */
 int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -86,9 +86,11 @@ static int pool_check_gradOutput(const pool_geom *g, const char *fn, const lt_te
 typedef struct pool_layout {
   int64_t Hp, Wp, Wo;  /* one padded plane, and its row pass's table width */
   int64_t B;           /* planes per block */
+  int64_t nblocks;     /* blocks of B planes (the last one may have fewer) */
   int64_t np, nq;      /* elements of a block's padded planes (B Hp Wp) and of its tables (B Hp Wo) */
   int64_t slack_p;     /* past the padded planes, for the flat row pass's last reads */
   int64_t slack_q;     /* past the tables, for the flat column pass's (stride 1) last reads */
+  int64_t tq;          /* a table with its slack: nq + slack_q */
 } pool_layout;
 
 #define POOL_BLOCK_ELEMENTS 16384  /* a block's padded planes: with its tables, well inside L2 */
@@ -104,11 +106,19 @@ static pool_layout pool_layout_make(const pool_geom *g) {
   L.B = POOL_BLOCK_ELEMENTS / (L.Hp * L.Wp);
   if (L.B > per_thread) L.B = per_thread;
   if (L.B < 1) L.B = 1;
+  L.nblocks = (g->planes + L.B - 1) / L.B;
   L.np = L.B * L.Hp * L.Wp;
   L.nq = L.B * L.Hp * L.Wo;
   L.slack_p = g->kW;
   L.slack_q = (g->kH - 1) * L.Wo;
+  L.tq = L.nq + L.slack_q;
   return L;
+}
+
+/* The planes of block blk. */
+static inline int64_t pool_block_planes(const pool_geom *g, const pool_layout *L, int64_t blk) {
+  int64_t left = g->planes - blk * L->B;
+  return left < L->B ? left : L->B;
 }
 
 /* The column pass (over each window's rows of the row pass's table) as segments: with stride 1, one flat
@@ -168,15 +178,10 @@ static int32_t *pool_tap_positions(const pool_geom *g, const pool_layout *L) {
 }
 
 /* The scratch of every thread of the coming parallel region, in one allocation: `each` bytes per thread,
- * found by the thread's number. */
-static void *pool_scratch(size_t each, int *nthreads) {
-  *nthreads = omp_get_max_threads();
-  return malloc(each * (size_t)*nthreads);
-}
-
-/* pool_scratch, for a kernel that also needs `table` (freed here when either allocation failed). */
-static void *pool_scratch_with(size_t each, int *nthreads, void *table) {
-  void *s = table ? pool_scratch(each, nthreads) : NULL;
+ * found by the thread's number; for a kernel that also needs `table`, which is freed here when either
+ * allocation failed. */
+static void *pool_scratch_with(size_t each, void *table) {
+  void *s = table ? malloc(each * (size_t)omp_get_max_threads()) : NULL;
   if (!s) free(table);
   return s;
 }
@@ -299,23 +304,25 @@ static int NN_(maxpool_forward)(const pool_geom *g, const real *in, real *out, i
   const pool_layout L = pool_layout_make(g);
   const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW, Wo = L.Wo, plane_q = L.Hp * L.Wo;
   const int kW = g->kW, kH = g->kH, dW = g->dW;
-  const int64_t nblocks = (g->planes + L.B - 1) / L.B, nt_q = L.nq + L.slack_q;
-  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p + nt_q + L.nq) + sizeof(int32_t) * (size_t)(nt_q + L.nq)
+  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p + L.tq + L.nq) + sizeof(int32_t) * (size_t)(L.tq + L.nq)
                  + 63) & ~(size_t)63;
-  int nt;
   int32_t *at0 = pool_tap_positions(g, &L);
-  char *scratch = pool_scratch_with(each, &nt, at0);
+  char *scratch = pool_scratch_with(each, at0);
   if (!scratch) return -1;
-  memset(scratch, 0, each * (size_t)nt);  /* the tables' slack is read (for entries never used) before written */
 #pragma omp parallel for schedule(static) if (POOL_PARALLEL_IF)
-  for (int64_t blk = 0; blk < nblocks; blk++) {
+  for (int64_t blk = 0; blk < L.nblocks; blk++) {
     real *restrict xp = (real *)(scratch + each * (size_t)omp_get_thread_num());
     real *restrict rb = xp + L.np + L.slack_p;     /* each padded row's maximum over window q's columns */
-    real *restrict yb = rb + nt_q;                 /* the maximum over the window's rows of those */
+    real *restrict yb = rb + L.tq;                 /* the maximum over the window's rows of those */
     int32_t *restrict rc = (int32_t *)(yb + L.nq); /* rb's winner in the image plane, -1 for none */
-    int32_t *restrict kt = rc + nt_q;              /* yb's winner in the image plane, -1 for none */
-    const int64_t p0 = blk * L.B, planes = g->planes - p0 < L.B ? g->planes - p0 : L.B, nq = planes * plane_q;
+    int32_t *restrict kt = rc + L.tq;              /* yb's winner in the image plane, -1 for none */
+    const int64_t p0 = blk * L.B, planes = pool_block_planes(g, &L, blk), nq = planes * plane_q;
     NN_(pool_pad_planes)(g, &L, in + p0 * iH * iW, planes, xp, -INFINITY);
+    /* the stride-1 column pass reads kH - 1 rows past the block's tables, for entries never used */
+    for (int64_t q = nq; q < nq + L.slack_q; q++) {
+      rb[q] = -INFINITY;
+      rc[q] = -1;
+    }
     for (int64_t q = 0; q < nq; q++) {
       real v = xp[q * dW];
       rb[q] = v;
@@ -388,21 +395,20 @@ static int NN_(avgpool_forward)(const pool_geom *g, const real *in, real *out, i
   const pool_layout L = pool_layout_make(g);
   const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW, Wo = L.Wo, plane_q = L.Hp * L.Wo;
   const int kW = g->kW, kH = g->kH, dW = g->dW;
-  const int64_t nblocks = (g->planes + L.B - 1) / L.B, nt_q = L.nq + L.slack_q;
-  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p) + sizeof(accreal) * (size_t)(nt_q + L.nq) + 63)
+  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p) + sizeof(accreal) * (size_t)(L.tq + L.nq) + 63)
                 & ~(size_t)63;
-  int nt;
   int64_t *div = pool_divisor_tables(g, include_pad);
-  char *scratch = pool_scratch_with(each, &nt, div);
+  char *scratch = pool_scratch_with(each, div);
   if (!scratch) return -1;
-  memset(scratch, 0, each * (size_t)nt);
   const int64_t *dh = div, *dw = div + oH;
 #pragma omp parallel for schedule(static) if (POOL_PARALLEL_IF)
-  for (int64_t blk = 0; blk < nblocks; blk++) {
+  for (int64_t blk = 0; blk < L.nblocks; blk++) {
     real *restrict xp = (real *)(scratch + each * (size_t)omp_get_thread_num());
-    accreal *restrict rs = (accreal *)(xp + L.np + L.slack_p), *restrict acc = rs + nt_q;
-    const int64_t p0 = blk * L.B, planes = g->planes - p0 < L.B ? g->planes - p0 : L.B, nq = planes * plane_q;
+    accreal *restrict rs = (accreal *)(xp + L.np + L.slack_p), *restrict acc = rs + L.tq;
+    const int64_t p0 = blk * L.B, planes = pool_block_planes(g, &L, blk), nq = planes * plane_q;
     NN_(pool_pad_planes)(g, &L, in + p0 * iH * iW, planes, xp, 0);
+    /* the stride-1 column pass reads kH - 1 rows past the block's tables, for entries never used */
+    for (int64_t q = nq; q < nq + L.slack_q; q++) rs[q] = 0;
     for (int64_t q = 0; q < nq; q++) rs[q] = xp[q * dW];
     for (int kw = 1; kw < kW; kw++) {
       const real *restrict xs = xp + kw;
@@ -441,19 +447,17 @@ static int NN_(avgpool_backward)(const pool_geom *g, const real *go, real *gi, i
   const pool_layout L = pool_layout_make(g);
   const int64_t iH = g->iH, iW = g->iW, oH = g->oH, oW = g->oW, Wo = L.Wo, Wp = L.Wp, plane_q = L.Hp * L.Wo;
   const int kW = g->kW, kH = g->kH, dW = g->dW;
-  const int64_t nblocks = (g->planes + L.B - 1) / L.B, nt_q = L.nq + L.slack_q;
-  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p + nt_q + L.nq) + 63) & ~(size_t)63;
-  int nt;
+  size_t each = (sizeof(real) * (size_t)(L.np + L.slack_p + L.tq + L.nq) + 63) & ~(size_t)63;
   int64_t *div = pool_divisor_tables(g, include_pad);
-  char *scratch = pool_scratch_with(each, &nt, div);
+  char *scratch = pool_scratch_with(each, div);
   if (!scratch) return -1;
   const int64_t *dh = div, *dw = div + oH;
 #pragma omp parallel for schedule(static) if (POOL_PARALLEL_IF)
-  for (int64_t blk = 0; blk < nblocks; blk++) {
+  for (int64_t blk = 0; blk < L.nblocks; blk++) {
     real *restrict gp = (real *)(scratch + each * (size_t)omp_get_thread_num());
-    real *restrict cs = gp + L.np + L.slack_p, *restrict v = cs + nt_q;
-    const int64_t p0 = blk * L.B, planes = g->planes - p0 < L.B ? g->planes - p0 : L.B, nq = planes * plane_q;
-    memset(gp, 0, sizeof(real) * (size_t)(L.np + L.slack_p + nt_q + L.nq));
+    real *restrict cs = gp + L.np + L.slack_p, *restrict v = cs + L.tq;
+    const int64_t p0 = blk * L.B, planes = pool_block_planes(g, &L, blk), nq = planes * plane_q;
+    memset(gp, 0, sizeof(real) * (size_t)(L.np + L.slack_p + L.tq + L.nq));
     for (int64_t b = 0; b < planes; b++) {
       const real *r = go + (p0 + b) * oH * oW;
       for (int64_t oh = 0; oh < oH; oh++) {
