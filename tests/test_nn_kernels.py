@@ -434,18 +434,21 @@ def test_threshold_matches_pytorch(K, rng, dtype, tname, tol):
 def test_softmax_matches_pytorch(K, rng, dtype, tname, tol, log):
     name = "LogSoftMax" if log else "SoftMax"
     for shape, dim in [((7,), 0), ((4, 9), 1), ((5, 3, 4), 0), ((2, 6, 3, 5), 1), ((1, 1000), 1)]:
-        # the float32 gradient of a peaked softmax is ill-conditioned (y * (dy - sum(dy*y)) cancels):
-        # moderate values, and the oracle in float64 on the same float32 inputs
         x = (rng.standard_normal(shape) * 3).astype(dtype)
         g = rng.standard_normal(shape).astype(dtype)
-        X = tt(x.astype(np.float64), True)
-        Y = (F.log_softmax if log else F.softmax)(X, dim=dim)
-        Y.backward(tt(g.astype(np.float64)))
+        Y = (F.log_softmax if log else F.softmax)(tt(x.astype(np.float64)), dim=dim)
         out, gi = K.new(tname), K.new(tname)
         K(name + "_updateOutput", x, out)
         K(name + "_updateGradInput", x, g, gi, out)
-        close(K.np(out), Y.detach().numpy(), tol, "%s output %s" % (name, shape))
-        close(K.np(gi), X.grad.numpy(), tol, "%s gradInput %s" % (name, shape))
+        close(K.np(out), Y.numpy(), tol, "%s output %s" % (name, shape))
+        # Torch7's backward is a function of the module's output, as PyTorch's backward kernels are:
+        # the oracle takes the very output we computed, in float64. Against the exact softmax instead,
+        # the float32 rounding of that output alone moves a peaked softmax's gradient by 1e-4 relative
+        # (y * (dy - sum(dy*y)) cancels), whatever the kernel does.
+        Y_ours = tt(K.np(out).astype(np.float64))
+        backward = torch._log_softmax_backward_data if log else torch._softmax_backward_data
+        ref_gi = backward(tt(g.astype(np.float64)), Y_ours, dim, torch.float64)
+        close(K.np(gi), ref_gi.numpy(), tol, "%s gradInput %s" % (name, shape))
     big = np.array([1000.0, 1001.0, -1000.0], dtype)  # exp overflows without the max subtraction
     out = K.new(tname)
     K(name + "_updateOutput", big, out)
