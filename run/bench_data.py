@@ -1,8 +1,8 @@
 """`luatorch bench data`: the in-memory loader against the per-file loader (fb.resnet.torch's way).
 
     luatorch bench data --data PACKED --files FOLDER [--workers 1,2] [--modes threads,processes]
-                        [--loaders memory,files[,ceiling]] [--pipelines c[,numpy]] [--transform train|val]
-                        [--rounds 1] [--batches 8] [--batch-size 32] [--iter-ms 200] [--drop-caches] [--json PATH]
+                        [--loaders memory,files[,ceiling,pieces,torchvision]] [--pipelines c[,numpy]] [--transform train|val]
+                        [--rounds 1] [--torchvision-python PY] [--batches 8] [--batch-size 32] [--iter-ms 200] [--drop-caches] [--json PATH]
 
 PACKED is FOLDER packed (`luatorch pack FOLDER PACKED`), FOLDER e.g. from `luatorch synth-data`.
 For each loader (memory | files), page cache (cold | warm), worker mode and worker count it measures
@@ -23,6 +23,11 @@ does). --rounds N repeats everything N times, interleaved, and the records keep 
 --iter-ms 0 skips the data-wait runs. Per image, in ms (summed over workers): fetch, decode, scale (crop +
 resize), colour (jitter, lighting, normalize, flip), plan (the C path's draws and call in Python), copy
 (into the slot), transform (all after decoding).
+Loader `torchvision`: torchvision's pipeline for the same recipe on the same files (ImageFolder + Pillow +
+RandomResizedCrop/ColorJitter/ToTensor/Lighting/Normalize/flip + a DataLoader of `workers` processes;
+run/torchvision_pipeline.py), run by `--torchvision-python PY` (default $LUATORCH_TORCHVISION_PYTHON, else
+this interpreter): an interpreter with torch and torchvision, e.g. a venv of its own. The last table gives,
+per worker count, the medians over rounds and the C pipeline's ratios to torchvision and to the ceiling.
 
 On the emulated cluster's storage host (`luatorch cluster up --nodes 4 --storage DIR`, --files and --data
 in DIR):
@@ -193,6 +198,70 @@ def numpy_pieces(ds, train, seed, files):
         for k, v in zip(t, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             t[k] += v
     return {k + "_ms_per_image": 1000 * v / len(files) for k, v in t.items()}
+
+
+TORCHVISION_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchvision_pipeline.py")
+
+
+def torchvision_python(a):
+    return a.torchvision_python or os.environ.get("LUATORCH_TORCHVISION_PYTHON") or sys.executable
+
+
+def check_torchvision(py):
+    """Fail before measuring anything when `py` cannot import torchvision."""
+    r = subprocess.run([py, "-c", "import torch, torchvision, PIL"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise SystemExit(
+            "luatorch bench data: loader torchvision: %s cannot import torch + torchvision (%s). Give an "
+            "interpreter that can with --torchvision-python PY or LUATORCH_TORCHVISION_PYTHON; PyPI's torchvision "
+            "needs the torch release it was built with, e.g. `python -m venv tv && tv/bin/pip install "
+            "torch==2.14.1 torchvision==0.29.1` (CPU use is fine)"
+            % (py, (r.stderr.strip().splitlines() or ["no output"])[-1]))
+
+
+def image_folder(files):
+    """The ImageFolder root of the benchmark's files (the folder of their class folders)."""
+    roots = {os.path.dirname(os.path.dirname(f)) for f in files}
+    if len(roots) != 1:
+        raise SystemExit("luatorch bench data: loader torchvision needs the images as ROOT/CLASS/FILE, one ROOT; "
+                         "these files have %d" % len(roots))
+    return roots.pop()
+
+
+def run_torchvision(a, w, files):
+    argv = [torchvision_python(a), TORCHVISION_SCRIPT, "--folder", image_folder(files), "--workers", str(w),
+            "--batches", str(a.batches), "--batch-size", str(a.batch_size), "--transform", a.transform,
+            "--seed", str(a.seed)]
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise SystemExit("luatorch bench data: the torchvision pipeline failed: %s"
+                         % (r.stderr or r.stdout).strip()[-2000:])
+    return json.loads(lines[-1])
+
+
+def summarize(records):
+    """Per transform and worker count: medians over rounds, and the C pipeline against torchvision and the
+    ceiling (rows for the loaders present)."""
+    from run.benchutil import median
+    groups = {}
+    for r in records:
+        if "images_per_s" in r and r["loader"] != "pieces" and r.get("cache", "warm") == "warm":
+            key = (r["loader"], r.get("pipeline", "-"), r.get("mode", "threads"), r["workers"])
+            groups.setdefault(key, []).append(r["images_per_s"])
+    med = {k: median(v) for k, v in groups.items()}
+    rows = []
+    for w in sorted({k[3] for k in med}):
+        tv = med.get(("torchvision", "torchvision", "processes", w))   # a DataLoader's worker processes
+        ceil = med.get(("ceiling", "-", "threads", w))
+        for (loader, pipeline, mode, ww), v in sorted(med.items()):
+            if ww != w:
+                continue
+            rows.append([loader, pipeline, mode, w, "%.0f" % v, len(groups[loader, pipeline, mode, ww]),
+                         "%.2f" % (v / tv) if tv and loader not in ("torchvision", "ceiling") else "-",
+                         "%.2f" % (v / ceil) if ceil and loader not in ("torchvision", "ceiling") else "-"])
+    return rows
 
 
 def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
@@ -457,6 +526,8 @@ def main(argv=None):
     p.add_argument("--drop-caches", action="store_true",
                    help="cold cache by emptying the page cache of the WHOLE MACHINE (%s, needs root); "
                         "default: posix_fadvise(DONTNEED) on the benchmark's own files" % DROP_CACHES)
+    p.add_argument("--torchvision-python", metavar="PY", help="the interpreter for loader torchvision (default "
+                   "$LUATORCH_TORCHVISION_PYTHON, else this one)")
     p.add_argument("--json", help="write the records here (an existing file is replaced)")
     p.add_argument("--cluster-hosts", metavar="N,N", help="run the loaders on this many hosts of the emulated "
                    "cluster at once (`luatorch cluster up --storage DIR`), each reading --files through its own "
@@ -483,6 +554,8 @@ def main(argv=None):
     elif "cold" in caches:
         print("cold cache: posix_fadvise(DONTNEED) on the benchmark's files only; --drop-caches (root) empties "
               "the whole machine's page cache instead", flush=True)
+    if "torchvision" in a.loaders.split(","):
+        check_torchvision(torchvision_python(a))
     from pytorch_bridge.data import Dataset
     ds = Dataset(a.data)
     idx = ds.index("train")
@@ -507,6 +580,19 @@ def main(argv=None):
                                 "%s %.3f" % (k[:-13], rec[k]) for k in rec if k.endswith("_ms_per_image"))
                                 + " ms/img  (load avg %.1f)" % rec["loadavg"], flush=True)
                             continue
+                        if loader == "torchvision":
+                            if cache != caches[0] or mode != a.modes.split(",")[0]:
+                                continue   # its own DataLoader worker processes, warm page cache
+                            warm(files)
+                            rec = dict(loader="torchvision", pipeline="torchvision", cache="warm", mode="processes",
+                                       workers=w, round=rnd, transform=a.transform, batch_size=a.batch_size,
+                                       loadavg=os.getloadavg()[0])
+                            rec.update(run_torchvision(a, w, files))
+                            records.append(rec)
+                            print("torchvision        w=%d  %.1f img/s  (torch %s, torchvision %s, Pillow %s; load avg "
+                                  "%.1f)" % (w, rec["images_per_s"], rec["torch"], rec["torchvision"], rec["pillow"],
+                                             rec["loadavg"]), flush=True)
+                            continue
                         if loader == "ceiling":
                             if cache != caches[0] or mode != a.modes.split(",")[0]:
                                 continue   # from memory, threads: one per worker count
@@ -525,13 +611,18 @@ def main(argv=None):
         write_json(a.json, records)
         return 0
     print()
-    rows = [r for r in records if r["loader"] not in ("ceiling", "pieces")]
+    rows = [r for r in records if r["loader"] not in ("ceiling", "pieces", "torchvision")]
     print_table(["loader", "pipeline", "cache", "mode", "workers", "images/s", "data wait", "load s", "load avg"]
                 + [k[:-2] + " ms" for k in PIECES],
                 [[r["loader"], r["pipeline"], r["cache"], r["mode"], r["workers"], "%.1f" % r["images_per_s"],
                   "%.1f%%" % (100 * r["data_wait_fraction"]) if "data_wait_fraction" in r else "-",
                   "%.2f" % r["load_s"], "%.1f" % r["loadavg"]]
                  + ["%.3f" % r[k[:-2] + "_ms_per_image"] for k in PIECES] for r in rows])
+    summary = summarize(records)
+    if summary:
+        print()
+        print_table(["loader", "pipeline", "mode", "workers", "images/s (median)", "rounds", "/ torchvision",
+                     "/ ceiling"], summary)
     write_json(a.json, records)
     return 0
 

@@ -260,3 +260,49 @@ def test_bench_data_records_ceiling_and_pieces(tmp_path):
     c = [r for r in recs if r.get("pipeline") == "c"]
     assert all(r["fast_images"] == r["images"] == 8 and r["scale_ms_per_image"] > 0 for r in c)
     assert all(r["images_per_s_full"] > 0 for r in recs if r["loader"] == "ceiling")
+
+
+def test_bench_data_torchvision_needs_an_interpreter_that_has_it(tmp_path):
+    """Loader torchvision with an interpreter that cannot import it: one clear line before anything runs."""
+    from run.cli import main
+    synth.synth(str(tmp_path / "s"), 4, 2, seed=1, progress=False)
+    assert main(["pack", str(tmp_path / "s"), str(tmp_path / "p")]) == 0
+    no_tv = tmp_path / "py"
+    no_tv.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torchvision'\" >&2\nexit 1\n")
+    no_tv.chmod(0o755)
+    with pytest.raises(SystemExit, match="cannot import torch \\+ torchvision .*No module named 'torchvision'.*"
+                                         "--torchvision-python"):
+        main(["bench", "data", "--data", str(tmp_path / "p"), "--files", str(tmp_path / "s"), "--loaders",
+              "memory,torchvision", "--torchvision-python", str(no_tv), "--iter-ms", "0"])
+
+
+def test_bench_data_summary_ratios():
+    """The summary's medians over rounds and the C pipeline's ratios to torchvision and to the ceiling."""
+    from run.bench_data import summarize
+    recs = [dict(loader="memory", pipeline="c", mode="threads", cache="warm", workers=1, images_per_s=v)
+            for v in (600, 800, 700)]
+    recs += [dict(loader="torchvision", pipeline="torchvision", mode="processes", cache="warm", workers=1,
+                  images_per_s=v) for v in (300, 200, 250)]
+    recs += [dict(loader="ceiling", mode="threads", cache="warm", workers=1, images_per_s=v) for v in (1000, 1100)]
+    recs += [dict(loader="memory", pipeline="c", mode="threads", cache="cold", workers=1, images_per_s=1.0)]
+    rows = {(r[0], r[3]): r for r in summarize(recs)}
+    assert rows["memory", 1][4:] == ["700", 3, "2.80", "0.67"]   # 700 / 250, 700 / 1050
+    assert rows["torchvision", 1][4:] == ["250", 3, "-", "-"]
+    assert rows["ceiling", 1][4:] == ["1050", 2, "-", "-"]
+
+
+@pytest.mark.skipif(not os.environ.get("LUATORCH_TORCHVISION_PYTHON"),
+                    reason="LUATORCH_TORCHVISION_PYTHON (an interpreter with torch + torchvision) is not set")
+def test_bench_data_runs_torchvision(tmp_path):
+    """The real torchvision pipeline on the bench's files, side by side with ours."""
+    import json
+    from run.cli import main
+    synth.synth(str(tmp_path / "s"), 12, 2, seed=1, progress=False)
+    assert main(["pack", str(tmp_path / "s"), str(tmp_path / "p")]) == 0
+    out = tmp_path / "d.json"
+    for transform in ("train", "val"):
+        assert main(["bench", "data", "--data", str(tmp_path / "p"), "--files", str(tmp_path / "s"), "--workers", "1",
+                     "--modes", "threads", "--caches", "warm", "--loaders", "memory,torchvision", "--batches", "2",
+                     "--batch-size", "4", "--iter-ms", "0", "--transform", transform, "--json", str(out)]) == 0
+        (tv,) = [r for r in json.loads(out.read_text()) if r["loader"] == "torchvision"]
+        assert tv["images"] == 8 and tv["images_per_s"] > 0 and tv["torchvision"] and tv["transform"] == transform
