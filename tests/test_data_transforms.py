@@ -63,16 +63,37 @@ def test_scale_short_and_center_crop(rng):
 
 
 class Replay:
-    """The same draws as TorchRNG from the same seed, written out separately."""
+    """The stream's draws as transforms.py defines them (each a function of the next uniforms that numpy's
+    Generator.random() gives), written out separately."""
 
     def __init__(self, seed):
         self.g = np.random.default_rng(seed)
 
+    def u(self):
+        return self.g.random()
+
     def uniform(self, a=0.0, b=1.0):
-        return a + (b - a) * self.g.random()
+        return a + (b - a) * self.u()
 
     def random(self, a, b):
-        return int(self.g.integers(a, b + 1))
+        """Each of the b - a + 1 integers on an equal share of [0, 1)."""
+        return a + min(math.floor(self.u() * (b - a + 1)), b - a)
+
+    def perm(self, n):
+        """Swaps from the last position down."""
+        p = list(range(n))
+        for i in reversed(range(1, n)):
+            j = min(math.floor(self.u() * (i + 1)), i)
+            p[i], p[j] = p[j], p[i]
+        return p
+
+    def normal(self, mean, std, n):
+        """Box-Muller's cosine branch, two uniforms per number."""
+        out = []
+        for _ in range(n):
+            u1, u2 = self.u(), self.u()
+            out.append(mean + std * math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2))
+        return np.array(out)
 
 
 def oracle_random_sized_crop(img, size, r):
@@ -109,11 +130,11 @@ def test_random_sized_crop(rng):
 
 def torch_jitter(img, seed):
     """ColorJitter (brightness, contrast, saturation 0.4 in random order) with torch ops."""
-    g = np.random.default_rng(seed)
+    g = Replay(seed)
     x = torch.from_numpy(img.copy())
     w = torch.tensor([0.299, 0.587, 0.114], dtype=torch.float32)
-    for k in g.permutation(3):
-        alpha = 1.0 + (-0.4 + 0.8 * g.random())
+    for k in g.perm(3):
+        alpha = 1.0 + (-0.4 + 0.8 * g.u())
         if k == 0:
             other = torch.zeros_like(x)
         elif k == 1:
@@ -137,7 +158,7 @@ def test_lighting_normalize_flip(rng):
     img = rng.random((3, 5, 7)).astype(np.float32)
     seed = int(rng.integers(1 << 30))
     got = T.lighting(img.copy(), T.TorchRNG(np.random.default_rng(seed)), 0.1)
-    alpha = np.random.default_rng(seed).normal(0, 0.1, 3)
+    alpha = Replay(seed).normal(0, 0.1, 3)
     want = img + (T.PCA_EIGVEC @ (alpha * T.PCA_EIGVAL))[:, None, None]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     n = T.color_normalize(img.copy(), T.IMAGENET_MEAN, T.IMAGENET_STD)
@@ -157,12 +178,13 @@ def test_cifar_random_crop(rng):
     for _ in range(5):
         seed = int(rng.integers(1 << 30))
         got = T.cifar_train(img.copy(), T.TorchRNG(np.random.default_rng(seed)))
-        g = np.random.default_rng(seed)
+        g = Replay(seed)
         x = (img - np.float32(T.CIFAR_MEAN)[:, None, None]) / np.float32(T.CIFAR_STD)[:, None, None]
-        if g.random() < 0.5:
+        if g.u() < 0.5:
             x = x[:, :, ::-1]
         x = np.pad(x, ((0, 0), (4, 4), (4, 4)))
-        x1, y1 = int(g.integers(0, 9)), int(g.integers(0, 9))
+        x1 = g.random(0, 8)
+        y1 = g.random(0, 8)
         np.testing.assert_allclose(got, x[:, y1:y1 + 32, x1:x1 + 32], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(T.cifar_val(img.copy()), (img - np.float32(T.CIFAR_MEAN)[:, None, None])
                                / np.float32(T.CIFAR_STD)[:, None, None], rtol=1e-6)
@@ -174,18 +196,18 @@ def test_imagenet_pipelines(rng):
     got = T.imagenet_train(img.copy(), T.TorchRNG(np.random.default_rng(seed)), size=8)
     r = Replay(seed)
     x, _ = oracle_random_sized_crop(img, 8, r)
-    g = r.g   # jitter, lighting, normalise, flip continue on the same stream
+    g = r   # jitter, lighting, normalise, flip continue on the same stream
     xt = torch.from_numpy(x.astype(np.float32))
     w = torch.tensor([0.299, 0.587, 0.114])
-    for k in g.permutation(3):
-        alpha = 1.0 + (-0.4 + 0.8 * g.random())
+    for k in g.perm(3):
+        alpha = 1.0 + (-0.4 + 0.8 * g.u())
         other = [torch.zeros_like(xt), torch.full_like(xt, float((xt * w[:, None, None]).sum(0).double().mean())),
                  (xt * w[:, None, None]).sum(0, keepdim=True).expand_as(xt)][k]
         xt = xt * alpha + other * (1 - alpha)
     alpha = g.normal(0, 0.1, 3)
     xt = xt + torch.from_numpy(T.PCA_EIGVEC @ (alpha * T.PCA_EIGVAL)).float()[:, None, None]
     xt = (xt - torch.tensor(T.IMAGENET_MEAN)[:, None, None]) / torch.tensor(T.IMAGENET_STD)[:, None, None]
-    if g.random() < 0.5:
+    if g.u() < 0.5:
         xt = xt.flip(2)
     assert got.shape == (3, 8, 8)
     np.testing.assert_allclose(got, xt.numpy(), rtol=1e-5, atol=1e-5)

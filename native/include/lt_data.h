@@ -2,7 +2,8 @@
  * sample written straight into its batch slot (libjpeg-turbo decode of the rows and columns the resize
  * reads, separable bicubic resize of the bytes, colour transforms as one per-image matrix).
  *
- * The random draws and the resize taps come from the caller (pytorch_bridge/data/transforms.py), so the
+ * The random draws and the resize taps are transforms.py's, made from the stream's uniforms
+ * (lt_data_plan_draw) or given by the caller (lt_data_jpeg_sample), so the
  * numbers are those of the numpy pipeline; see lt_data_plan. No OpenMP inside: one sample per thread,
  * and callers from Python run with the GIL released. Every function returns 0, or -1 with lt_errmsg(). */
 
@@ -39,6 +40,38 @@ typedef struct lt_data_plan {
   int roi;
 } lt_data_plan;
 int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *plan, float *out, double *times);
+
+/* The recipe a sample's draws follow (fb.resnet.torch's ImageNet transforms, pytorch_bridge/data/
+ * transforms.py): train = 1: RandomSizedCrop(size) with areas min_area..1 and aspects 3/4..4/3 (10 tries,
+ * else Scale + CenterCrop), ColorJitter(jitter[0..2]: brightness, contrast, saturation; zeros skipped) in
+ * a random order, Lighting(alphastd, eigval, eigvec), normalize (mean, std), HorizontalFlip(0.5);
+ * train = 0: Scale(resize) + CenterCrop(size) + normalize, nothing drawn. */
+typedef struct lt_data_recipe {
+  int train;
+  int64_t size, resize;
+  double min_area;
+  double jitter[3];
+  double alphastd;
+  double eigval[3];
+  double eigvec[3][3];
+  float mean[3];
+  float std[3];
+  int roi;
+} lt_data_recipe;
+
+/* A sample's plan for a w x h image from the stream's uniforms u[0..nu-1] (in [0, 1), in the order
+ * numpy's Generator.random() gives them), with transforms.py's draws made the same way from the same
+ * numbers (TorchRNG) and cubic_taps' taps: xidx/xw and yidx/yw (size x 4 each, caller's memory) get
+ * the taps and p points at them. 0: planned; 1: not a sample for the C path (the window leaves the
+ * scaled box, or more than nu uniforms were needed); -1: bad arguments. */
+int lt_data_plan_draw(const lt_data_recipe *r, int64_t w, int64_t h, const double *u, int64_t nu, lt_data_plan *p,
+                      int64_t *xidx, float *xw, int64_t *yidx, float *yw);
+
+/* lt_data_jpeg_info, lt_data_plan_draw and lt_data_jpeg_sample in one call (taps in per-thread memory).
+ * 0: written; 1: not taken, nothing written (not a JPEG the C path decodes, or not planned); -1: the
+ * decode failed (lt_errmsg says why; out may be partly written). */
+int lt_data_jpeg_sample_drawn(const uint8_t *data, int64_t len, const lt_data_recipe *r, const double *u, int64_t nu,
+                              float *out, double *times);
 
 /* Decode only (the pipeline's ceiling): the w x h box at (x, y) (roi = 1, or the whole image with
  * roi = 0) into interleaved RGB bytes; out (w x h x 3 bytes) may be NULL to discard them. */

@@ -1,13 +1,15 @@
-"""The ImageNet transforms in C (native/src/data_pipeline.c), for the loader's worker threads.
+"""The ImageNet transforms in C (native/src/data_draws.c, data_pipeline.c), for the loader's worker threads.
 
     fp = fast_path(train=True, size=224, resize=256)   # None when the native library has no JPEG codec
     ok = fp.sample(jpeg_bytes, rng, out, times)        # out: a 3 x size x size float32 batch slot
 
-The draws are transforms.py's own (imagenet_train_draws / short_center_geometry on the size in the
-JPEG header), and so are the resize taps (cubic_taps), so a sample equals the numpy pipeline's on the
-same decoded pixels; the C side decodes only the rows and columns the taps read (libjpeg-turbo's
+The draws are transforms.py's (imagenet_train_draws / short_center_geometry on the size in the JPEG
+header), and so are the resize taps (cubic_taps), made in C from the same uniforms of the sample's
+stream (data_draws.c; the tests hold the two bit-identical), so a sample equals the numpy pipeline's on
+the same decoded pixels. The C side decodes only the rows and columns the taps read (libjpeg-turbo's
 jpeg_crop_scanline / jpeg_skip_scanlines), resizes the bytes and applies ColorJitter, Lighting and
-ColorNormalize as one per-image matrix. The call releases the GIL (cffi does, for every call).
+ColorNormalize as one per-image matrix. One call per sample, which releases the GIL (cffi does, for
+every call): Python only draws the stream's uniforms.
 
 sample() returns False, having written nothing, for what the C path does not take — grey, CMYK or
 truncated JPEGs, other formats, corrupt data, a window numpy slicing alone defines — and the caller
@@ -20,31 +22,36 @@ import numpy as np
 from . import transforms as T
 
 
-class JpegFastPath:
-    _taps = {}   # (src, dst) -> cdata pointers into cubic_taps' arrays; shared by every loader of the process
+UNIFORMS = 64   # a sample's draws take at most 44 of the stream's uniforms (10 crop tries, jitter, lighting, flip)
 
+
+class JpegFastPath:
     def __init__(self, ffi, lib, train, size, resize):
         self.ffi, self.lib = ffi, lib
-        self.train, self.size, self.resize = bool(train), int(size), int(resize)
-        self.roi = 1
+        self.train = bool(train)
+        r = self.recipe = ffi.new("lt_data_recipe *")
+        r.train, r.size, r.resize, r.roi = int(self.train), int(size), int(resize), 1
+        r.min_area, r.jitter, r.alphastd = 0.08, [0.4, 0.4, 0.4], 0.1   # imagenet_train_draws' recipe
+        r.eigval = T.PCA_EIGVAL.tolist()
+        r.eigvec = T.PCA_EIGVEC.tolist()
+        r.mean, r.std = T.IMAGENET_MEAN, T.IMAGENET_STD
         self._local = threading.local()  # per worker thread: its plan struct and small buffers
+
+    # the recipe's sizes and region-of-interest switch, settable (tests use small samples)
+    size = property(lambda self: self.recipe.size, lambda self, v: setattr(self.recipe, "size", int(v)))
+    resize = property(lambda self: self.recipe.resize, lambda self, v: setattr(self.recipe, "resize", int(v)))
+    roi = property(lambda self: self.recipe.roi, lambda self, v: setattr(self.recipe, "roi", int(v)))
 
     def _state(self):
         st = self._local.__dict__
+        ffi = self.ffi
         if not st:
-            st.update(plan=self.ffi.new("lt_data_plan *"), info=self.ffi.new("int64_t[4]"),
-                      times=self.ffi.new("double[3]"))
+            st.update(plan=ffi.new("lt_data_plan *"), info=ffi.new("int64_t[4]"), times=ffi.new("double[3]"))
+        if st.get("taps_for") != self.size:   # plan()'s tap arrays: size x 4 for each axis
+            n = 4 * self.size
+            st["taps"] = [ffi.new("int64_t[]", n), ffi.new("float[]", n), ffi.new("int64_t[]", n), ffi.new("float[]", n)]
+            st["taps_for"] = self.size
         return st
-
-    def taps(self, src, dst):
-        """cubic_taps(src, dst) as (int64_t *, float *), made once per size pair (they keep the arrays)."""
-        t = self._taps.get((src, dst))
-        if t is None:
-            if len(self._taps) > 4096:   # bounded: val sizes vary with every image size
-                self._taps.clear()
-            idx, w = T.cubic_taps(src, dst)
-            t = self._taps[src, dst] = (self.ffi.from_buffer("int64_t[]", idx), self.ffi.from_buffer("float[]", w))
-        return t
 
     def header(self, data, buf=None):
         """(width, height) when the C path can take this JPEG, else None."""
@@ -54,45 +61,32 @@ class JpegFastPath:
             return None
         return int(info[0]), int(info[1])
 
+    def uniforms(self, rng):
+        """The stream's next UNIFORMS uniforms, as TorchRNG's draws would take them, as a C array."""
+        return self.ffi.from_buffer("double[]", rng.gen.random(UNIFORMS))
+
     def plan(self, w, h, rng):
-        """This thread's lt_data_plan filled for an h x w image (drawing from rng as the numpy pipeline
-        does), or None when numpy must do it."""
-        if self.train:
-            d = T.imagenet_train_draws(h, w, rng, self.size)
-            g, jitter, light, flip = d.geometry, d.jitter, d.light, d.flip
-        else:
-            g, jitter, light, flip = T.short_center_geometry(h, w, self.resize, self.size), (), None, False
-        if not g.inside() or g.w < 1 or g.h < 1:
-            return None
-        xi, xw = self.taps(g.w, g.scaled_w)
-        yi, yw = self.taps(g.h, g.scaled_h)
+        """This thread's lt_data_plan for an h x w image, drawn in C from rng's stream (the same draws
+        imagenet_train_draws makes from it; the taps cubic_taps'), or None when numpy must do it."""
         st = self._state()
-        st["keep"] = (xi, xw, yi, yw)   # alive until this thread's next plan, whatever _taps drops
-        p = st["plan"]
-        p.box_x, p.box_y, p.box_w, p.box_h = g.x, g.y, g.w, g.h
-        p.out_w = p.out_h = g.size
-        p.xidx, p.xw, p.yidx, p.yw = xi + 4 * g.ox, xw + 4 * g.ox, yi + 4 * g.oy, yw + 4 * g.oy
-        p.nops = len(jitter)
-        for k, (op, alpha) in enumerate(jitter):
-            p.ops[k], p.alpha[k] = op, alpha
-        p.light = light.tolist() if light is not None else [0.0, 0.0, 0.0]
-        p.mean, p.std = T.IMAGENET_MEAN, T.IMAGENET_STD
-        p.flip = int(bool(flip))
-        p.roi = self.roi
-        return p
+        p, (xi, xw, yi, yw) = st["plan"], st["taps"]
+        u = self.uniforms(rng) if self.train else self.ffi.NULL
+        rc = self.lib.lt_data_plan_draw(self.recipe, w, h, u, UNIFORMS if self.train else 0, p, xi, xw, yi, yw)
+        if rc < 0:
+            raise ValueError(self.ffi.string(self.lib.lt_errmsg()).decode())
+        return p if rc == 0 else None
 
     def sample(self, data, rng, out, times=None):
-        """Write the sample into `out` (contiguous 3 x size x size float32); False: not taken."""
+        """Write the sample into `out` (contiguous 3 x size x size float32); False: not taken (nothing
+        written, or a decode that failed part-way: the caller rewrites the slot)."""
         ffi = self.ffi
-        buf = ffi.from_buffer("uint8_t[]", data)
-        size = self.header(data, buf)
-        if size is None:
-            return False
-        p = self.plan(size[0], size[1], rng)
-        if p is None:
-            return False
+        if out.size != 3 * self.size * self.size:   # the C side writes exactly that many floats
+            raise ValueError("a %d x %d sample does not fit a slot of shape %s" % (self.size, self.size, out.shape))
         t = self._state()["times"] if times is not None else ffi.NULL
-        if self.lib.lt_data_jpeg_sample(buf, len(buf), p, ffi.from_buffer("float[]", out, require_writable=True), t):
+        u = self.uniforms(rng) if self.train else ffi.NULL
+        if self.lib.lt_data_jpeg_sample_drawn(ffi.from_buffer("uint8_t[]", data), len(data), self.recipe, u,
+                                              UNIFORMS if self.train else 0,
+                                              ffi.from_buffer("float[]", out, require_writable=True), t):
             return False
         if times is not None:
             for k in range(3):

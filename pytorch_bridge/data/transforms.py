@@ -25,7 +25,9 @@ CIFAR_STD = (63.0, 62.1, 66.7)
 
 
 class TorchRNG:
-    """The draws transforms.lua makes (torch.uniform, torch.random(a, b), normal, randperm), from numpy."""
+    """The draws transforms.lua makes (torch.uniform, torch.random(a, b), normal, randperm), each a function
+    of the stream's next uniforms in [0, 1) (numpy's Generator.random()), spelled out operation by
+    operation so that native/src/data_draws.c makes the same draws from the same numbers, bit for bit."""
 
     def __init__(self, gen):
         self.gen = gen
@@ -34,13 +36,25 @@ class TorchRNG:
         return a + (b - a) * self.gen.random()
 
     def random(self, a, b):
-        return int(self.gen.integers(a, b + 1))
+        """An integer in [a, b]."""
+        n = b - a + 1
+        return a + min(int(self.gen.random() * n), n - 1)
 
     def normal(self, mean, std, n):
-        return self.gen.normal(mean, std, n)
+        """Box-Muller, the cosine half: two uniforms per number."""
+        out = np.empty(n)
+        for k in range(n):
+            u1, u2 = self.gen.random(), self.gen.random()
+            out[k] = mean + std * (math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2))
+        return out
 
     def randperm(self, n):
-        return self.gen.permutation(n)
+        """Fisher-Yates from the top."""
+        perm = list(range(n))
+        for i in range(n - 1, 0, -1):
+            j = min(int(self.gen.random() * (i + 1)), i)
+            perm[i], perm[j] = perm[j], perm[i]
+        return perm
 
 
 def sample_rng(seed, epoch, index):
@@ -65,11 +79,12 @@ def cubic_taps(src_len, dst_len):
     pos = np.arange(dst_len - 1, dtype=np.float32) * scale
     i = pos.astype(np.int64)
     x = (pos - i.astype(np.float32)).astype(np.float64)
+    x3 = x * x * x   # products, not x ** 3 (numpy's pow may take a vector library's rounding)
     # Catmull-Rom: p1 + 0.5 x (p2 - p0 + x (2p0 - 5p1 + 4p2 - p3 + x (3(p1 - p2) + p3 - p0))) as weights
-    w0 = 0.5 * (-x + 2 * x * x - x ** 3)
-    w1 = 0.5 * (2 - 5 * x * x + 3 * x ** 3)
-    w2 = 0.5 * (x + 4 * x * x - 3 * x ** 3)
-    w3 = 0.5 * (-x * x + x ** 3)
+    w0 = 0.5 * (-x + 2 * x * x - x3)
+    w1 = 0.5 * (2 - 5 * x * x + 3 * x3)
+    w2 = 0.5 * (x + 4 * x * x - 3 * x3)
+    w3 = 0.5 * (-x * x + x3)
     left = i == 0                      # p0 = 2 p1 - p2
     w1, w2, w0 = np.where(left, w1 + 2 * w0, w1), np.where(left, w2 - w0, w2), np.where(left, 0, w0)
     right = i + 2 >= src_len           # p3 = 2 p2 - p1
@@ -229,8 +244,10 @@ def lighting_rgb(rng, alphastd, eigval=PCA_EIGVAL, eigvec=PCA_EIGVEC):
     """Lighting's per-channel offset (float32), or None when alphastd is 0 (nothing drawn)."""
     if alphastd == 0:
         return None
-    alpha = rng.normal(0, alphastd, 3)
-    return (eigvec * alpha[None, :] * eigval[None, :]).sum(1).astype(np.float32)
+    a = rng.normal(0, alphastd, 3).tolist()
+    e, v = np.asarray(eigvec, np.float64).tolist(), np.asarray(eigval, np.float64).tolist()
+    return np.array([e[i][0] * a[0] * v[0] + e[i][1] * a[1] * v[1] + e[i][2] * a[2] * v[2] for i in range(3)],
+                    np.float32)
 
 
 def lighting(img, rng, alphastd, eigval=PCA_EIGVAL, eigvec=PCA_EIGVEC):
