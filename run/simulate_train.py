@@ -271,7 +271,8 @@ class AllreduceTimes:
         argv = ["--platform", self.platform, "--np", str(ranks), "--ranks-per-host", str(per_host),
                 "--sizes", ",".join(map(str, sizes)), "--algorithms", algorithm, "--iters", "1", "--warmup", "0",
                 "--verify-mib", "0", "--quiet", "--network-only",
-                # SMPI's own algorithms allocate per-rank temporaries: share those above 1 MiB too
+                # mallocs above 1 MiB in code built with smpicc (the driver, ours) shared; SMPI's own
+                # algorithms' temporaries are not (see SMPI_PRIVATE_BYTES_MAX)
                 "--cfg", "smpi/auto-shared-malloc-thresh:1048576"]
         for c in self.cfg:
             argv += ["--cfg", c]
@@ -367,22 +368,55 @@ def fmt_range(t):
     return "%g-%g %%" % t if isinstance(t, tuple) else "%g" % t
 
 
-def build_report(args, hw, models, nodes, beyond, flat, times):
+def _memory_bytes():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 16 << 30
+
+
+# SMPI's own collectives (mpi:*) keep a private temporary of about the message's size on every rank
+# (plain heap memory: smpi/auto-shared-malloc-thresh shares only the mallocs of code built with smpicc;
+# 64 ranks x 97.5 MiB of mpi:ompi took 6.4 GB more anonymous memory, 2026-12-02), so ranks x bytes must
+# fit in memory: above this, the size is left out (its cells show '-'). Ours share their scratch.
+SMPI_PRIVATE_BYTES_MAX = 0.7 * _memory_bytes()
+
+
+def simulation_plan(args, hw, models, nodes, beyond, flat):
+    """{(algorithm, ranks, ranks per host): sorted sizes} the report needs, every model's sizes together so
+    that each (algorithm, ranks) is one launch: the paper's node counts for ours and the MPI library's
+    (buckets and whole gradient), the beyond node counts for the beyond algorithms (buckets and whole
+    gradient; above 64 nodes only with --large), the flat ring's buckets (above 128 ranks only with --large).
+    An SMPI algorithm's sizes whose ranks x bytes exceed SMPI_PRIVATE_BYTES_MAX are left out."""
     ours, mpi = args.allreduce, args.baseline_allreduce
+    plan = {}
+
+    def add(alg, ranks, sizes, per_host=1):
+        if alg.startswith("mpi:"):
+            sizes = [s for s in sizes if ranks * s <= SMPI_PRIVATE_BYTES_MAX]
+        if sizes:
+            plan.setdefault((alg, ranks, per_host), set()).update(sizes)
+
     for m in models:
         spec = timing_spec(model_profile(m), hw)
         for n in nodes:
             if n > 1:
-                for alg in {ours, mpi}:
-                    times.prefetch(alg, n, needed_sizes(spec))
+                for alg in (ours, mpi):
+                    add(alg, n, needed_sizes(spec))
         for n in beyond:
-            for alg in beyond_algorithms(args, n):
-                if n <= 64 or args.large:   # the optimized system needs the buckets only
-                    times.prefetch(alg, n, [b["bytes"] for b in spec["buckets"]])
+            if n <= 64 or args.large:
+                for alg in beyond_algorithms(args, n):
+                    add(alg, n, needed_sizes(spec))
         for n in flat:
             if n * hw["gpus_per_node"] <= 128 or args.large:
-                times.prefetch("ring", n * hw["gpus_per_node"], [b["bytes"] for b in spec["buckets"]],
-                               hw["gpus_per_node"])
+                add("ring", n * hw["gpus_per_node"], [b["bytes"] for b in spec["buckets"]], hw["gpus_per_node"])
+    return {k: sorted(v) for k, v in plan.items()}
+
+
+def build_report(args, hw, models, nodes, beyond, flat, times):
+    ours, mpi = args.allreduce, args.baseline_allreduce
+    for (alg, ranks, per_host), sizes in simulation_plan(args, hw, models, nodes, beyond, flat).items():
+        times.prefetch(alg, ranks, sizes, per_host)
     sc = {m: Scenario(m, hw, times, ours, mpi) for m in models}
     rows, out = [], []
     w = out.append
@@ -602,7 +636,7 @@ def parser():
     ap.add_argument("--large-algorithms", default="multicolor,ring,mpi:ompi",
                     help="the beyond algorithms shown above 64 nodes")
     ap.add_argument("--large", action="store_true",
-                    help="simulate the beyond node counts above 64 too (many minutes per algorithm and model "
+                    help="simulate the beyond node counts above 64 too (minutes per algorithm "
                          "there); without it they are shown where a simulation is cached, '-' elsewhere")
     ap.add_argument("--flat", default="", help="node counts where a flat one-rank-per-GPU ring is simulated")
     ap.add_argument("--sensitivity", action="store_true", help="add the sensitivity table (ResNet-50)")

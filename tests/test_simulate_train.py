@@ -107,6 +107,43 @@ def test_resnet50_profile_is_our_model():
     assert bks[0]["elements"] == 2049000   # the classifier's bucket comes first in backward order
 
 
+def test_the_simulations_are_one_launch_per_algorithm_and_rank_count():
+    hw = st.defaults()
+    specs = [st.timing_spec(st.model_profile(m), hw) for m in ("resnet50", "googlenet")]
+    every = sorted({s for sp in specs for s in st.needed_sizes(sp)})    # both models: buckets + whole gradient
+    buckets = sorted({b["bytes"] for sp in specs for b in sp["buckets"]})
+    assert len(every) == 9 and max(every) == 4 * 25557032
+
+    def plan(*argv):
+        args = st.parser().parse_args(list(argv))
+        return st.simulation_plan(args, hw, ["resnet50", "googlenet"], [8, 32], st.parse_list(args.beyond, int),
+                                  st.parse_list(args.flat, int) if args.flat else [])
+
+    p = plan("--beyond", "32,256", "--flat", "32,64")
+    assert p[("multicolor", 8, 1)] == every and p[("mpi:ompi", 32, 1)] == every
+    # the beyond algorithms get the whole gradient too (the beyond table's last part)
+    assert all(p[(a, 32, 1)] == every for a in ("multicolor", "multicolor_ring", "ring", "rhd", "tree", "mpi:ompi"))
+    assert not any(k[1] == 256 for k in p)          # above 64 nodes, and 256 flat ranks, only with --large
+    assert p[("ring", 128, 4)] == buckets and ("ring", 256, 4) not in p
+    p = plan("--beyond", "256", "--large")
+    assert {k for k in p if k[1] == 256} == {("multicolor", 256, 1), ("ring", 256, 1), ("mpi:ompi", 256, 1)}
+    assert p[("ring", 256, 1)] == every
+
+
+def test_smpi_algorithms_sizes_that_do_not_fit_in_memory_are_left_out(monkeypatch):
+    # SMPI's own algorithms hold a private temporary of the message's size per rank; ours share theirs
+    monkeypatch.setattr(st, "SMPI_PRIVATE_BYTES_MAX", 16e9)
+    hw = st.defaults()
+    args = st.parser().parse_args(["--beyond", "64,256", "--large"])
+    p = st.simulation_plan(args, hw, ["resnet50", "googlenet"], [8], [64, 256], [])
+    every = p[("ring", 256, 1)]
+    assert p[("mpi:ompi", 64, 1)] == every                     # 64 x 102 MB = 6.5 GB
+    assert p[("mpi:ompi", 256, 1)] == [s for s in every if s <= 59858944]   # 256 x 76.6 MB > 16 GB
+    monkeypatch.setattr(st, "SMPI_PRIVATE_BYTES_MAX", 1e6)
+    p = st.simulation_plan(args, hw, ["resnet50"], [8], [256], [])
+    assert ("mpi:ompi", 256, 1) not in p and ("mpi:ompi", 8, 1) not in p and p[("multicolor", 8, 1)]
+
+
 @needs_smpi
 def test_minsky_platform_parses_and_an_allreduce_runs_on_it(tmp_path):
     info = simulate.platform_info(simulate.platform_path("minsky"))
