@@ -121,7 +121,7 @@ def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, file
         steady = sum(waits[1:]) / max(wall - waits[0], 1e-9)
         out = dict(images=n, batches=len(waits), wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
                    data_wait_fraction=s["data_wait_s"] / wall, data_wait_fraction_steady=steady,
-                   load_s=s["load_s"], store_bytes=s["store_bytes"], fast=s["fast"],
+                   load_s=s["load_s"], ring_s=s["ring_s"], store_bytes=s["store_bytes"], fast=s["fast"],
                    ring_bytes=int(ld.x.nbytes + ld.y.nbytes))
         out.update({k: s[k] for k in PIECES})
         return out
@@ -279,7 +279,7 @@ def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
         r = run_once(ds, loader, w, mode, a.batch_size, a.batches, iter_ms, a.seed, a.files,
                      fast=pipeline == "c", train=a.transform == "train", sync_dir=a.sync_dir)
         if what == "throughput":
-            rec.update(images_per_s=r["images_per_s"], load_s=r["load_s"], store_bytes=r["store_bytes"],
+            rec.update(images_per_s=r["images_per_s"], load_s=r["load_s"], ring_s=r["ring_s"], store_bytes=r["store_bytes"],
                        ring_bytes=r["ring_bytes"], fast_images=r["fast"], images=r["images"])
             rec.update({k[:-2] + "_ms_per_image": 1000 * r[k] / r["images"] for k in PIECES})
         else:
