@@ -151,6 +151,9 @@ def platform_info(path):
                 link_bw = parse_bandwidth(el.get("bw"))
         elif el.tag == "host":
             hosts.append(el.get("id"))
+        elif el.tag == "prop" and el.get("id") == "luatorch/link-bw" and link_bw is None:
+            # a zone of <host>s, <link>s and <route>s names its per-host link limit (for busbw's % of link)
+            link_bw = parse_bandwidth(el.get("value", ""))
     if not hosts:
         raise SimulateError("platform %s has no hosts (a <cluster> or <host> element)" % path)
     return {"hosts": hosts, "link_Bps": link_bw}

@@ -97,6 +97,9 @@ def test_platforms_parse():
         assert info["hosts"] and info["link_Bps"]
     assert simulate.platform_info(simulate.platform_path("emulated-4h-1l"))["hosts"] == [
         "lt-h0", "lt-h1", "lt-h2", "lt-h3"]
+    # a zone of hosts, links and routes (no <cluster>) names its per-host link limit with luatorch/link-bw
+    fit = simulate.platform_info(simulate.platform_path("emulated-4h-2l-400m-fit"))
+    assert fit == {"hosts": ["lt-h0", "lt-h1", "lt-h2", "lt-h3"], "link_Bps": 100e6}
 
 
 def test_mistakes_are_one_line(tmp_path):
