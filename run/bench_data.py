@@ -20,7 +20,8 @@ timed one by one on one thread (decode, scale, colour, copy). Loader `ceiling`: 
 from C, of the same records from memory on `workers` threads, twice: the whole image (`images_per_s_full`)
 and only the box the sample's transform reads (`images_per_s`, the region-of-interest decode the C path
 does). --rounds N repeats everything N times, interleaved, and the records keep every round (`round`).
---iter-ms 0 skips the data-wait runs. Per image, in ms (summed over workers): fetch, decode, scale (crop +
+--iter-ms 0 skips the data-wait runs. --epochs E (data-wait runs): E whole epochs per loader, the last one
+measured, its first batch included (prefetched at the previous epoch's end, as in training). Per image, in ms (summed over workers): fetch, decode, scale (crop +
 resize), colour (jitter, lighting, normalize, flip), plan (the C path's draws and call in Python), copy
 (into the slot), transform (all after decoding).
 Loader `torchvision`: torchvision's pipeline for the same recipe on the same files (ImageFolder + Pillow +
@@ -97,30 +98,44 @@ def _wait_for_go(sync_dir, name):
 
 
 def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, files_root, fast=True, train=True,
-             sync_dir=None):
+             sync_dir=None, epochs=1):
+    """One loader, `epochs` epochs; the figures are the last epoch's. With epochs > 1 every epoch is read to
+    its end, so the last one's first batches were prefetched while the one before ended (as in training);
+    with 1, its first batch is decoded after the clock starts."""
     ld = ds.loader("train", batch_size=batch_size, workers=workers, mode=mode, source=source, seed=seed,
                    root=files_root, slots=workers + 2, fast=fast, train=train)
     try:
         ld.start()
         if sync_dir:
             _wait_for_go(sync_dir, socket.gethostname())
-        t0 = time.perf_counter()
-        n, waits = 0, []
-        it = iter(ld)
-        for k in range(min(batches, len(ld))):
-            t = time.perf_counter()
-            x, y = next(it)
-            waits.append(time.perf_counter() - t)
-            n += len(y)
-            if iter_ms:
-                time.sleep(iter_ms / 1000)
-        wall = time.perf_counter() - t0
-        it.close()
+        epoch_waits = []
+        for epoch in range(1, epochs + 1):
+            ld.set_epoch(epoch)
+            waited_before = ld.stats()["data_wait_s"]
+            t0 = time.perf_counter()
+            n, waits = 0, []
+            it = iter(ld)
+            for k in range(len(ld) if epochs > 1 else min(batches, len(ld))):
+                t = time.perf_counter()
+                x, y = next(it)
+                waits.append(time.perf_counter() - t)
+                n += len(y)
+                if iter_ms:
+                    time.sleep(iter_ms / 1000)
+            wall = time.perf_counter() - t0
+            if epochs > 1:
+                assert next(it, None) is None   # read to its end: the next epoch's prefetch counts
+            it.close()
+            # the loader's own count (the consumer blocked on the workers), as in one-epoch runs
+            epoch_waits.append((ld.stats()["data_wait_s"] - waited_before) / wall)
         s = ld.stats()
-        # steady state: without the first batch, which nothing could have prefetched
+        waited = s["data_wait_s"] - waited_before
+        # steady state: without the first batch (which, with one epoch, nothing could have prefetched)
         steady = sum(waits[1:]) / max(wall - waits[0], 1e-9)
-        out = dict(images=n, batches=len(waits), wall_s=wall, images_per_s=n / wall, data_wait_s=s["data_wait_s"],
-                   data_wait_fraction=s["data_wait_s"] / wall, data_wait_fraction_steady=steady,
+        out = dict(images=n, batches=len(waits), wall_s=wall, images_per_s=n / wall, data_wait_s=waited,
+                   data_wait_fraction=waited / wall, data_wait_fraction_steady=steady, epochs=epochs,
+                   data_wait_fraction_per_epoch=epoch_waits, first_batch_wait_s=waits[0],
+                   consumer_wait_fraction=sum(waits) / wall,   # next()'s whole time, the loop's own work included
                    load_s=s["load_s"], ring_s=s["ring_s"], store_bytes=s["store_bytes"], fast=s["fast"],
                    ring_bytes=int(ld.x.nbytes + ld.y.nbytes))
         out.update({k: s[k] for k in PIECES})
@@ -277,14 +292,18 @@ def measure(ds, a, loader, pipeline, cache, mode, w, files, shards, rnd):
             warm(paths)
         # "asis": touch nothing (a network file system's own caching is part of what is measured)
         r = run_once(ds, loader, w, mode, a.batch_size, a.batches, iter_ms, a.seed, a.files,
-                     fast=pipeline == "c", train=a.transform == "train", sync_dir=a.sync_dir)
+                     fast=pipeline == "c", train=a.transform == "train", sync_dir=a.sync_dir,
+                     epochs=a.epochs if what == "wait" else 1)
         if what == "throughput":
             rec.update(images_per_s=r["images_per_s"], load_s=r["load_s"], ring_s=r["ring_s"], store_bytes=r["store_bytes"],
                        ring_bytes=r["ring_bytes"], fast_images=r["fast"], images=r["images"])
             rec.update({k[:-2] + "_ms_per_image": 1000 * r[k] / r["images"] for k in PIECES})
         else:
             rec.update(data_wait_fraction=r["data_wait_fraction"],
-                       data_wait_fraction_steady=r["data_wait_fraction_steady"],
+                       data_wait_fraction_steady=r["data_wait_fraction_steady"], epochs=r["epochs"],
+                       data_wait_fraction_per_epoch=r["data_wait_fraction_per_epoch"],
+                       first_batch_wait_ms=1000 * r["first_batch_wait_s"],
+                       consumer_wait_fraction=r["consumer_wait_fraction"],
                        data_wait_ms_per_batch=1000 * r["data_wait_s"] / r["batches"],
                        images_per_s_with_iter=r["images_per_s"])
     if a.phase:
@@ -384,6 +403,7 @@ def cluster_loaders(a):
                                       "--batches", str(a.batches), "--batch-size", str(a.batch_size),
                                       "--iter-ms", str(a.iter_ms), "--seed", str(a.seed + i), "--pipelines", "c",
                                       "--transform", a.transform, "--phase", phase, "--sync-dir", tmp,
+                                      "--epochs", str(a.epochs),
                                       "--json", os.path.join(tmp, "h%d.json" % i)] for i in range(n)]
                             load = os.getloadavg()[0]
                             before = _link_bytes(cluster, st)
@@ -519,6 +539,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--iter-ms", type=float, default=200.0, help="simulated training iteration (ms per batch)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--epochs", type=int, default=1, help="data-wait runs: epochs per loader, the last one measured "
+                   "(> 1: whole epochs, so its first batches come from the prefetch at the previous epoch's end)")
     p.add_argument("--pipelines", default="c", help="c (the C fast path), numpy (Pillow + numpy), or both")
     p.add_argument("--transform", default="train", choices=("train", "val"),
                    help="on the train split: train (RandomSizedCrop, jitter, ...) or val (Scale + CenterCrop) transforms")

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import pytest
 from PIL import Image
 
 from pytorch_bridge.data.synth import make_image, synth
@@ -53,3 +54,20 @@ def test_bench_data_smoke(tmp_path):
     from run.data_report import main as report
     report([str(out), "--svg", str(tmp_path / "d.svg")])
     assert (tmp_path / "d.svg").read_text().startswith("<svg")
+
+
+def test_bench_data_epochs_measure_the_last_whole_epoch(tmp_path):
+    """--epochs 2: each data-wait run reads two whole epochs on one loader and reports the second, whose first
+    batch the loader prefetched at the first one's end; the throughput run stays one epoch."""
+    synth(str(tmp_path / "src"), 12, 2, seed=1, progress=False, size=(48, 40))
+    from run.cli import main
+    assert main(["pack", str(tmp_path / "src"), str(tmp_path / "p")]) == 0
+    out = tmp_path / "d.json"
+    assert main(["bench", "data", "--data", str(tmp_path / "p"), "--files", str(tmp_path / "src"), "--workers", "1",
+                 "--modes", "threads", "--caches", "warm", "--loaders", "memory", "--batches", "1", "--batch-size",
+                 "4", "--iter-ms", "5", "--epochs", "2", "--json", str(out)]) == 0
+    (r,) = json.loads(out.read_text())
+    assert r["epochs"] == 2 and len(r["data_wait_fraction_per_epoch"]) == 2
+    assert r["data_wait_fraction"] == pytest.approx(r["data_wait_fraction_per_epoch"][1], rel=0.05, abs=1e-3)
+    assert r["images"] == 4   # the throughput run: --batches 1, one epoch
+    assert r["first_batch_wait_ms"] >= 0 and r["consumer_wait_fraction"] >= r["data_wait_fraction"] - 1e-6
