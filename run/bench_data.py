@@ -127,9 +127,9 @@ def run_once(ds, source, workers, mode, batch_size, batches, iter_ms, seed, file
                 assert next(it, None) is None   # read to its end: the next epoch's prefetch counts
             it.close()
             # the loader's own count (the consumer blocked on the workers), as in one-epoch runs
-            epoch_waits.append((ld.stats()["data_wait_s"] - waited_before) / wall)
+            waited = ld.stats()["data_wait_s"] - waited_before
+            epoch_waits.append(waited / wall)
         s = ld.stats()
-        waited = s["data_wait_s"] - waited_before
         # steady state: without the first batch (which, with one epoch, nothing could have prefetched)
         steady = sum(waits[1:]) / max(wall - waits[0], 1e-9)
         out = dict(images=n, batches=len(waits), wall_s=wall, images_per_s=n / wall, data_wait_s=waited,

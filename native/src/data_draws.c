@@ -1,5 +1,5 @@
-/* data: a sample's draws and resize taps in C (see lt_data.h), so that the loader's worker threads plan
- * a sample without the GIL. Each function mirrors one of pytorch_bridge/data/transforms.py, operation
+/* data: a sample's draws and resize taps in C (lt_data_plan_draw, see lt_data.h), so that the loader's
+ * worker threads plan a sample without the GIL (lt_data_jpeg_sample_drawn, in data_pipeline.c). Each function mirrors one of pytorch_bridge/data/transforms.py, operation
  * for operation on the same IEEE doubles and floats (the tests compare them bit for bit): TorchRNG's
  * draws from the stream's uniforms, random_sized_crop_geometry, short_center_geometry,
  * color_jitter_draws, lighting_rgb and cubic_taps. Compiled without fused multiply-adds, as numpy does
@@ -7,7 +7,6 @@
 #include "lt_internal.h"
 
 #include <math.h>
-#include <pthread.h>
 
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
@@ -47,8 +46,7 @@ static double dd_normal(dd_stream *s, double mean, double std) {
 static void dd_randperm(dd_stream *s, int n, int *perm) {   /* Fisher-Yates from the top */
   for (int i = 0; i < n; i++) perm[i] = i;
   for (int i = n - 1; i > 0; i--) {
-    int64_t j = (int64_t)(dd_next(s) * (double)(i + 1));
-    if (j > i) j = i;
+    int64_t j = dd_random(s, 0, i);
     int t = perm[i];
     perm[i] = perm[j];
     perm[j] = t;
@@ -172,41 +170,3 @@ int lt_data_plan_draw(const lt_data_recipe *r, int64_t w, int64_t h, const doubl
 }
 
 #pragma GCC pop_options
-
-/* Per-thread tap arrays for lt_data_jpeg_sample_drawn, grown on demand, freed when the thread ends. */
-static __thread struct {
-  int64_t *idx;
-  float *w;
-  int64_t n;
-} dd_taps;
-static pthread_key_t dd_key;
-static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
-
-static void dd_free(void *arg) {
-  (void)arg;
-  free(dd_taps.idx);
-  free(dd_taps.w);
-  dd_taps.idx = NULL, dd_taps.w = NULL, dd_taps.n = 0;
-}
-static void dd_make_key(void) { pthread_key_create(&dd_key, dd_free); }
-
-int lt_data_jpeg_sample_drawn(const uint8_t *data, int64_t len, const lt_data_recipe *r, const double *u, int64_t nu,
-                              float *out, double *times) {
-  int64_t info[4];
-  if (!r || lt_data_jpeg_info(data, len, info) != 0 || !info[3]) return 1;
-  if (dd_taps.n < r->size) {
-    pthread_once(&dd_once, dd_make_key);
-    int64_t *idx = realloc(dd_taps.idx, sizeof(int64_t) * 8 * (size_t)r->size);
-    if (idx) dd_taps.idx = idx;
-    float *w = realloc(dd_taps.w, sizeof(float) * 8 * (size_t)r->size);
-    if (w) dd_taps.w = w;
-    if (!idx || !w) return lt_fail("data: out of memory for the taps of a %lld-pixel sample", (long long)r->size);
-    dd_taps.n = r->size;
-    pthread_setspecific(dd_key, &dd_taps);
-  }
-  lt_data_plan p;
-  int64_t m = 4 * r->size;
-  int rc = lt_data_plan_draw(r, info[0], info[1], u, nu, &p, dd_taps.idx, dd_taps.w, dd_taps.idx + m, dd_taps.w + m);
-  if (rc) return rc;
-  return lt_data_jpeg_sample(data, len, &p, out, times) ? -1 : 0;
-}

@@ -16,7 +16,7 @@
 
 /* ---- per-thread scratch buffers, grown on demand and freed when the thread ends ---- */
 
-enum { DP_PIXELS, DP_ROW, DP_TMP, DP_SCALED, DP_TAPS, DP_NBUF };
+enum { DP_PIXELS, DP_ROW, DP_TMP, DP_SCALED, DP_TAPS, DP_PLAN_IDX, DP_PLAN_W, DP_NBUF };
 typedef struct dp_scratch {
   void *p[DP_NBUF];
   size_t n[DP_NBUF];
@@ -453,4 +453,19 @@ int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p,
     times[2] = dp_now() - t2;
   }
   return 0;
+}
+
+/* info, plan and sample in one call; the plan's taps in this thread's scratch. */
+int lt_data_jpeg_sample_drawn(const uint8_t *data, int64_t len, const lt_data_recipe *r, const double *u, int64_t nu,
+                              float *out, double *times) {
+  int64_t info[4];
+  if (!r || r->size < 1 || lt_data_jpeg_info(data, len, info) != 0 || !info[3]) return 1;
+  int64_t m = 4 * r->size;   /* per axis */
+  int64_t *idx = dp_buffer(DP_PLAN_IDX, sizeof(int64_t) * 2 * (size_t)m);
+  float *w = dp_buffer(DP_PLAN_W, sizeof(float) * 2 * (size_t)m);
+  if (!idx || !w) return lt_fail("data: out of memory for the taps of a %lld-pixel sample", (long long)r->size);
+  lt_data_plan p;
+  int rc = lt_data_plan_draw(r, info[0], info[1], u, nu, &p, idx, w, idx + m, w + m);
+  if (rc) return rc;
+  return lt_data_jpeg_sample(data, len, &p, out, times) ? -1 : 0;
 }

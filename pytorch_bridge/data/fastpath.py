@@ -31,7 +31,7 @@ class JpegFastPath:
         self.train = bool(train)
         r = self.recipe = ffi.new("lt_data_recipe *")
         r.train, r.size, r.resize, r.roi = int(self.train), int(size), int(resize), 1
-        r.min_area, r.jitter, r.alphastd = 0.08, [0.4, 0.4, 0.4], 0.1   # imagenet_train_draws' recipe
+        r.min_area, r.jitter, r.alphastd = T.CROP_MIN_AREA, T.JITTER, T.LIGHTING_STD   # imagenet_train_draws
         r.eigval = T.PCA_EIGVAL.tolist()
         r.eigvec = T.PCA_EIGVEC.tolist()
         r.mean, r.std = T.IMAGENET_MEAN, T.IMAGENET_STD
@@ -62,16 +62,18 @@ class JpegFastPath:
         return int(info[0]), int(info[1])
 
     def uniforms(self, rng):
-        """The stream's next UNIFORMS uniforms, as TorchRNG's draws would take them, as a C array."""
-        return self.ffi.from_buffer("double[]", rng.gen.random(UNIFORMS))
+        """(C array, count): the stream's next UNIFORMS uniforms, as TorchRNG's draws would take them; none
+        for validation, which draws nothing."""
+        if not self.train:
+            return self.ffi.NULL, 0
+        return self.ffi.from_buffer("double[]", rng.gen.random(UNIFORMS)), UNIFORMS
 
     def plan(self, w, h, rng):
         """This thread's lt_data_plan for an h x w image, drawn in C from rng's stream (the same draws
         imagenet_train_draws makes from it; the taps cubic_taps'), or None when numpy must do it."""
         st = self._state()
         p, (xi, xw, yi, yw) = st["plan"], st["taps"]
-        u = self.uniforms(rng) if self.train else self.ffi.NULL
-        rc = self.lib.lt_data_plan_draw(self.recipe, w, h, u, UNIFORMS if self.train else 0, p, xi, xw, yi, yw)
+        rc = self.lib.lt_data_plan_draw(self.recipe, w, h, *self.uniforms(rng), p, xi, xw, yi, yw)
         if rc < 0:
             raise ValueError(self.ffi.string(self.lib.lt_errmsg()).decode())
         return p if rc == 0 else None
@@ -83,10 +85,9 @@ class JpegFastPath:
         if out.size != 3 * self.size * self.size:   # the C side writes exactly that many floats
             raise ValueError("a %d x %d sample does not fit a slot of shape %s" % (self.size, self.size, out.shape))
         t = self._state()["times"] if times is not None else ffi.NULL
-        u = self.uniforms(rng) if self.train else ffi.NULL
-        if self.lib.lt_data_jpeg_sample_drawn(ffi.from_buffer("uint8_t[]", data), len(data), self.recipe, u,
-                                              UNIFORMS if self.train else 0,
-                                              ffi.from_buffer("float[]", out, require_writable=True), t):
+        if self.lib.lt_data_jpeg_sample_drawn(ffi.from_buffer("uint8_t[]", data), len(data), self.recipe,
+                                              *self.uniforms(rng), ffi.from_buffer("float[]", out, require_writable=True),
+                                              t):
             return False
         if times is not None:
             for k in range(3):

@@ -20,6 +20,10 @@ PCA_EIGVAL = np.array([0.2175, 0.0188, 0.0045])
 PCA_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
                        [-0.5808, -0.0045, -0.8140],
                        [-0.5836, -0.6948, 0.4203]])
+# fb.resnet.torch's ImageNet train recipe (imagenet.lua); the C planner is given the same numbers (fastpath.py)
+CROP_MIN_AREA = 0.08               # RandomSizedCrop: 8-100 % of the area
+JITTER = (0.4, 0.4, 0.4)           # ColorJitter: brightness, contrast, saturation
+LIGHTING_STD = 0.1                 # Lighting(0.1)
 CIFAR_MEAN = (125.3, 123.0, 113.9)
 CIFAR_STD = (63.0, 62.1, 66.7)
 
@@ -52,7 +56,7 @@ class TorchRNG:
         """Fisher-Yates from the top."""
         perm = list(range(n))
         for i in range(n - 1, 0, -1):
-            j = min(int(self.gen.random() * (i + 1)), i)
+            j = self.random(0, i)
             perm[i], perm[j] = perm[j], perm[i]
         return perm
 
@@ -156,7 +160,7 @@ def short_center_geometry(h, w, resize, size):
 def random_sized_crop_geometry(h, w, size, rng):
     """Inception-style crop: area 8-100 %, aspect 3/4-4/3, 10 attempts, else Scale + CenterCrop."""
     for _ in range(10):
-        target = rng.uniform(0.08, 1.0) * (h * w)
+        target = rng.uniform(CROP_MIN_AREA, 1.0) * (h * w)
         aspect = rng.uniform(3 / 4, 4 / 3)
         cw = c_round(math.sqrt(target * aspect))
         ch = c_round(math.sqrt(target / aspect))
@@ -302,8 +306,8 @@ class TrainDraws(namedtuple("TrainDraws", "geometry jitter light flip")):
 
 def imagenet_train_draws(h, w, rng, size=224):
     geometry = random_sized_crop_geometry(h, w, size, rng)
-    jitter = color_jitter_draws(rng, 0.4, 0.4, 0.4)
-    light = lighting_rgb(rng, 0.1)
+    jitter = color_jitter_draws(rng, *JITTER)
+    light = lighting_rgb(rng, LIGHTING_STD)
     return TrainDraws(geometry, jitter, light, rng.uniform() < 0.5)   # HorizontalFlip(0.5)
 
 
