@@ -18,9 +18,6 @@ INCLUDE = os.path.join(ROOT, "native", "include")
 SRC = os.path.join(ROOT, "native", "src")
 BOOTSTRAP = "const char *lt_cdef_text(void);"
 
-# Declarations Python needs beyond the header: the release callback for
-# numpy-owned storages, implemented in Python (pytorch_bridge.tensor).
-PYTHON_CALLBACKS = 'extern "Python" void lt_py_release(void *ctx);'
 
 
 def expand_header(path, seen=None):
@@ -99,7 +96,7 @@ bootstrap_free = cdef.replace(BOOTSTRAP + "\n", "")
 assert BOOTSTRAP in cdef, "lt_core.h must declare lt_cdef_text"
 
 ffibuilder = FFI()
-ffibuilder.cdef(cdef + PYTHON_CALLBACKS)
+ffibuilder.cdef(cdef)
 ffibuilder.set_source(
     "pytorch_bridge._native",
     '#include "luatorch.h"\n'

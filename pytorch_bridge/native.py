@@ -69,12 +69,14 @@ NATIVE_PATH = os.path.abspath(__import__("pytorch_bridge._native", fromlist=["_n
 
 # Owners of foreign (numpy) storages, keyed by the handle passed to C as ctx.
 _owners = {}
-_owners_lock = threading.Lock()
+_owners_lock = threading.RLock()
 _next_handle = [1]
 
 
 def keep_alive(obj):
-    """Register obj as the owner of a foreign storage; returns the ctx handle for C."""
+    """Register obj as the owner of a foreign storage; returns the ctx handle for C, whose storage gives it
+    to RELEASE_OWNER when it is freed."""
+    drop_released_owners()
     with _owners_lock:
         h = _next_handle[0]
         _next_handle[0] += 1
@@ -82,14 +84,32 @@ def keep_alive(obj):
     return ffi.cast("void *", h)
 
 
-@ffi.def_extern()
-def lt_py_release(ctx):
+# C records the handles of freed foreign storages (no Python runs inside Lua's collector); they are dropped
+# here, at the next foreign storage, the next Lua call from the Runtime, or a count.
+RELEASE_OWNER = ffi.addressof(lib, "lt_foreign_release_later")
+_taken = ffi.new("void *[256]")
+
+
+def drop_released_owners():
+    """Let go of the owners whose storages C has freed."""
+    with _owners_lock:   # which also guards _taken
+        while True:
+            n = lib.lt_foreign_take_released(_taken, len(_taken))
+            if not n:
+                return
+            for i in range(n):
+                _owners.pop(int(ffi.cast("uintptr_t", _taken[i])), None)
+
+
+def forget_owner(ctx):
+    """Let go of an owner whose storage was never made."""
     with _owners_lock:
         _owners.pop(int(ffi.cast("uintptr_t", ctx)), None)
 
 
 def live_foreign_owners():
     """How many numpy arrays are currently kept alive by Lua storages."""
+    drop_released_owners()
     return len(_owners)
 
 

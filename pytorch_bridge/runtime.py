@@ -189,6 +189,7 @@ class Runtime:
     # ------------------------------------------------------------ running Lua
 
     def _unwrap(self, res):
+        native.drop_released_owners()
         if not isinstance(res, tuple):
             res = (res,)
         if res[0] is True:
@@ -249,9 +250,9 @@ class Runtime:
         ctx = native.keep_alive(array)
         ptr = native.lib.lt_storage_new_foreign(
             getattr(native.lib, "LT_" + tname.upper()),
-            native.ffi.cast("void *", array.ctypes.data), extent, native.lib.lt_py_release, ctx)
+            native.ffi.cast("void *", array.ctypes.data), extent, native.RELEASE_OWNER, ctx)
         if ptr == native.ffi.NULL:
-            native.lt_py_release(ctx)
+            native.forget_owner(ctx)
             native.check(-1)
         addr = int(native.ffi.cast("uintptr_t", ptr))
         sizes = self.lua.table(*array.shape) if array.size else self.lua.table()

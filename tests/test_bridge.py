@@ -1,5 +1,6 @@
 """Python <-> Lua bridge: zero-copy views both ways, lifetimes, errors."""
 import gc
+import signal
 
 import numpy as np
 import pytest
@@ -64,6 +65,21 @@ def test_lua_keeps_numpy_owner_alive(rt):
     assert native.live_foreign_owners() == before + 1
     assert rt.eval("t[1000]") == 999.0
     rt.execute("t = nil; collectgarbage(); collectgarbage()")
+    assert native.live_foreign_owners() == before
+
+
+def test_ctrl_c_during_lua_collection_reaches_python(rt):
+    """A SIGINT that arrives while Lua runs and is handled when Lua's collector frees a numpy-owned storage
+    still raises KeyboardInterrupt in the caller: no Python code runs inside the collector, where an
+    exception could only be printed and dropped (a Ctrl-C in `luatorch train` was once lost this way)."""
+    before = native.live_foreign_owners()
+    rt.globals.t = rt.from_numpy(np.arange(10.0))
+    code = ("local ffi = require 'ffi'; pcall(ffi.cdef, 'int raise(int sig);'); "
+            "t = nil; ffi.C.raise(%d); collectgarbage(); collectgarbage()" % signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        rt.execute(code)
+        for _ in range(100):   # Python handles the pending signal at its next bytecode
+            pass
     assert native.live_foreign_owners() == before
 
 

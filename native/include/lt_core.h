@@ -64,6 +64,12 @@ const char *lt_type_name(int type);   /* "Float", "Double", ... */
 lt_storage *lt_storage_new(int type, int64_t size);        /* zero-filled; NULL + error if out of memory */
 lt_storage *lt_storage_new_foreign(int type, void *data, int64_t size,
                                    void (*release)(void *ctx), void *ctx);
+/* A release function for foreign storages whose owner lives in Python (a numpy array): it only records ctx,
+ * and Python drops the owners it names when it next takes them (lt_foreign_take_released). The last release
+ * of a storage can run in Lua's collector, in any thread: calling into Python there would need the GIL and
+ * could not raise, so a Ctrl-C whose handler ran in that callback was lost. */
+void lt_foreign_release_later(void *ctx);
+int64_t lt_foreign_take_released(void **out, int64_t cap);  /* up to cap recorded handles; how many */
 void lt_storage_retain(lt_storage *s);
 void lt_storage_release(lt_storage *s);                     /* frees at refcount 0 */
 int lt_storage_resize(lt_storage *s, int64_t size);         /* keeps contents; refuses foreign/pinned */

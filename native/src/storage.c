@@ -1,5 +1,6 @@
 /* Element types, error messages, reference-counted storages, half precision
  * conversions and memory-mapped storages. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +79,34 @@ lt_storage *lt_storage_new_foreign(int type, void *data, int64_t size, void (*re
   s->release = release;
   s->release_ctx = ctx;
   return s;
+}
+
+static pthread_mutex_t released_mutex = PTHREAD_MUTEX_INITIALIZER;
+static void **released;
+static int64_t n_released, cap_released;
+
+void lt_foreign_release_later(void *ctx) {
+  pthread_mutex_lock(&released_mutex);
+  if (n_released == cap_released) {
+    int64_t cap = cap_released ? 2 * cap_released : 64;
+    void **grown = realloc(released, (size_t)cap * sizeof *grown);
+    if (grown) { released = grown; cap_released = cap; }
+  }
+  if (n_released < cap_released) {  /* out of memory: the owner stays alive */
+    released[n_released] = ctx;
+    __atomic_store_n(&n_released, n_released + 1, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&released_mutex);
+}
+
+int64_t lt_foreign_take_released(void **out, int64_t cap) {
+  if (__atomic_load_n(&n_released, __ATOMIC_RELAXED) == 0) return 0;  /* the common case: no lock */
+  pthread_mutex_lock(&released_mutex);
+  int64_t n = n_released < cap ? n_released : cap;
+  __atomic_store_n(&n_released, n_released - n, __ATOMIC_RELAXED);
+  memcpy(out, released + n_released, (size_t)n * sizeof *out);
+  pthread_mutex_unlock(&released_mutex);
+  return n;
 }
 
 void lt_storage_retain(lt_storage *s) {
