@@ -181,9 +181,11 @@ def _make_host_class():
 
     class RankHost(TrainHost):
         """The host of one rank, which knows where training is (for the line a Ctrl-C ends with) and stops
-        every rank at the same iteration. With several ranks a rank that left mid-iteration would leave the
-        others waiting in a collective, so during the training loop Ctrl-C (SIGINT) is only noted, and after
-        each iteration the ranks agree (one 8-byte allreduce) whether any of them was interrupted."""
+        every rank at the same point. With several ranks, a rank that left on its own would leave the others
+        waiting in a collective, and the ranks need not be at the same place when the signal comes (one
+        saving a checkpoint, another already in the next epoch). So once training has begun, Ctrl-C (SIGINT)
+        is only noted, and the ranks agree (one 8-byte allreduce) whether any of them was interrupted after
+        each iteration and at each epoch's start, points every rank passes in the same order."""
 
         def __init__(self, rt, rank, world):
             super().__init__(rt, rank, world)
@@ -191,12 +193,17 @@ def _make_host_class():
             self.training = self.interrupted = False
 
         def epoch_start(self, epoch, n_epochs, n_iters):
+            self.epoch, self.iteration, self.iterations, self.training = int(epoch), 0, int(n_iters), True
+            self._stop_if_any_rank_was_interrupted()
             super().epoch_start(epoch, n_epochs, n_iters)
-            self.epoch, self.iteration, self.training = int(epoch), 0, True
 
         def progress(self, n, total, loss, top1, wait):
             super().progress(n, total, loss, top1, wait)
             self.iteration, self.iterations = int(n), int(total)
+            self.training = self.iteration < self.iterations
+            self._stop_if_any_rank_was_interrupted()
+
+        def _stop_if_any_rank_was_interrupted(self):
             stop = self.interrupted
             if self.world > 1:
                 import numpy as np
@@ -206,15 +213,14 @@ def _make_host_class():
                 flag = np.array([1.0 if stop else 0.0])
                 mpi.allreduce(flag, algorithm="mpi")
                 stop = flag[0] > 0
-            self.training = self.iteration < self.iterations
             if stop:
                 self.interrupted = True
                 raise KeyboardInterrupt
 
         def on_signal(self, signum, frame):
             self.interrupted = True
-            if not (self.world > 1 and self.training):
-                raise KeyboardInterrupt  # one rank, or outside the loop: no peer waits on this rank's iteration
+            if self.world == 1 or not self.epoch:
+                raise KeyboardInterrupt  # one rank, or before training: no peer waits at an agreed point
 
         def where(self):
             if not self.epoch:
@@ -459,6 +465,7 @@ class RankWatch(threading.Thread):
 def run_rank(lua_argv, threads=None):
     """One rank: a LuaJIT state, the host, and train.main. Returns the exit status (130: interrupted)."""
     from pytorch_bridge import LuaError, Runtime
+    from pytorch_bridge.data.signals import redeliver_lost_interrupts
     from pytorch_bridge.host import world_position
     from pytorch_bridge.mpi import MPIError
 
@@ -487,6 +494,7 @@ def run_rank(lua_argv, threads=None):
     rt = Runtime(threads=threads)
     host = _make_host_class()(rt, rank, world).install()
     previous = signal.signal(signal.SIGINT, host.on_signal)
+    previous_hook = redeliver_lost_interrupts()
     try:
         rt.require("luatorch.train")
         args = rt.table_from(list(lua_argv))
@@ -504,6 +512,7 @@ def run_rank(lua_argv, threads=None):
         return 1
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
     return 0
 
 

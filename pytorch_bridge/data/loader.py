@@ -28,6 +28,7 @@ copy_s (numpy path: into the slot), fast (images through the fast path), corrupt
 gray images), load_s (store load), ring_s (touching the ring's pages once, at construction), store_bytes, ring_bytes, store_created_here, workers, mode, source,
 policy, slots.
 """
+import atexit
 import errno
 import mmap
 import multiprocessing as mp
@@ -37,6 +38,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -47,6 +49,20 @@ MODES = ("threads", "processes")
 # read errors that mean the file system is gone (sshfs/NFS server or link down), not that one file is bad
 GONE = {errno.ENOTCONN, errno.ECONNABORTED, errno.ECONNRESET, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.EHOSTUNREACH,
         errno.ENETDOWN, errno.ENETUNREACH, errno.ESTALE, errno.EIO}
+# Loaders whose workers run, closed at exit before the interpreter frees anything: a worker thread inside C
+# (the JPEG path, numpy) runs on without the GIL, and would write into a ring already freed.
+_running = weakref.WeakSet()
+
+
+@atexit.register
+def _close_running_loaders():
+    for loader in list(_running):
+        try:
+            loader.close()
+        except Exception:
+            pass
+
+
 PIECES = ("fetch_s", "decode_s", "transform_s", "scale_s", "colour_s", "plan_s", "copy_s")
 
 
@@ -221,6 +237,8 @@ class Loader:
     def _start(self):
         if self._procs:
             return
+        self._pid = os.getpid()
+        _running.add(self)
         if self.mode == "processes":
             ctx = mp.get_context("fork")
             self._jobs, self._results = ctx.Queue(), ctx.Queue()
@@ -248,9 +266,15 @@ class Loader:
         return sampler.epoch_batches(self.n, self.batch_size, self.rank, self.world, self.seed, self.epoch,
                                      self.policy, self.shuffle, self.drop_last)
 
-    def _drain(self):
+    def _drain(self, timeout=None):
+        """Wait for every job in flight. With `timeout` (seconds per result), give up when none comes: the
+        count can be one too high after a KeyboardInterrupt between a result and its count."""
         while self._inflight:
-            self._results.get()
+            try:
+                self._results.get(timeout=timeout)
+            except queue.Empty:
+                self._inflight = 0
+                return
             self._inflight -= 1
 
     def __iter__(self):
@@ -332,12 +356,14 @@ class Loader:
 
     def close(self):
         self._ahead = None
-        if self._procs:
-            self._drain()
+        if self._procs and self._pid == os.getpid():   # a forked worker leaves them to its parent
+            _running.discard(self)
+            self._drain(timeout=10)   # a worker stuck on an unreachable file system must not hold up exit
             for _ in self._procs:
                 self._jobs.put(None)
+            deadline = time.time() + 10
             for p in self._procs:
-                p.join(timeout=10)
+                p.join(timeout=max(0.0, deadline - time.time()))
             self._procs = []
         if self.store is not None:
             self.store.close()

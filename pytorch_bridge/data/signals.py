@@ -15,6 +15,7 @@ up or end its parent.
 """
 import os
 import signal
+import sys
 import threading
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -45,6 +46,36 @@ def _run_callbacks():
                 pass
     finally:
         _mutex.release()
+
+
+def redeliver_lost_interrupts():
+    """A KeyboardInterrupt raised where Python can only print and drop it (a finalizer, a callback from C)
+    would lose the Ctrl-C whose handler ran there. From now on such a one is not printed but delivered
+    again to the main thread, whose SIGINT handler runs at its next point that can raise. Returns the
+    sys.unraisablehook it replaced, for the caller to put back."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if unraisable.exc_type is None or not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            return previous(unraisable)
+        while True:
+            try:
+                _redeliver_soon()
+                return
+            except KeyboardInterrupt:   # a SIGINT handled here, in the hook: send that one again too
+                continue
+
+    sys.unraisablehook = hook
+    return previous
+
+
+def _redeliver_soon():
+    """SIGINT to the main thread, from another thread a moment from now: sent from here, its handler would
+    run at once, still inside the hook that cannot raise. A real signal, so it also ends a wait in a
+    system call the way the first one did."""
+    timer = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    timer.daemon = True
+    timer.start()
 
 
 def _ours(signum):
