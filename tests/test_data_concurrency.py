@@ -76,13 +76,33 @@ def test_two_luatorch_pack_at_once_pack_once(tmp_path, mnist_src):
     _ok(results)
     assert _leftovers(out) == []
     said = "".join(o + e for _, o, e in results)
-    assert said.count("already packed") == 1, said         # the second waited, then used the first's set
-    assert "waiting for another process packing" in said, said
+    assert said.count("already packed") == 1, said   # the second waited (or came after), then used the first's set
     m = json.load(open(os.path.join(out, "manifest.json")))
     assert m["splits"]["train"]["count"] == 60 and m["splits"]["val"]["count"] == 30
     r = subprocess.run([sys.executable, "-m", "run.cli", "pack", "--verify", out], cwd=ROOT, env=child_env(),
                        capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+def test_a_packer_waits_for_the_one_holding_the_folder(tmp_path, mnist_src):
+    """While another process packs the folder, `luatorch pack` says whom it waits for, then packs once it may."""
+    from pytorch_bridge.data.pack import pack_lock
+
+    out = str(tmp_path / "packed")
+    errfile = tmp_path / "stderr"
+    with pack_lock(out):
+        with open(errfile, "w") as err:
+            p = subprocess.Popen([sys.executable, "-m", "run.cli", "pack", mnist_src, out], cwd=ROOT,
+                                 env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.time() + 120
+        while "waiting for another process packing" not in errfile.read_text():
+            assert p.poll() is None and time.time() < deadline, errfile.read_text()
+            time.sleep(0.05)
+        assert "(pid %d)" % os.getpid() in errfile.read_text()
+        time.sleep(0.3)
+        assert p.poll() is None   # still waiting while the lock is held
+    assert p.wait(timeout=120) == 0, errfile.read_text()
+    assert json.load(open(os.path.join(out, "manifest.json")))["splits"]["train"]["count"] == 60
 
 
 BUILTIN = """
