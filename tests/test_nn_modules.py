@@ -125,6 +125,35 @@ def test_batch_normalization(rt, rng, dtype):
         check_module(rt, rng, "nn.SpatialBatchNormalization(%d, 1e-3, 0.3)" % c, (2, c, 3, 3), dtype, train=train)
         check_module(rt, rng, "nn.BatchNormalization(%d)" % c, (6, c), dtype, train=train)
         check_module(rt, rng, "nn.BatchNormalization(%d, 1e-5, 0.1, false)" % c, (4, c), dtype, train=train)
+        # planes long enough for the vector lanes of the float reductions, and an odd length for their tail
+        check_module(rt, rng, "nn.SpatialBatchNormalization(%d)" % c, (5, c, 37, 41), dtype, train=train)
+
+
+def test_batch_normalization_float_with_a_large_mean(rt, rng):
+    """float32 batch statistics of values far from zero (mean 300, std 1, so float32's own rounding of the
+    inputs is 3e-5 of their spread): output, gradInput and the parameter gradients against PyTorch in float64
+    on the same float32 values, within what float32 output rounding allows."""
+    rt.require("nn")
+    c = 3
+    x = (300 + rng.standard_normal((4, c, 29, 31))).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    w, b = rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+    m = rt.eval("nn.SpatialBatchNormalization(%d):float()" % c)
+    rt.to_numpy(m.weight)[:] = w
+    rt.to_numpy(m.bias)[:] = b
+    y, gi = forward_backward(rt, m, x, g)
+    bn = torch.nn.BatchNorm2d(c).double()
+    with torch.no_grad():
+        bn.weight.copy_(torch.from_numpy(w.astype(np.float64)))
+        bn.bias.copy_(torch.from_numpy(b.astype(np.float64)))
+    xt = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
+    yt = bn(xt)
+    yt.backward(torch.from_numpy(g.astype(np.float64)))
+    assert rel_err(rt.to_numpy(y), yt.detach().numpy()) <= 1e-6
+    assert rel_err(rt.to_numpy(gi), xt.grad.numpy()) <= 1e-5
+    assert rel_err(rt.to_numpy(m.gradWeight), bn.weight.grad.numpy()) <= 1e-5
+    assert rel_err(rt.to_numpy(m.gradBias), bn.bias.grad.numpy()) <= 1e-5
+    assert rel_err(rt.to_numpy(m.running_mean), bn.running_mean.numpy()) <= 1e-6
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["double", "float"])

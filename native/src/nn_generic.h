@@ -1,10 +1,11 @@
 /* Includes NN_GENERIC_FILE once for float and once for double, with
- * real / accreal / NN_(name) / NN_GEMM defined (see nn_internal.h).
+ * real / accreal / NN_(name) / NN_GEMM / NN_REAL_IS_DOUBLE defined (see nn_internal.h).
  * No include guard: every kernel file includes it. */
 #define NN_GENERIC_PASS
 
 #define real float
 #define accreal double
+#define NN_REAL_IS_DOUBLE 0
 #define NN_(name) NN_CAT(name, float)
 #define NN_GEMM lt_sgemm
 #define NN_EXP expf
@@ -16,9 +17,11 @@
 #undef NN_GEMM
 #undef NN_EXP
 #undef NN_LOG
+#undef NN_REAL_IS_DOUBLE
 
 #define real double
 #define accreal double
+#define NN_REAL_IS_DOUBLE 1
 #define NN_(name) NN_CAT(name, double)
 #define NN_GEMM lt_dgemm
 #define NN_EXP exp
@@ -30,6 +33,7 @@
 #undef NN_GEMM
 #undef NN_EXP
 #undef NN_LOG
+#undef NN_REAL_IS_DOUBLE
 
 #undef NN_GENERIC_PASS
 #undef NN_GENERIC_FILE
