@@ -42,6 +42,8 @@ function M.setup(build)
    torch.manualSeed(1)
    local model = loadstring('return ' .. build)()
    model:float()
+   -- as luatorch train (and PyTorch, whose input needs no gradient): no gradient for the images
+   require('luatorch.train.models').skipInputGradient(model)
    local crit = nn.CrossEntropyCriterion():float()
    if torch.typename(model) == 'nn.Sequential' and model:size() == 2 and
       torch.typename(model:get(2)) == 'nn.Concat' then

@@ -36,6 +36,35 @@ def test_resnet50_structure(rt):
     assert r == (53, True, True, "nn.SpatialMaxPooling", False, "nn.Linear(2048 -> 1000)")
 
 
+def test_skip_input_gradient_finds_the_first_layer_through_sequentials(rt, rng):
+    """GoogLeNet-BN's first convolution sits inside `features`: it is the layer that skips the images'
+    gradient, and the parameter gradients are those of the full backward (a model whose first layer cannot
+    skip is left alone)."""
+    rt.require("nn")
+    x = rng.standard_normal((2, 3, 20, 20))
+    r = rt.call(rt.eval("""function(x)
+        local models = require 'luatorch.train.models'
+        torch.manualSeed(3)
+        local function build()
+           return nn.Sequential():add(nn.Sequential():add(nn.SpatialConvolution(3, 4, 3, 3)):add(nn.ReLU()))
+                                 :add(nn.View(-1):setNumInputDims(3)):add(nn.Linear(4 * 18 * 18, 5)):double()
+        end
+        local a = build()
+        local b = a:clone()
+        local skipped = models.skipInputGradient(b)
+        local gy = torch.randn(2, 5)
+        local pa, ga = a:getParameters()
+        local pb, gb = b:getParameters()
+        ga:zero(); gb:zero()
+        a:forward(x); a:backward(x, gy)
+        b:forward(x); local gi = b:backward(x, gy)
+        local relu_first = nn.Sequential():add(nn.ReLU()):add(nn.Linear(3, 2))
+        return skipped == b:get(1):get(1), gi == nil, (ga - gb):abs():max(), ga:abs():max(),
+               models.skipInputGradient(relu_first) == nil, relu_first:get(1).gradInput ~= nil
+    end"""), rt.from_numpy(x))
+    assert r[0] and r[1] and r[2] == 0.0 and r[3] > 0 and r[4] and r[5], r
+
+
 def test_cifar_resnet_equals_pytorch_double(rt, rng):
     check_module(rt, rng, "require('luatorch.models.resnet')({depth = 20, dataset = 'cifar10'})", (2, 3, 32, 32),
                  np.float64)

@@ -55,6 +55,25 @@ local function resetClassifier(model, nClasses)
    model:add(linear:type(last.weight:type()))
 end
 
+-- Layers whose backward skips the input's gradient when their gradInput is nil (Torch7's own test).
+local SKIPS_NIL_GRADINPUT = {'nn.SpatialConvolution', 'nn.SpatialConvolutionMM', 'nn.VolumetricConvolution',
+                             'nn.TemporalConvolution', 'nn.Linear', 'nn.SpatialMaxPooling',
+                             'nn.SpatialAveragePooling', 'cudnn.SpatialConvolution'}
+
+-- The model's input needs no gradient (fb.resnet.torch sets its first layer's gradInput to nil): the layer
+-- that first sees the input, through nested Sequentials (GoogLeNet-BN's `features`), skips that pass when
+-- it is one that can. Returns that layer, or nil.
+function M.skipInputGradient(model)
+   local m = model
+   while torch.type(m) == 'nn.Sequential' and m.modules[1] do m = m.modules[1] end
+   for _, name in ipairs(SKIPS_NIL_GRADINPUT) do
+      if torch.isTypeOf(m, name) then
+         m.gradInput = nil
+         return m
+      end
+   end
+end
+
 -- Returns model, criterion. `checkpointModel` is the model of a resumed run.
 function M.setup(opt, checkpointModel, info)
    local model
@@ -69,9 +88,7 @@ function M.setup(opt, checkpointModel, info)
    end
    if opt.resetClassifier and not checkpointModel then resetClassifier(model, opt.nClasses) end
 
-   -- the first layer's gradInput is never needed (fb.resnet.torch)
-   local first = model.modules and model.modules[1]
-   if first then first.gradInput = nil end
+   M.skipInputGradient(model)
 
    if opt.nGPU > 1 then
       require 'cunn'
