@@ -7,7 +7,7 @@
  *          running_var  = momentum*sum((x-mean)^2)/(n-1) + (1-momentum)*running_var
  *   eval:  mean = running_mean; invstd = 1/sqrt(running_var + eps)
  *   y = (x - mean) * invstd * weight + bias
- * Sums are accumulated in double, in vector lanes. Features run in parallel. */
+ * Sums are accumulated in double (in vector lanes for float). Features run in parallel. */
 #ifndef NN_GENERIC_PASS
 #include "nn_internal.h"
 
@@ -126,25 +126,13 @@ done:
 
 #define BN_AT(v, f) (((real *)(v).p)[(f) * (v).s])
 
-/* The reductions of one feature over its N planes of S values, in double. For float they run in vector lanes
- * (the additions in the lanes' order, not one serial chain: a chain of double additions is latency-bound,
- * 4 cycles a value, which made batch norm 15% of a GoogLeNet-BN step). For double they keep THNN's serial
- * order: the whole-model float64 checks agree with PyTorch to 1e-14 (output) / 1e-12 (gradInput) in that
- * order and to 1e-12 / 1e-10 in the lanes' one. */
-#if NN_REAL_IS_DOUBLE
-#define BN_REDUCTION(...)
-#else
-#define BN_REDUCTION(...) _Pragma(BN_STR(omp simd reduction(__VA_ARGS__)))
-#endif
-#ifndef BN_STR
-#define BN_STR_(x) #x
-#define BN_STR(x) BN_STR_(x)
-#endif
+/* The reductions of one feature over its N planes of S values, in double (NN_SUM_LANES: in vector lanes for
+ * float). */
 static accreal NN_(bn_sum)(const real *in, int64_t N, int64_t C, int64_t S, int64_t f) {
   accreal sum = 0;
   for (int64_t i = 0; i < N; i++) {
     const real *x = in + (i * C + f) * S;
-BN_REDUCTION(+ : sum)
+NN_SUM_LANES(+ : sum)
     for (int64_t k = 0; k < S; k++) sum += x[k];
   }
   return sum;
@@ -154,7 +142,7 @@ static accreal NN_(bn_centred_squares)(const real *in, int64_t N, int64_t C, int
   accreal var = 0;
   for (int64_t i = 0; i < N; i++) {
     const real *x = in + (i * C + f) * S;
-BN_REDUCTION(+ : var)
+NN_SUM_LANES(+ : var)
     for (int64_t k = 0; k < S; k++) {
       accreal d = x[k] - mean;
       var += d * d;
@@ -205,7 +193,7 @@ static void NN_(bn_backward)(const bn_geom *g, const real *in, const real *go, r
     accreal sum = 0, dotp = 0;
     for (int64_t i = 0; i < N; i++) {
       const real *x = in + (i * C + f) * S, *dy = go + (i * C + f) * S;
-BN_REDUCTION(+ : sum, dotp)
+NN_SUM_LANES(+ : sum, dotp)
       for (int64_t k = 0; k < S; k++) {
         sum += dy[k];
         dotp += (x[k] - mean) * dy[k];
@@ -237,6 +225,5 @@ BN_REDUCTION(+ : sum, dotp)
 }
 
 #undef BN_AT
-#undef BN_REDUCTION
 
 #endif

@@ -447,6 +447,7 @@ static void NN_(conv_acc_grad)(const conv_geom *g, const real *go, const real *i
       accreal s = 0;
       for (int64_t n = 0; n < g->N; n++) {
         const real *r = go + n * outN + o * g->L;
+        NN_SUM_LANES(+ : s)
         for (int64_t l = 0; l < g->L; l++) s += r[l];
       }
       gb[o * gbs] += (real)(scale * s);

@@ -370,6 +370,7 @@ static void NN_(unfold_bias_grad)(const real *go, int64_t N, int64_t C, int64_t 
     accreal s = 0;
     for (int64_t n = 0; n < N; n++) {
       const real *r = go + (n * C + c) * P;
+      NN_SUM_LANES(+ : s)
       for (int64_t j = 0; j < P; j++) s += r[j];
     }
     gb[c * gbs] += (real)(scale * s);
