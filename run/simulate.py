@@ -196,11 +196,11 @@ def launch_cfg(cfg, verify, args):
             + (NETWORK_ONLY_CFG if network_only else []) + cfg + args.cfg)
 
 
-def simulate(exe, platform, hostfile, np, sizes, labels, cfg, verify, args):
-    """One smpirun; the driver's raw records (one per size and algorithm)."""
+def simulate(exe, platform, hostfile, np, sizes, labels, cfgs, verify, args):
+    """One smpirun with the --cfg settings `cfgs` (launch_cfg); the driver's raw records (one per size and
+    algorithm)."""
     _, smpirun = smpi_tools()
     driver_algs = ["mpi" if a.startswith("mpi:") else a for a in labels]
-    cfgs = launch_cfg(cfg, verify, args)
     cmd = [smpirun, "-np", str(np), "-platform", platform, "-hostfile", hostfile,
            *["--cfg=" + c for c in cfgs], exe, "--sizes", ",".join(map(str, sizes)),
            "--algorithms", ",".join(driver_algs), "--iters", str(args.iters), "--warmup", str(args.warmup),
@@ -263,8 +263,9 @@ def run_allreduce(args):
         for labels, cfg in plan:
             for group, verify in ((verified, True), (shared, False)):
                 if group:
-                    for raw in simulate(exe, platform, hostfile, args.np, group, labels, cfg, verify, args):
-                        records.append(record(raw, info, name, launch_cfg(cfg, verify, args)))
+                    cfgs = launch_cfg(cfg, verify, args)
+                    for raw in simulate(exe, platform, hostfile, args.np, group, labels, cfgs, verify, args):
+                        records.append(record(raw, info, name, cfgs))
     order = {a: i for i, a in enumerate(algorithms)}
     records.sort(key=lambda r: (r["bytes"], order[r["algorithm"]]))
     return records
