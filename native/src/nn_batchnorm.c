@@ -132,7 +132,7 @@ static accreal NN_(bn_sum)(const real *in, int64_t N, int64_t C, int64_t S, int6
   accreal sum = 0;
   for (int64_t i = 0; i < N; i++) {
     const real *x = in + (i * C + f) * S;
-NN_SUM_LANES(+ : sum)
+    NN_SUM_LANES(+ : sum)
     for (int64_t k = 0; k < S; k++) sum += x[k];
   }
   return sum;
@@ -142,7 +142,7 @@ static accreal NN_(bn_centred_squares)(const real *in, int64_t N, int64_t C, int
   accreal var = 0;
   for (int64_t i = 0; i < N; i++) {
     const real *x = in + (i * C + f) * S;
-NN_SUM_LANES(+ : var)
+    NN_SUM_LANES(+ : var)
     for (int64_t k = 0; k < S; k++) {
       accreal d = x[k] - mean;
       var += d * d;
@@ -193,7 +193,7 @@ static void NN_(bn_backward)(const bn_geom *g, const real *in, const real *go, r
     accreal sum = 0, dotp = 0;
     for (int64_t i = 0; i < N; i++) {
       const real *x = in + (i * C + f) * S, *dy = go + (i * C + f) * S;
-NN_SUM_LANES(+ : sum, dotp)
+      NN_SUM_LANES(+ : sum, dotp)
       for (int64_t k = 0; k < S; k++) {
         sum += dy[k];
         dotp += (x[k] - mean) * dy[k];

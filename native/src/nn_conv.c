@@ -142,6 +142,8 @@ static lt_onednn_conv conv_onednn_geom(const conv_geom *g) {
   return c;
 }
 
+#include "nn_unfold.h"   /* its generic part: unfold_bias_grad */
+
 #define NN_GENERIC_FILE "nn_conv.c"
 #include "nn_generic.h"
 
@@ -276,6 +278,8 @@ done:
 }
 
 #else /* ---------------------------------------------- generic part (real) */
+
+#include "nn_unfold.h"
 
 /* cols[(c*kH + kh)*kW + kw][oh*oW + ow] = input[c][oh*dH - padH + kh][ow*dW - padW + kw], 0 outside. */
 static void NN_(im2col)(const conv_geom *g, const real *in, real *cols, int par) {
@@ -440,19 +444,7 @@ static void NN_(conv_acc_grad)(const conv_geom *g, const real *go, const real *i
       NN_GEMM(0, 1, g->nOut, g->K, g->L, scale, go + n * outN, g->L, NN_(conv_cols)(g, in + n * inN, cols, 1), g->L,
               1, gw, g->K);
   }
-  if (gb) {
-    int64_t lt_par_n = g->nOut * g->N * g->L;
-#pragma omp parallel for schedule(static) if (lt_par_n >= LT_OMP_THRESHOLD)
-    for (int64_t o = 0; o < g->nOut; o++) {
-      accreal s = 0;
-      for (int64_t n = 0; n < g->N; n++) {
-        const real *r = go + n * outN + o * g->L;
-        NN_SUM_LANES(+ : s)
-        for (int64_t l = 0; l < g->L; l++) s += r[l];
-      }
-      gb[o * gbs] += (real)(scale * s);
-    }
-  }
+  NN_(unfold_bias_grad)(go, g->N, g->nOut, g->L, gb, gbs, scale);
 }
 
 #endif
