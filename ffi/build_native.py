@@ -19,7 +19,6 @@ SRC = os.path.join(ROOT, "native", "src")
 BOOTSTRAP = "const char *lt_cdef_text(void);"
 
 
-
 def expand_header(path, seen=None):
     """The header text with local #include "x.h" lines replaced by their files."""
     seen = set() if seen is None else seen

@@ -76,7 +76,6 @@ _next_handle = [1]
 def keep_alive(obj):
     """Register obj as the owner of a foreign storage; returns the ctx handle for C, whose storage gives it
     to RELEASE_OWNER when it is freed."""
-    drop_released_owners()
     with _owners_lock:
         h = _next_handle[0]
         _next_handle[0] += 1
@@ -85,7 +84,7 @@ def keep_alive(obj):
 
 
 # C records the handles of freed foreign storages (no Python runs inside Lua's collector); they are dropped
-# here, at the next foreign storage, the next Lua call from the Runtime, or a count.
+# here, after each call into Lua from a Runtime (from_numpy's included) and before a count.
 RELEASE_OWNER = ffi.addressof(lib, "lt_foreign_release_later")
 _taken = ffi.new("void *[256]")
 
