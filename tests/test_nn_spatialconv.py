@@ -45,22 +45,25 @@ def batch_shape(rng, c, h, w):
 
 
 def run_and_compare(rt, rng, build, in_shape, dtype, reference):
-    """Build the Lua module, run it forward/backward; `reference(xt, weight, bias)` gives PyTorch's output."""
+    """Build the Lua module, run it forward/backward; `reference(xt, weight, bias)` gives PyTorch's output,
+    in float64 on the same values for a float32 run too (PyTorch's own float32 sums are no oracle for a bias
+    gradient that cancels to 1e-5: they were off by 5e-3 of it)."""
     rt.require("nn")
     rt.execute("torch.setdefaulttensortype('%s')" % TTYPE[dtype])
     rt.execute("torch.manualSeed(%d)" % int(rng.integers(1 << 30)))
     m = rt.eval(build)
     weight, bias = field(rt, m, "weight"), field(rt, m, "bias")
     x = rng.standard_normal(in_shape).astype(dtype)
-    wt = torch.from_numpy(weight.copy()).requires_grad_(True)
-    bt = torch.from_numpy(bias.copy()).requires_grad_(True) if bias is not None else None
+    exact = lambda a: torch.from_numpy(a.astype(np.float64))
+    wt = exact(weight).requires_grad_(True)
+    bt = exact(bias).requires_grad_(True) if bias is not None else None
     single = len(in_shape) == 3
-    xt = torch.from_numpy(x.copy()).requires_grad_(True)
+    xt = exact(x).requires_grad_(True)
     y_ref = reference(xt[None] if single else xt, wt, bt)
     if single:
         y_ref = y_ref[0]
     g = rng.standard_normal(tuple(y_ref.shape)).astype(dtype)
-    y_ref.backward(torch.from_numpy(g))
+    y_ref.backward(exact(g))
     scale = float(rng.uniform(0.3, 2.0))
     noncontig = bool(rng.integers(2))
     y, gi, gw, gb = rt.call(rt.eval(RUN), m, rt.from_numpy(x), rt.from_numpy(g), scale, noncontig)
