@@ -232,9 +232,13 @@ def test_random_shapes_match_pytorch_and_own_path(frt, rng, kind, layout):
         data = inputs(rng, c)
         ref = reference(c, *data)
         noncontig, strided_bias = bool(i % 3 == 1), bool(i % 4 == 2)
+        wrong = lib.lt_onednn_rejections()
         ours, calls = run(frt, c, data, 1, LAYOUTS[layout], noncontig, strided_bias)
-        # a forced layout runs every pass on oneDNN; "auto" may have timed the own path faster for some
-        assert calls == 3 or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (c["ctor"], calls)
+        wrong = lib.lt_onednn_rejections() - wrong
+        # a forced layout runs every pass on oneDNN but one found wrong (then the own way runs it); "auto" may
+        # have timed the own path faster for some
+        assert calls == 3 - wrong or (layout == "auto" and 0 <= calls <= 3), "%s: oneDNN ran %d passes" % (
+            c["ctor"], calls)
         own, calls = run(frt, c, data, 0, noncontig=noncontig, strided_bias=strided_bias)
         assert calls == 0
         where = "%s, input %s" % (c["ctor"], c["x"])
@@ -270,6 +274,117 @@ def test_bench_shapes_both_layouts(frt, rng, c):
         assert calls == 3
         for name, a, r in zip(NAMES, ours, ref):
             assert rel(a, r) <= 5e-5, "oneDNN %s %s (%s): %g" % (layout, name, c["ctor"], rel(a, r))
+
+
+# oneDNN 3.2's AVX-512 backward-weights kernel, blocked layout, of a volumetric convolution whose depth has a front
+# pad of the kernel minus one and stride 2 or more gave gradWeight 30-80% off (the first, found by this file's
+# random draws in CI) or garbage, and at times hung (the last): onednn.c no longer offers such shapes to it.
+ONEDNN_WRONG_SHAPES = [
+    volumetric_full_case((4, 3, 4), (2, 2, 1), (3, 1, 2), (1, 0, 0), 6, 3, (3, 6, 3, 2, 2)),
+    volumetric_case((4, 3, 3), (2, 1, 1), (3, 1, 1), (1, 1, 1), 3, 6, (2, 3, 3, 4, 4)),
+    volumetric_case((5, 3, 3), (2, 1, 1), (4, 1, 1), (1, 1, 1), 3, 6, (2, 3, 2, 4, 4)),
+]
+
+
+@needs_onednn
+@pytest.mark.parametrize("c", ONEDNN_WRONG_SHAPES, ids=lambda c: c["ctor"].split("(")[0][3:] + str(c["x"]))
+def test_shapes_onednn_computed_wrong_come_out_right(frt, rng, capfd, c):
+    """Every layout, twice each: right against PyTorch, the first call and later ones; a way found wrong is said
+    once on stderr and not run again (its pass then runs another way)."""
+    for layout in ("blocked", "plain", "auto"):
+        for _ in range(2):
+            data = inputs(rng, c)
+            ref = reference(c, *data)
+            wrong = lib.lt_onednn_rejections()
+            ours, calls = run(frt, c, data, 1, LAYOUTS[layout])
+            wrong = lib.lt_onednn_rejections() - wrong
+            for name, a, r in zip(NAMES, ours, ref):
+                assert rel(a, r) <= TOL_REF, "oneDNN %s %s (%s): %g" % (layout, name, c["ctor"], rel(a, r))
+    said = [line for line in capfd.readouterr().err.splitlines() if "oneDNN" in line]
+    assert len(said) == len(set(said)) <= 6, said  # at most once per pass and layout
+    for line in said:
+        assert "is wrong for the convolution of" in line and "no longer runs that way" in line, line
+
+
+# The three passes one by one, a oneDNN fault injected before pass `fault` (0 forward, 1 backward data, 2
+# backward weights).
+RUN_WITH_FAULT = """function(ctor, x, w, b, g, gw0, gb0, scale, fault, bias)
+   local m = assert(loadstring('return ' .. ctor))()
+   m.weight:copy(w); m.gradWeight:copy(gw0); m.bias:copy(b); m.gradBias:copy(gb0)
+   local function pass(i, f)
+      if i == fault then torch.C.lt_onednn_inject_faults(1, bias and 1 or 0) end
+      local r = f()
+      torch.C.lt_onednn_inject_faults(0, 0)
+      return r
+   end
+   local y = pass(0, function() return m:updateOutput(x):clone() end)
+   local gi = pass(1, function() return m:updateGradInput(x, g):clone() end)
+   pass(2, function() m:accGradParameters(x, g, scale) end)
+   return y, gi, m.gradWeight:clone(), m.gradBias:clone()
+end"""
+
+
+@needs_onednn
+@pytest.mark.parametrize("layout", ["plain", "blocked"])
+@pytest.mark.parametrize("fault", ["output", "gradInput", "gradWeight", "gradBias"])
+def test_a_wrong_onednn_result_is_caught_and_its_way_dropped(frt, rng, capfd, layout, fault):
+    """A fault injected into one oneDNN result, as a faulty kernel would write it, on the pass's first call: the
+    layer's results are still right, stderr names the pass, the layout and what was off; that way never runs
+    the shape's pass again, while the other passes stay on oneDNN."""
+    p = NAMES.index(fault) if fault != "gradBias" else 2
+    # a shape of its own per case: verdicts are kept per shape and pass for the process's life
+    nin = 2 + NAMES.index(fault) + 4 * (layout == "blocked")
+    c = conv_case(nin, 5, 3, 1, 1, (2, nin, 8, 7))
+    data = inputs(rng, c)
+    ref = reference(c, *data)
+    lib.lt_onednn_set_layout(LAYOUTS[layout])
+    wrong, calls = lib.lt_onednn_rejections(), lib.lt_onednn_calls()
+    out = frt.call(frt.eval(RUN_WITH_FAULT), c["ctor"], *(frt.from_numpy(a) for a in data[:6]), data[6], p,
+                   fault == "gradBias")
+    ours = [frt.to_numpy(t).copy() for t in out]
+    assert lib.lt_onednn_rejections() - wrong == 1 and lib.lt_onednn_calls() - calls == 2
+    for name, a, r in zip(NAMES, ours, ref):
+        assert rel(a, r) <= TOL_REF, "%s after a fault in %s: %g" % (name, fault, rel(a, r))
+    said = [line for line in capfd.readouterr().err.splitlines() if "oneDNN" in line]
+    assert len(said) == 1, said
+    passes = ("forward", "backward-data", "backward-weights")
+    assert ("oneDNN's %s pass in its %s layout is wrong" % (passes[p], layout)) in said[0], said[0]
+    what = "output" if p < 2 else fault  # backward data's output is the layer's gradInput
+    assert ("(%s off by " % what) in said[0], said[0]
+    # again, without a fault: right, nothing said; the pass found wrong runs another way, the others on oneDNN
+    data = inputs(rng, c)
+    ref = reference(c, *data)
+    ours, calls = run(frt, c, data, 1, LAYOUTS[layout])
+    for name, a, r in zip(NAMES, ours, ref):
+        assert rel(a, r) <= TOL_REF, "%s after the fault: %g" % (name, rel(a, r))
+    assert lib.lt_onednn_rejections() - wrong == 1 and calls >= 2
+    assert not [line for line in capfd.readouterr().err.splitlines() if "oneDNN" in line]
+
+
+@needs_onednn
+def test_a_check_that_cannot_tell_is_made_again(frt, rng, capfd):
+    """A first forward on zeros cannot tell a right way from a wrong one (the own way's output is all zero): a
+    fault there is not counted, the output is still right, and the next call, on data, catches a fault."""
+    c = conv_case(3, 4, 3, 1, 1, (2, 3, 9, 8))
+    x, w, b, g, gw0, gb0, scale = inputs(rng, c)
+    lib.lt_onednn_set_layout(LAYOUTS["plain"])
+    forward = frt.eval("""function(ctor, w, x, b, faults)
+       _G.probe = _G.probe or assert(loadstring('return ' .. ctor))()
+       probe.weight:copy(w); probe.bias:copy(b)
+       torch.C.lt_onednn_inject_faults(faults, 0)
+       local y = probe:forward(x):clone()
+       torch.C.lt_onednn_inject_faults(0, 0)
+       return y
+    end""")
+    wrong = lib.lt_onednn_rejections()
+    zeros = [np.zeros_like(a) for a in (x, b)]
+    y = frt.to_numpy(frt.call(forward, c["ctor"], frt.from_numpy(w), *(frt.from_numpy(a) for a in zeros), 1))
+    assert not y.any() and lib.lt_onednn_rejections() == wrong
+    y = frt.to_numpy(frt.call(forward, c["ctor"], frt.from_numpy(w), frt.from_numpy(x), frt.from_numpy(b), 1))
+    assert rel(y, reference(c, x, w, b, g, gw0, gb0, scale)[0]) <= TOL_REF
+    assert lib.lt_onednn_rejections() == wrong + 1
+    assert "oneDNN's forward pass in its plain layout is wrong" in capfd.readouterr().err
+    frt.execute("_G.probe = nil")
 
 
 @needs_onednn

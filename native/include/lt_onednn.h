@@ -17,11 +17,17 @@ int lt_onednn_enabled(void);
 const char *lt_onednn_info(void);
 /* Convolution passes oneDNN has run in this process (tests use it to tell which path ran). */
 int64_t lt_onednn_calls(void);
+/* Ways (a shape, a pass, a layout) dropped because their result disagreed with the caller's own way's. */
+int64_t lt_onednn_rejections(void);
+/* For tests: the next n results oneDNN writes (outputs and gradWeights, or with bias != 0 the gradBias of
+ * backward-weights passes) are made wrong, as a faulty kernel would, before they are checked. */
+void lt_onednn_inject_faults(int n, int bias);
 /* Shapes in the primitive cache. */
 int lt_onednn_cache_size(void);
 /* Layouts oneDNN works in: 0 (default) the fastest per shape and pass, timed on its first call, of im2col and
  * oneDNN in 1 Torch7's plain NCHW/OIHW (no copies) and in 2 its own choice (blocked), with reorders of the
- * inputs and the output around each call; 1 and 2 force that layout; returns the old mode. */
+ * inputs and the output around each call; 1 and 2 force that layout (the other where that one is not offered
+ * or was found wrong); returns the old mode. */
 int lt_onednn_set_layout(int mode);
 
 /* For nn_conv.c, nn_spatialconv.c and nn_tvconv.c: one (plain) convolution's geometry (N samples, C x H x W in,
@@ -52,10 +58,13 @@ typedef struct lt_onednn_pass {
   /* The caller's own way of the same pass (may be NULL), timed beside oneDNN's layouts on a shape's first call
    * (layout mode 0) and kept when faster. It must only overwrite out, or, for backward weights, accumulate
    * into scratch of its own (gradWeight must not get the timing runs). ctx is the caller's geometry; scratch,
-   * made by own on its first run, is freed by lt_onednn_run. */
+   * made by own on its first run, is freed by lt_onednn_run. Each way oneDNN runs a shape and pass is checked
+   * once against own (onednn.c), so own sets own_gw to where its backward-weights result (scale times dL/dw,
+   * gradWeight's layout) is. */
   int (*own)(struct lt_onednn_pass *p);
   void *ctx;
   void *scratch;
+  const float *own_gw;
 } lt_onednn_pass;
 /* For own: its scratch of bytes, made on the first run (the same pointer after); NULL with lt_errmsg() set. */
 void *lt_onednn_own_scratch(lt_onednn_pass *p, size_t bytes);

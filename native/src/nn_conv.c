@@ -164,6 +164,7 @@ static int conv_im2col_timed(lt_onednn_pass *p) {
   } else {
     memset(gw, 0, sizeof(float) * nw);
     NN_FN(conv_acc_grad, float)(g, p->dy, p->x, cols, gw, NULL, 0, npart ? part : NULL, bt, p->scale);
+    p->own_gw = gw;
   }
   return 0;
 }

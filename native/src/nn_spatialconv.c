@@ -180,6 +180,7 @@ static int sc_unfold_timed(lt_onednn_pass *p) {
     size_t bytes = sizeof(float) * (size_t)(j->M * g->K);
     if (!lt_onednn_own_scratch(p, bytes)) return -1;
     memset(p->scratch, 0, bytes);
+    p->own_gw = p->scratch;
   }
   if (!j->full) {
     if (p->pass == LT_ONEDNN_FORWARD)

@@ -149,6 +149,7 @@ static int vconv_unfold_timed(lt_onednn_pass *p) {
     size_t bytes = sizeof(float) * (size_t)(g->nIn * g->nOut * g->k[0] * g->k[1] * g->k[2]);
     if (!lt_onednn_own_scratch(p, bytes)) return -1;
     memset(p->scratch, 0, bytes);
+    p->own_gw = p->scratch;
   }
   if (!j->full) {
     if (p->pass == LT_ONEDNN_FORWARD)
