@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from pytorch_bridge.data import transforms as T
-from pytorch_bridge.data.fastpath import UNIFORMS, fast_path
+from pytorch_bridge.data.fastpath import fast_path
 
 FP = fast_path(True)
+UNIFORMS = FP.lib.LT_DATA_UNIFORMS if FP is not None else 0
 pytestmark = pytest.mark.skipif(FP is None, reason="this build has no JPEG support (libjpeg-dev missing)")
 
 
@@ -102,3 +103,20 @@ def test_torch_rng_draws(rng):
     z = r.normal(1.5, 0.1, 20000)
     assert abs(z.mean() - 1.5) < 0.005 and abs(z.std() - 0.1) < 0.005
     assert abs(((z - 1.5) / 0.1 > 1.96).mean() - 0.025) < 0.006   # a normal's tail, not just its moments
+
+
+def test_c_stream_is_numpys_default_rng(rng):
+    """lt_data_stream_uniforms against numpy's own default_rng([seed, epoch, index]).random(n), bit for bit:
+    fresh seeds small and large (one and two 32-bit words each), zeros, and the uint64 extremes."""
+    ffi, lib = FP.ffi, FP.lib
+    cases = [(0, 0, 0), (1, 0, 0), (0, 0, 1), (2 ** 32 - 1, 2 ** 32, 1), (2 ** 64 - 1, 2 ** 63, 2 ** 40 + 7)]
+    cases += [tuple(int(v) for v in rng.integers(0, 2 ** 16, 3)) for _ in range(100)]
+    cases += [tuple(int(v) for v in rng.integers(0, 2 ** 63, 3)) for _ in range(100)]
+    for n in (1, 5, UNIFORMS, 300):
+        u = ffi.new("double[]", n)
+        for c in cases:
+            assert lib.lt_data_stream_uniforms(*c, u, n) == 0
+            want = np.random.default_rng(list(c)).random(n)
+            np.testing.assert_array_equal(np.frombuffer(ffi.buffer(u), np.float64), want, err_msg=str(c))
+    assert lib.lt_data_stream_uniforms(0, 0, 0, ffi.NULL, 4) == -1
+

@@ -191,6 +191,33 @@ def test_threads_give_the_same_samples(rng):
         np.testing.assert_array_equal(out, want[i])
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_call_equals_sample_by_sample(rng, train):
+    """batch(): one call, each sample's stream drawn in C, gives what sample() gives with numpy's stream;
+    records it does not take (None, grey, truncated, garbage) are marked 1 and their slots left alone."""
+    fp = fast_path(train)
+    good = odd_jpegs(rng, 12)[4:]
+    records = good[:3] + [None, jpeg(rng, 90, 70, mode="L"), good[3][:-2], b"garbage"] + good[3:]
+    seed, epoch = int(rng.integers(2 ** 40)), int(rng.integers(100))
+    indices = [int(v) for v in rng.integers(0, 2 ** 31, len(records))]
+    out = np.full((len(records) + 1, 3, 224, 224), 7, np.float32)
+    times = [0.0, 0.0, 0.0]
+    status = fp.batch(records, seed, epoch, indices, out, times)
+    assert list(status) == [0, 0, 0, 1, 1, 1, 1] + [0] * (len(good) - 3)
+    assert all(t > 0 for t in times)
+    for k, (data, gi) in enumerate(zip(records, indices)):
+        if status[k]:
+            assert (out[k] == 7).all()
+            continue
+        want = np.empty((3, 224, 224), np.float32)
+        assert fp.sample(data, T.sample_rng(seed, epoch, gi), want)
+        np.testing.assert_array_equal(out[k], want)
+    assert (out[-1] == 7).all()   # past the batch: untouched
+    assert fp.batch(records, -1, epoch, indices, out) is None   # not a C stream seed: the caller's way
+    with pytest.raises(ValueError, match="do not fit"):
+        fp.batch(records, seed, epoch, indices, out[:3])
+
+
 @pytest.fixture(scope="module")
 def mixed_folder(tmp_path_factory):
     """Synthetic ImageNet-like JPEGs plus a grey, a CMYK, a PNG, a tiny, a truncated and a garbage record."""

@@ -73,6 +73,19 @@ int lt_data_plan_draw(const lt_data_recipe *r, int64_t w, int64_t h, const doubl
 int lt_data_jpeg_sample_drawn(const uint8_t *data, int64_t len, const lt_data_recipe *r, const double *u, int64_t nu,
                               float *out, double *times);
 
+/* A sample's stream: u[0..n-1] = numpy.random.default_rng([seed, epoch, index]).random(n), bit for bit
+ * (numpy's SeedSequence and PCG64), so that a batch is drawn without Python. */
+int lt_data_stream_uniforms(uint64_t seed, uint64_t epoch, uint64_t index, double *u, int64_t n);
+
+/* A batch: sample k (data[k], len[k] bytes) planned from its stream (seed, epoch, index[k]) as
+ * lt_data_jpeg_sample_drawn does with LT_DATA_UNIFORMS uniforms (none for validation), written to
+ * out + k * slot_floats (slot_floats = 3 size^2); status[k] = its result (0 written, 1 not taken, -1
+ * failed). times (optional) accumulates the written samples' seconds. -1 only for bad arguments. */
+enum { LT_DATA_UNIFORMS = 64 };   /* a sample's draws take at most 44 (10 crop tries, jitter, lighting, flip) */
+int lt_data_jpeg_batch(const lt_data_recipe *r, int64_t n, const uint8_t *const *data, const int64_t *len,
+                       uint64_t seed, uint64_t epoch, const int64_t *index, float *out, int64_t slot_floats,
+                       int8_t *status, double *times);
+
 /* Decode only (the pipeline's ceiling): the w x h box at (x, y) (roi = 1, or the whole image with
  * roi = 0) into interleaved RGB bytes; out (w x h x 3 bytes) may be NULL to discard them. */
 int lt_data_jpeg_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,

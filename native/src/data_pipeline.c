@@ -469,3 +469,29 @@ int lt_data_jpeg_sample_drawn(const uint8_t *data, int64_t len, const lt_data_re
   if (rc) return rc;
   return lt_data_jpeg_sample(data, len, &p, out, times) ? -1 : 0;
 }
+
+/* A batch in one call: sample k's stream is drawn here (lt_data_stream_uniforms), so a worker thread
+ * leaves Python once per batch. Samples not taken or failed are left to the caller (status 1 / -1). */
+int lt_data_jpeg_batch(const lt_data_recipe *r, int64_t n, const uint8_t *const *data, const int64_t *len,
+                       uint64_t seed, uint64_t epoch, const int64_t *index, float *out, int64_t slot_floats,
+                       int8_t *status, double *times) {
+  if (!r || n < 0 || !data || !len || !index || !out || !status || slot_floats != 3 * r->size * r->size)
+    return lt_fail("data: a batch call without its arrays, or with slots of %lld floats for %lld-pixel samples",
+                   (long long)slot_floats, r ? (long long)r->size : 0LL);
+  double u[LT_DATA_UNIFORMS];
+  for (int64_t k = 0; k < n; k++) {
+    status[k] = 1;
+    if (!data[k] || len[k] <= 0 || index[k] < 0) continue;
+    int64_t nu = 0;
+    if (r->train) {
+      lt_data_stream_uniforms(seed, epoch, (uint64_t)index[k], u, LT_DATA_UNIFORMS);
+      nu = LT_DATA_UNIFORMS;
+    }
+    double t[3] = {0, 0, 0};
+    int rc = lt_data_jpeg_sample_drawn(data[k], len[k], r, nu ? u : NULL, nu, out + k * slot_floats, times ? t : NULL);
+    status[k] = (int8_t)rc;
+    if (times && rc == 0)
+      for (int i = 0; i < 3; i++) times[i] += t[i];
+  }
+  return 0;
+}

@@ -2,14 +2,16 @@
 
     fp = fast_path(train=True, size=224, resize=256)   # None when the native library has no JPEG codec
     ok = fp.sample(jpeg_bytes, rng, out, times)        # out: a 3 x size x size float32 batch slot
+    status = fp.batch(records, seed, epoch, indices, slots, times)   # a batch in one call, streams drawn in C
 
 The draws are transforms.py's (imagenet_train_draws / short_center_geometry on the size in the JPEG
 header), and so are the resize taps (cubic_taps), made in C from the same uniforms of the sample's
 stream (data_draws.c; the tests hold the two bit-identical), so a sample equals the numpy pipeline's on
 the same decoded pixels. The C side decodes only the rows and columns the taps read (libjpeg-turbo's
 jpeg_crop_scanline / jpeg_skip_scanlines), resizes the bytes and applies ColorJitter, Lighting and
-ColorNormalize as one per-image matrix. One call per sample, which releases the GIL (cffi does, for
-every call): Python only draws the stream's uniforms.
+ColorNormalize as one per-image matrix. batch() is the loader's: one call per batch, which releases the
+GIL (cffi does, for every call), with each sample's stream (default_rng([seed, epoch, index]).random)
+drawn in C (data_stream.c, bit-identical to numpy's); sample() takes the stream's uniforms from Python.
 
 sample() returns False, having written nothing, for what the C path does not take — grey, CMYK or
 truncated JPEGs, other formats, corrupt data, a window numpy slicing alone defines — and the caller
@@ -22,7 +24,7 @@ import numpy as np
 from . import transforms as T
 
 
-UNIFORMS = 64   # a sample's draws take at most 44 of the stream's uniforms (10 crop tries, jitter, lighting, flip)
+MAX_SEED = 2 ** 64   # the C stream takes seeds, epochs and indices as uint64; others go through sample()
 
 
 class JpegFastPath:
@@ -62,11 +64,12 @@ class JpegFastPath:
         return int(info[0]), int(info[1])
 
     def uniforms(self, rng):
-        """(C array, count): the stream's next UNIFORMS uniforms, as TorchRNG's draws would take them; none
+        """(C array, count): the stream's next LT_DATA_UNIFORMS uniforms, as TorchRNG's draws would take them; none
         for validation, which draws nothing."""
         if not self.train:
             return self.ffi.NULL, 0
-        return self.ffi.from_buffer("double[]", rng.gen.random(UNIFORMS)), UNIFORMS
+        n = self.lib.LT_DATA_UNIFORMS
+        return self.ffi.from_buffer("double[]", rng.gen.random(n)), n
 
     def plan(self, w, h, rng):
         """This thread's lt_data_plan for an h x w image, drawn in C from rng's stream (the same draws
@@ -93,6 +96,43 @@ class JpegFastPath:
             for k in range(3):
                 times[k] += t[k]
         return True
+
+    def batch(self, records, seed, epoch, indices, out, times=None):
+        """Samples k = 0..len(records)-1 into out[k] (out: n x 3 x size x size float32, C-contiguous), sample
+        k drawn from the stream sample_rng(seed, epoch, indices[k]); records[k] None for one to skip.
+        Returns an int8 array: 0 written, 1 not taken, -1 failed part-way (the caller rewrites that slot);
+        None when the seeds do not fit the C stream (the caller goes sample by sample)."""
+        ffi, n = self.ffi, len(records)
+        if not all(isinstance(v, (int, np.integer)) and 0 <= v < MAX_SEED for v in (seed, epoch)):
+            return None
+        if out.shape[1:] != (3, self.size, self.size) or out.shape[0] < n or out.dtype != np.float32 \
+                or not out.flags.c_contiguous:
+            raise ValueError("%d samples of %d x %d do not fit a batch of shape %s" % (n, self.size, self.size, out.shape))
+        st = self._state()
+        if st.get("batch_n", 0) < n:   # per thread, reused: the call's argument arrays
+            st.update(batch_n=n, ptrs=ffi.new("uint8_t *[]", n), lens=ffi.new("int64_t[]", n),
+                      index=np.empty(n, np.int64), status=np.empty(n, np.int8))
+        ptrs, lens, index, status = st["ptrs"], st["lens"], st["index"], st["status"]
+        keep = []   # the records' buffers, alive until the call returns
+        for k, d in enumerate(records):
+            if d is None:
+                ptrs[k], lens[k] = ffi.NULL, 0
+            else:
+                b = ffi.from_buffer("uint8_t[]", d)
+                keep.append(b)
+                ptrs[k], lens[k] = b, len(b)
+        index[:n] = indices
+        t = st["times"] if times is not None else ffi.NULL
+        if times is not None:
+            t[0] = t[1] = t[2] = 0.0
+        if self.lib.lt_data_jpeg_batch(self.recipe, n, ptrs, lens, int(seed), int(epoch), ffi.from_buffer("int64_t[]", index),
+                                       ffi.from_buffer("float[]", out, require_writable=True), 3 * self.size * self.size,
+                                       ffi.from_buffer("int8_t[]", status), t):
+            raise ValueError(ffi.string(self.lib.lt_errmsg()).decode())
+        if times is not None:
+            for k in range(3):
+                times[k] += t[k]
+        return status[:n].copy()
 
     def decode_only(self, data, box=None):
         """The decode alone (the ceiling): the box (x, y, w, h) with region-of-interest decoding, or the

@@ -151,30 +151,34 @@ class Loader:
         st = dict.fromkeys(PIECES, 0.0)
         st["fast"] = 0
         bad = []
+        indices = [int(gi) for gi in indices]
+        records, errors = [], []
         for j, gi in enumerate(indices):
-            gi = int(gi)
             t0 = time.perf_counter()
-            try:
-                data = self._fetch(gi)
-            except OSError as e:
-                if e.errno in GONE:   # not this file but the file system: every read after it would fail too
-                    raise OSError(e.errno, "cannot read %s record %d (%s): %s; the file system holding it is "
-                                  "unreachable (a network file system whose server or link went away?)"
-                                  % (self.split, gi + 1, os.path.join(self.root, str(self.names[gi])),
-                                     os.strerror(e.errno))) from None
-                data, err = None, "%s: %s" % (type(e).__name__, e)
-            t1 = time.perf_counter()
-            st["fetch_s"] += t1 - t0
+            data, err = self._fetch_or_error(gi)
+            st["fetch_s"] += time.perf_counter() - t0
+            records.append(data)
+            errors.append(err)
             self.y[slot, j] = self.labels[gi - self.base]
-            if data is not None and self.fast is not None:
-                c = [0.0, 0.0, 0.0]   # the C call's decode, scale, colour seconds
-                if self.fast.sample(data, sample_rng(self.seed, epoch, gi), self.x[slot, j], c):
-                    st["decode_s"] += c[0]
-                    st["scale_s"] += c[1]
-                    st["colour_s"] += c[2]
-                    st["plan_s"] += time.perf_counter() - t1 - sum(c)
-                    st["fast"] += 1
-                    continue
+        done = [False] * len(indices)
+        if self.fast is not None:
+            t1 = time.perf_counter()
+            c = [0.0, 0.0, 0.0]   # the C call's decode, scale, colour seconds
+            status = self.fast.batch(records, self.seed, epoch, indices, self.x[slot], c)
+            if status is None:   # seeds the C stream does not take: sample by sample, uniforms from numpy
+                status = [0 if d is not None and self.fast.sample(d, sample_rng(self.seed, epoch, gi), self.x[slot, j], c)
+                          else 1 for j, (gi, d) in enumerate(zip(indices, records))]
+            done = [bool(s == 0) for s in status]
+            st["decode_s"] += c[0]
+            st["scale_s"] += c[1]
+            st["colour_s"] += c[2]
+            st["plan_s"] += time.perf_counter() - t1 - sum(c)
+            st["fast"] += int(sum(done))
+        for j, gi in enumerate(indices):
+            if done[j]:
+                continue
+            data, err = records[j], errors[j]
+            t1 = time.perf_counter()
             img = None
             if data is not None:
                 try:
@@ -184,7 +188,6 @@ class Loader:
             if img is None:
                 img = self._gray(gi)
                 bad.append((gi, err))
-            data = None
             t2 = time.perf_counter()
             sample = self.transform(img, sample_rng(self.seed, epoch, gi))
             t3 = time.perf_counter()
@@ -194,6 +197,19 @@ class Loader:
             st["copy_s"] += time.perf_counter() - t3
         st["transform_s"] += st["scale_s"] + st["colour_s"] + st["plan_s"]
         return st, bad
+
+    def _fetch_or_error(self, gi):
+        """(record, None), or (None, what went wrong) for a file that cannot be read; raises when the file
+        system itself is gone."""
+        try:
+            return self._fetch(gi), None
+        except OSError as e:
+            if e.errno in GONE:   # not this file but the file system: every read after it would fail too
+                raise OSError(e.errno, "cannot read %s record %d (%s): %s; the file system holding it is "
+                              "unreachable (a network file system whose server or link went away?)"
+                              % (self.split, gi + 1, os.path.join(self.root, str(self.names[gi])),
+                                 os.strerror(e.errno))) from None
+            return None, "%s: %s" % (type(e).__name__, e)
 
     def _gray(self, gi):
         c = self.ds.image_shape[0]
