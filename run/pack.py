@@ -15,6 +15,9 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=None, help="packing processes (default: all cores)")
     p.add_argument("--seed", type=int, default=0, help="seed of the stored (shuffled) record order")
     p.add_argument("--no-resume", action="store_true", help="rewrite shards even if complete")
+    p.add_argument("--restart-markers", action="store_true",
+                   help="store JPEGs transcoded losslessly with restart markers (the same pixels): the C pipeline "
+                        "then entropy-decodes only the part of each image a training crop reads")
     p.epilog = ("One process packs OUT at a time: a second `luatorch pack` of the same OUT waits for the first, "
                 "then reports it packed (or, if SRC or the options differ, repacks, reusing the shards that match). "
                 "An interrupted pack is resumed by running the same command again.")
@@ -31,7 +34,7 @@ def main(argv=None):
         if not a.out:
             p.error("OUT is required (or use --verify OUT)")
         m = pack(a.src, a.out, shard_bytes=int(a.shard_mb * 2 ** 20), workers=a.workers, seed=a.seed,
-                 resume=not a.no_resume)
+                 resume=not a.no_resume, restarts=a.restart_markers)
     except SourceError as e:
         print("luatorch pack: %s" % e, file=sys.stderr)
         return 2

@@ -86,6 +86,14 @@ int lt_data_jpeg_batch(const lt_data_recipe *r, int64_t n, const uint8_t *const 
                        uint64_t seed, uint64_t epoch, const int64_t *index, float *out, int64_t slot_floats,
                        int8_t *status, double *times);
 
+/* The JPEG transcoded losslessly (the same DCT coefficients, so the same pixels; Huffman tables
+ * optimized) with a restart marker every 1-4 MCUs, the interval dividing an MCU row, so that a sample's
+ * decode reads only the rows and segments its box covers (data_restart.c). 0: *out (free it with
+ * lt_data_free) holds *out_len bytes; 1: left as it is (progressive, arithmetic, already has restart
+ * markers, corrupt, or not a JPEG). */
+int lt_data_jpeg_add_restarts(const uint8_t *data, int64_t len, uint8_t **out, int64_t *out_len);
+void lt_data_free(void *p);
+
 /* Decode only (the pipeline's ceiling): the w x h box at (x, y) (roi = 1, or the whole image with
  * roi = 0) into interleaved RGB bytes; out (w x h x 3 bytes) may be NULL to discard them. */
 int lt_data_jpeg_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,

@@ -4,19 +4,14 @@
  * The resize reproduces transforms.py's float32 arithmetic operation for operation (the taps come from
  * its cubic_taps), so it is compiled without contracting a * b + c into fused multiply-adds; only the
  * colour pass, which works in double, may use them. */
-#include "lt_internal.h"
+#include "data_internal.h"
 
 #include <pthread.h>
-#include <setjmp.h>
 #include <time.h>
-#ifdef LT_HAVE_JPEG
-#include <jpeglib.h>
-#include <jerror.h>
-#endif
 
 /* ---- per-thread scratch buffers, grown on demand and freed when the thread ends ---- */
 
-enum { DP_PIXELS, DP_ROW, DP_TMP, DP_SCALED, DP_TAPS, DP_PLAN_IDX, DP_PLAN_W, DP_NBUF };
+enum { DP_PIXELS, DP_ROW, DP_TMP, DP_SCALED, DP_TAPS, DP_PLAN_IDX, DP_PLAN_W, DP_WINDOW, DP_NBUF };
 typedef struct dp_scratch {
   void *p[DP_NBUF];
   size_t n[DP_NBUF];
@@ -62,28 +57,7 @@ static double dp_now(void) {
 #define DP_MARGIN_X 2
 #define DP_MARGIN_Y 8
 
-typedef struct dp_err {
-  struct jpeg_error_mgr mgr;
-  jmp_buf jump;
-  char msg[JMSG_LENGTH_MAX];
-} dp_err;
-
-static void dp_error_exit(j_common_ptr cinfo) {
-  dp_err *e = (dp_err *)cinfo->err;
-  (*cinfo->err->format_message)(cinfo, e->msg);
-  longjmp(e->jump, 1);
-}
-
-static void dp_quiet(j_common_ptr cinfo) { (void)cinfo; }
-
-/* Corrupt-data warnings are errors here: the record goes to the fallback decoder, which decides. */
-static void dp_emit(j_common_ptr cinfo, int level) {
-  if (level < 0) {
-    dp_err *e = (dp_err *)cinfo->err;
-    (*cinfo->err->format_message)(cinfo, e->msg);
-    longjmp(e->jump, 1);
-  }
-}
+static uint8_t *dp_window_room(size_t n) { return dp_buffer(DP_WINDOW, n); }
 
 static int dp_ends_with_eoi(const uint8_t *data, int64_t len) {
   return len >= 4 && data[len - 2] == 0xFF && data[len - 1] == 0xD9;
@@ -115,10 +89,24 @@ int lt_data_jpeg_info(const uint8_t *data, int64_t len, int64_t *info) {
 
 /* Decode rows [y, y + h) and at least columns [x, x + w) as RGB bytes into the thread's pixel buffer:
  * *pix row r is image row y + r, its first pixel image column *xbase, rows *stride bytes apart.
- * roi = 0 decodes every row and column (the reference the box decode must equal). */
+ * roi = 0 decodes every row and column (the reference the box decode must equal). A JPEG with restart
+ * segments (data_restart.c) is first cut to the MCU rows and segments around the box. */
 static int dp_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,
                      uint8_t **pix, int64_t *stride, int64_t *xbase) {
   if (!data || len <= 0) return lt_fail("data: the JPEG data is empty");
+  int64_t ox = 0, oy = 0;
+  if (roi) {
+    const uint8_t *sub;
+    int64_t sublen;
+    int64_t x0 = x > DP_MARGIN_X ? x - DP_MARGIN_X : 0, y0 = y > DP_MARGIN_Y ? y - DP_MARGIN_Y : 0;
+    if (lt_data_jpeg_window(data, len, x0, y0, x + w + DP_MARGIN_X, y + h + DP_MARGIN_Y, dp_window_room, &sub,
+                            &sublen, &ox, &oy) == 0) {
+      data = sub, len = sublen;
+      x -= ox, y -= oy;
+    } else {
+      ox = oy = 0;
+    }
+  }
   struct jpeg_decompress_struct cinfo;
   dp_err err;
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -164,15 +152,19 @@ static int dp_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int
     return lt_fail("data: out of memory for a %lld x %lld JPEG box", (long long)w, (long long)h);
   }
   uint8_t *junk = buf + h * rowbytes;   /* rows outside the box */
-  while ((int64_t)cinfo.output_scanline < last) {
-    int64_t r = (int64_t)cinfo.output_scanline - y;
-    JSAMPROW row = r >= 0 && r < h ? buf + r * rowbytes : junk;
-    jpeg_read_scanlines(&cinfo, &row, 1);
+  while ((int64_t)cinfo.output_scanline < last) {   /* up to an iMCU row's worth per call */
+    JSAMPROW rows[16];
+    int64_t first = (int64_t)cinfo.output_scanline, n = last - first < 16 ? last - first : 16;
+    for (int64_t k = 0; k < n; k++) {
+      int64_t r = first + k - y;
+      rows[k] = r >= 0 && r < h ? buf + r * rowbytes : junk;
+    }
+    jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)n);
   }
   jpeg_destroy_decompress(&cinfo);   /* also ends a decode stopped before the last row */
   *pix = buf;
   *stride = rowbytes;
-  *xbase = cx;
+  *xbase = (int64_t)cx + ox;
   return 0;
 }
 #else
@@ -202,71 +194,156 @@ int lt_data_jpeg_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, 
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 
-/* One row along x, the three channels at once: s holds interleaved RGB floats with one pixel before and
- * five after (zeros), so the four taps of output x are the pixels base[x] - 1 .. base[x] + 2; planes
- * `plane` floats apart get the results. wide: per output, its weights spread over 16 lanes as
- * w0 w0 w0 w1 w1 w1 w2 w2 w2 w3 w3 w3 0 0 0 0 (dp_wide_weights); line: 3 n floats of scratch. */
-#ifdef __AVX512F__
+/* A decoded row as three float planes, byte / 255.0f (numpy's u8 / float32(255), exact division):
+ * plane c at P + c * ps, pixel i at [i]. The planes' padding (one float before, at least 32 after) is
+ * zero and stays so: the vector tail writes zeros there. */
+#if defined(__AVX512F__) && defined(__AVX512VBMI__)
 #include <immintrin.h>
-/* One vector per output: the 12 samples times their weights, then lanes 3-5, 6-8 and 9-11 moved onto
- * 0-2 and added in that order, which is the scalar t = s0 w0; t += s1 w1; t += s2 w2; t += s3 w3. */
-__attribute__((noinline)) static void dp_row_taps(const float *s, const int32_t *base, const float *wide, int64_t n,
-                                                  float *line, float *d, int64_t plane) {
-  static const int32_t k3[16] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2};
-  static const int32_t k6[16] = {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5};
-  static const int32_t k9[16] = {9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8};
-  const __m512i i3 = _mm512_loadu_si512(k3), i6 = _mm512_loadu_si512(k6), i9 = _mm512_loadu_si512(k9);
-  for (int64_t x = 0; x < n; x++) {
-    __m512 v = _mm512_loadu_ps(s + 3 * ((int64_t)base[x] - 1));
-    __m512 pr = _mm512_mul_ps(v, _mm512_loadu_ps(wide + 16 * x));
-    __m512 t = _mm512_add_ps(pr, _mm512_permutexvar_ps(i3, pr));
-    t = _mm512_add_ps(t, _mm512_permutexvar_ps(i6, pr));
-    t = _mm512_add_ps(t, _mm512_permutexvar_ps(i9, pr));
-    _mm512_mask_storeu_ps(line + 3 * x, 0x7, t);
-  }
-  for (int64_t x = 0; x < n; x++) {
-    d[x] = line[3 * x];
-    d[plane + x] = line[3 * x + 1];
-    d[2 * plane + x] = line[3 * x + 2];
+static void dp_row_planes(const uint8_t *src, int64_t n, float *P, int64_t ps) {
+  /* R0..R15 G0..G15 B0..B15 of 16 interleaved pixels */
+  static const uint8_t order[64] = {0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45, 1, 4, 7, 10, 13, 16, 19, 22,
+                                     25, 28, 31, 34, 37, 40, 43, 46, 2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35, 38, 41, 44, 47};   /* then zeros */
+  const __m512i idx = _mm512_loadu_si512(order);
+  const __m512 d255 = _mm512_set1_ps(255.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    int64_t m = n - i < 16 ? n - i : 16;
+    __m512i v = _mm512_permutexvar_epi8(idx, _mm512_maskz_loadu_epi8(((__mmask64)1 << (3 * m)) - 1, src + 3 * i));
+    _mm512_storeu_ps(P + i, _mm512_div_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(v))), d255));
+    _mm512_storeu_ps(P + ps + i,
+                     _mm512_div_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(v, 1))), d255));
+    _mm512_storeu_ps(P + 2 * ps + i,
+                     _mm512_div_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(v, 2))), d255));
   }
 }
 #else
-__attribute__((noinline)) static void dp_row_taps(const float *s, const int32_t *base, const float *wide, int64_t n,
-                                                  float *line, float *d, int64_t plane) {
-  (void)line;
-  for (int64_t x = 0; x < n; x++) {
-    const float *q = s + 3 * ((int64_t)base[x] - 1), *wx = wide + 16 * x;
-    for (int c = 0; c < 3; c++) {
-      float t = q[c] * wx[0];
-      t += q[3 + c] * wx[3];
-      t += q[6 + c] * wx[6];
-      t += q[9 + c] * wx[9];
-      d[c * plane + x] = t;
-    }
-  }
+static void dp_row_planes(const uint8_t *src, int64_t n, float *P, int64_t ps) {
+  for (int c = 0; c < 3; c++)
+    for (int64_t i = 0; i < n; i++) P[c * ps + i] = (float)src[3 * i + c] / 255.0f;
 }
 #endif
 
-static void dp_wide_weights(const float *w, int64_t n, float *wide) {
-  for (int64_t x = 0; x < n; x++) {
+/* The x taps of one image, prepared once for all its rows: output x reads plane samples base[x] - 1 ..
+ * base[x] + 2. With AVX-512, outputs go 16 at a time: a group whose samples span at most 32 floats
+ * (from lo) takes them from two loads with a two-register permute; a wider one (a box over ~1.9 x the
+ * output) gathers them. idx and w: per group, the 4 taps' 16 lane indices (relative to lo, or absolute
+ * for a gather) and weights; lanes past n have weight 0. */
+typedef struct dp_xtaps {
+  int64_t n, groups;
+  const int32_t *base;
+  const float *xw;
+  int32_t *lo;      /* groups; INT32_MIN: gather */
+  int32_t *idx;     /* groups x 4 x 16 */
+  float *w;         /* groups x 4 x 16 */
+} dp_xtaps;
+
+static void dp_xtaps_prepare(dp_xtaps *t) {
+  for (int64_t g = 0; g < t->groups; g++) {
+    int64_t x0 = 16 * g, m = t->n - x0 < 16 ? t->n - x0 : 16;
+    int32_t lo = t->base[x0] - 1, hi = lo;
+    for (int64_t j = 0; j < m; j++) {
+      if (t->base[x0 + j] - 1 < lo) lo = t->base[x0 + j] - 1;
+      if (t->base[x0 + j] + 2 > hi) hi = t->base[x0 + j] + 2;
+    }
+    int gather = hi - lo > 31;
+    t->lo[g] = gather ? INT32_MIN : lo;
     for (int k = 0; k < 4; k++)
-      for (int c = 0; c < 3; c++) wide[16 * x + 3 * k + c] = w[4 * x + k];
-    for (int l = 12; l < 16; l++) wide[16 * x + l] = 0;
+      for (int64_t j = 0; j < 16; j++) {
+        int64_t x = x0 + j;
+        t->idx[(g * 4 + k) * 16 + j] = j < m ? t->base[x] - 1 + k - (gather ? 0 : lo) : (gather ? -1 : 0);
+        t->w[(g * 4 + k) * 16 + j] = j < m ? t->xw[4 * x + k] : 0.0f;
+      }
   }
 }
 
-/* One output line from four input lines: t = r0 w0; t += r1 w1; t += r2 w2; t += r3 w3. */
-__attribute__((noinline)) static void dp_col_taps(const float *r0, const float *r1, const float *r2, const float *r3, const float *w,
-                        int64_t n, float *d) {
+/* One row of each plane along x: d + c * plane gets channel c's n outputs, each t = s0 w0; t += s1 w1;
+ * t += s2 w2; t += s3 w3, as transforms.py computes it. */
+#ifdef __AVX512F__
+#include <immintrin.h>
+__attribute__((noinline)) static void dp_row_taps(const float *P, int64_t ps, const dp_xtaps *t, float *d,
+                                                  int64_t plane) {
+  for (int64_t g = 0; g < t->groups; g++) {
+    const int32_t *ix = t->idx + g * 64;
+    const float *wg = t->w + g * 64;
+    int64_t m = t->n - 16 * g < 16 ? t->n - 16 * g : 16;
+    __mmask16 keep = (__mmask16)((1u << m) - 1);
+    __m512 w0 = _mm512_loadu_ps(wg), w1 = _mm512_loadu_ps(wg + 16), w2 = _mm512_loadu_ps(wg + 32),
+           w3 = _mm512_loadu_ps(wg + 48);
+    __m512i i0 = _mm512_loadu_si512(ix), i1 = _mm512_loadu_si512(ix + 16), i2 = _mm512_loadu_si512(ix + 32),
+            i3 = _mm512_loadu_si512(ix + 48);
+    for (int c = 0; c < 3; c++) {
+      const float *s = P + c * ps;
+      __m512 v0, v1, v2, v3;
+      if (t->lo[g] != INT32_MIN) {
+        __m512 a = _mm512_loadu_ps(s + t->lo[g]), b = _mm512_loadu_ps(s + t->lo[g] + 16);
+        v0 = _mm512_permutex2var_ps(a, i0, b);
+        v1 = _mm512_permutex2var_ps(a, i1, b);
+        v2 = _mm512_permutex2var_ps(a, i2, b);
+        v3 = _mm512_permutex2var_ps(a, i3, b);
+      } else {
+        v0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, i0, s, 4);
+        v1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, i1, s, 4);
+        v2 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, i2, s, 4);
+        v3 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, i3, s, 4);
+      }
+      __m512 acc = _mm512_mul_ps(v0, w0);
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(v1, w1));
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(v2, w2));
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(v3, w3));
+      _mm512_mask_storeu_ps(d + c * plane + 16 * g, keep, acc);
+    }
+  }
+}
+#else
+__attribute__((noinline)) static void dp_row_taps(const float *P, int64_t ps, const dp_xtaps *t, float *d,
+                                                  int64_t plane) {
+  for (int c = 0; c < 3; c++)
+    for (int64_t x = 0; x < t->n; x++) {
+      const float *q = P + c * ps + t->base[x] - 1, *wx = t->xw + 4 * x;
+      float v = q[0] * wx[0];
+      v += q[1] * wx[1];
+      v += q[2] * wx[2];
+      v += q[3] * wx[3];
+      d[c * plane + x] = v;
+    }
+}
+#endif
+
+/* One output line from four input lines: t = r0 w0; t += r1 w1; t += r2 w2; t += r3 w3. Returns the
+ * line's sum in double (for contrast's mean), taken on the way. */
+#ifdef __AVX512F__
+__attribute__((noinline)) static double dp_col_taps(const float *r0, const float *r1, const float *r2, const float *r3,
+                                                    const float *w, int64_t n, float *d) {
+  const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(w[1]), w2 = _mm512_set1_ps(w[2]), w3 = _mm512_set1_ps(w[3]);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t x = 0; x < n; x += 16) {
+    __mmask16 m = n - x >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - x)) - 1);
+    __m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r0 + x), w0);
+    t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r1 + x), w1));
+    t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r2 + x), w2));
+    t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r3 + x), w3));
+    _mm512_mask_storeu_ps(d + x, m, t);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(t)));   /* masked-off lanes are zeros */
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(t, 1)));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+#else
+__attribute__((noinline)) static double dp_col_taps(const float *r0, const float *r1, const float *r2, const float *r3,
+                                                    const float *w, int64_t n, float *d) {
   float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, total = 0;   /* eight running sums the compiler can vectorize */
   for (int64_t x = 0; x < n; x++) {
     float t = r0[x] * w0;
     t += r1[x] * w1;
     t += r2[x] * w2;
     t += r3[x] * w3;
     d[x] = t;
+    acc[x & 7] += t;
   }
+  for (int k = 0; k < 8; k++) total += acc[k];
+  return total;
 }
+#endif
 
 #pragma GCC pop_options
 
@@ -300,17 +377,6 @@ static int dp_tap_range(const int64_t *idx, int64_t n, int64_t limit, int64_t *l
   *lo = a;
   *hi = b;
   return 0;
-}
-
-/* Sum of a row in double, eight running sums (independent chains the compiler can vectorize). */
-static double dp_row_sum(const float *d, int64_t n) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, total = 0;
-  int64_t x = 0;
-  for (; x + 8 <= n; x += 8)
-    for (int k = 0; k < 8; k++) acc[k] += d[x + k];
-  for (; x < n; x++) total += d[x];
-  for (int k = 0; k < 8; k++) total += acc[k];
-  return total;
 }
 
 /* ---- colour: jitter, lighting and normalization as out = M x + b ---- */
@@ -365,6 +431,53 @@ static void dp_colour_matrix(const lt_data_plan *p, const double mu[3], double M
   }
 }
 
+#ifdef __AVX512F__
+/* 16 pixels of the three planes at once, in double halves; a flipped row's 16 land mirrored. Rows of
+ * whole aligned vectors are streamed past the cache: the sample is not read again here, and a store
+ * that misses would first read its line (the batch slot is far bigger than the caches). */
+static void dp_colour(const float *restrict S, int64_t h, int64_t w, const double M[3][3], const double b[3],
+                      int flip, float *restrict out) {
+  __m512d m[3][3], o[3];
+  for (int i = 0; i < 3; i++) {
+    o[i] = _mm512_set1_pd(b[i]);
+    for (int j = 0; j < 3; j++) m[i][j] = _mm512_set1_pd(M[i][j]);
+  }
+  const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t plane = h * w;
+  int stream = w % 16 == 0 && ((uintptr_t)out & 63) == 0;
+  for (int64_t y = 0; y < h; y++) {
+    const float *s = S + y * w;
+    float *d = out + y * w;
+    for (int64_t x = 0; x < w; x += 16) {
+      int64_t n = w - x < 16 ? w - x : 16;
+      __mmask16 mk = (__mmask16)((1u << n) - 1);
+      __m512d in[3][2];
+      for (int j = 0; j < 3; j++) {
+        __m512 v = _mm512_maskz_loadu_ps(mk, s + j * plane + x);
+        in[j][0] = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        in[j][1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+      }
+      for (int i = 0; i < 3; i++) {
+        __m512 r = _mm512_setzero_ps();
+        for (int half = 0; half < 2; half++) {
+          __m512d t = _mm512_fmadd_pd(m[i][0], in[0][half], o[i]);
+          t = _mm512_fmadd_pd(m[i][1], in[1][half], t);
+          t = _mm512_fmadd_pd(m[i][2], in[2][half], t);
+          __m256 f = _mm512_cvtpd_ps(t);
+          r = half ? _mm512_insertf32x8(r, f, 1) : _mm512_castps256_ps512(f);
+        }
+        if (stream)
+          _mm512_stream_ps(d + i * plane + (flip ? w - x - 16 : x), flip ? _mm512_permutexvar_ps(rev, r) : r);
+        else if (flip)   /* lane k to column w - 1 - (x + k) */
+          _mm512_mask_storeu_ps(d + i * plane + w - x - 16, (__mmask16)(mk << (16 - n)), _mm512_permutexvar_ps(rev, r));
+        else
+          _mm512_mask_storeu_ps(d + i * plane + x, mk, r);
+      }
+    }
+  }
+  if (stream) _mm_sfence();   /* the streamed stores are seen before the batch is handed over */
+}
+#else
 static void dp_colour(const float *restrict S, int64_t h, int64_t w, const double M[3][3], const double b[3],
                       int flip, float *restrict out) {
   /* the matrix in locals, so the compiler keeps it in registers and vectorizes over x */
@@ -391,6 +504,7 @@ static void dp_colour(const float *restrict S, int64_t h, int64_t w, const doubl
     }
   }
 }
+#endif
 
 /* ---- the sample ---- */
 
@@ -412,23 +526,22 @@ int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p,
   if (dp_decode(data, len, p->box_x + x0, p->box_y + y0, nc, nr, p->roi, &pix, &stride, &xbase)) return -1;
   double t1 = dp_now();
 
-  float *row = dp_buffer(DP_ROW, sizeof(float) * (size_t)(3 * (nc + 6) + 3 * ow + 16 * ow));
+  int64_t ps = (nc + 1 + 32 + 15) / 16 * 16;   /* a plane of the decoded row, padding included */
+  int64_t groups = (ow + 15) / 16;
+  float *row = dp_buffer(DP_ROW, sizeof(float) * (size_t)(3 * ps + 128 * groups));
   float *tmp = dp_buffer(DP_TMP, sizeof(float) * (size_t)(3 * nr * ow));
   float *S = dp_buffer(DP_SCALED, sizeof(float) * (size_t)(3 * oh * ow));
-  int32_t *base = dp_buffer(DP_TAPS, sizeof(int32_t) * (size_t)ow);
+  int32_t *base = dp_buffer(DP_TAPS, sizeof(int32_t) * (size_t)(ow + 65 * groups));
   if (!row || !tmp || !S || !base)
     return lt_fail("data: out of memory for a %lld x %lld sample", (long long)ow, (long long)oh);
   if (dp_tap_bases(p->xidx, p->xw, ow, x0, base)) return -1;
-  float *line = row + 3 * (nc + 6), *wide = line + 3 * ow;
-  dp_wide_weights(p->xw, ow, wide);
-  /* row: one zero pixel, the nc decoded pixels as interleaved floats, five zero pixels (a last-sample
-   * copy has its base one past that sample, and the vector loads read 16 floats) */
-  memset(row, 0, sizeof(float) * 3);
-  memset(row + 3 * (nc + 1), 0, sizeof(float) * 15);
+  dp_xtaps xt = {ow, groups, base, p->xw, base + ow, base + ow + groups, row + 3 * ps};
+  dp_xtaps_prepare(&xt);
+  memset(row, 0, sizeof(float) * (size_t)(3 * ps));
+  float *P = row + 1;
   for (int64_t r = 0; r < nr; r++) {
-    const uint8_t *src = pix + r * stride + (p->box_x + x0 - xbase) * 3;
-    for (int64_t i = 0; i < 3 * nc; i++) row[3 + i] = (float)src[i] / 255.0f;   /* numpy's u8 / float32(255) */
-    dp_row_taps(row + 3, base, wide, ow, line, tmp + r * ow, nr * ow);
+    dp_row_planes(pix + r * stride + (p->box_x + x0 - xbase) * 3, nc, P, ps);
+    dp_row_taps(P, ps, &xt, tmp + r * ow, nr * ow);
   }
   double sum[3] = {0, 0, 0};
   for (int c = 0; c < 3; c++) {
@@ -436,9 +549,8 @@ int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p,
     for (int64_t y = 0; y < oh; y++) {
       const int64_t *j = p->yidx + y * 4;
       float *d = S + (c * oh + y) * ow;
-      dp_col_taps(plane + (j[0] - y0) * ow, plane + (j[1] - y0) * ow, plane + (j[2] - y0) * ow,
+      sum[c] += dp_col_taps(plane + (j[0] - y0) * ow, plane + (j[1] - y0) * ow, plane + (j[2] - y0) * ow,
                   plane + (j[3] - y0) * ow, p->yw + y * 4, ow, d);
-      sum[c] += dp_row_sum(d, ow);
     }
   }
   double t2 = dp_now();

@@ -3,7 +3,9 @@
 Packed layout (all in OUT):
   manifest.json                 classes, kind, encoding, per split the shard list with checksums
   <split>-NNNNN.bin             contiguous image records: encoded JPEG/PNG bytes as they were in the
-                                files, or raw uint8 C x H x W records for array sources
+                                files (with `restarts=True`, JPEGs transcoded losslessly with restart
+                                markers: the same pixels, decodable in parts; see add_restarts), or raw
+                                uint8 C x H x W records for array sources
   <split>-NNNNN.idx.npz         per record: offset, length (in the shard), label (1-based, fb.resnet
                                 numbering), width/height (-1: header unreadable), source name
   <split>-NNNNN.done.json       written last per shard; what --resume trusts after re-checking the CRC
@@ -95,6 +97,25 @@ def _header_size(data):
 
 
 _SOURCE = None  # the Source being packed; fork-inherited by the pool workers
+_RESTARTS = False   # pack(restarts=...), fork-inherited likewise
+
+
+def add_restarts(data):
+    """The JPEG with a restart marker every 1-4 MCUs (lt_data_jpeg_add_restarts): the same DCT coefficients,
+    so the same pixels, with Huffman tables optimized (a little smaller), cut into segments a sample's
+    decode can skip (native/src/data_restart.c). Other data, and JPEGs it does not take (progressive,
+    arithmetic-coded, already with restart markers, corrupt), come back unchanged."""
+    try:
+        from pytorch_bridge.native import ffi, lib
+    except ImportError:
+        return data
+    out, n = ffi.new("uint8_t **"), ffi.new("int64_t *")
+    if lib.lt_data_jpeg_add_restarts(ffi.from_buffer("uint8_t[]", data), len(data), out, n) != 0:
+        return data
+    try:
+        return bytes(ffi.buffer(out[0], n[0]))
+    finally:
+        lib.lt_data_free(out[0])
 
 
 def _records(src, split, items):
@@ -107,14 +128,16 @@ def _records(src, split, items):
             with open(os.path.join(src.root, name), "rb") as f:
                 data = f.read()
             w, h = _header_size(data)
+            if _RESTARTS and w > 0:
+                data = add_restarts(data)
             yield data, name, label, w, h
 
 
-def _items_digest(src, split, items):
+def _items_digest(src, split, items, restarts=False):
     """What a shard holds: names and labels (raw arrays: the pixels too, so another array with the same
-    labels is another set)."""
+    labels is another set), and whether its JPEGs got restart markers."""
     s = src.splits[split]
-    h = hashlib.sha1()
+    h = hashlib.sha1(b"restarts\n" if restarts else b"")
     for pos in items:
         h.update((s.files[pos][0] if s.files is not None else str(pos)).encode())
         h.update(b"\0%d\n" % s.labels[pos])
@@ -339,8 +362,10 @@ def _same_set(m, source, tasks, seed):
     return have == [(t[1], t[4]) for t in tasks]
 
 
-def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, progress=True, source=None):
+def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, progress=True, source=None,
+         restarts=False):
     """Pack `src` (a path, or an already read `source`) into the folder `out`; returns the manifest dict.
+    restarts: store JPEGs with restart markers (add_restarts) for the C pipeline's partial decode.
 
     One process at a time packs `out` (pack_lock); one that had to wait finds the set done and returns it
     (`already_packed` is then true), unless the source or the options changed: then it repacks, reusing the
@@ -350,23 +375,23 @@ def pack(src, out, shard_bytes=256 << 20, workers=None, seed=0, resume=True, pro
         tasks = []
         for split in source.splits:
             for k, items in enumerate(_plan(source, split, seed, shard_bytes)):
-                tasks.append((out, split, k, items, _items_digest(source, split, items)))
+                tasks.append((out, split, k, items, _items_digest(source, split, items, restarts)))
         m, problem, tmp = _state(out)
         remove_leftovers(out, tmp)   # nobody else writes here while we hold the lock
         if resume and problem is None and _same_set(m, source, tasks, seed):
             return dict(m, already_packed=True)
         if m is not None:
             os.unlink(os.path.join(out, "manifest.json"))   # its shards are about to change
-        return _pack_locked(source, out, tasks, workers, seed, resume, progress)
+        return _pack_locked(source, out, tasks, workers, seed, resume, progress, restarts)
 
 
-def _pack_locked(source, out, tasks, workers, seed, resume, progress):
-    global _SOURCE
+def _pack_locked(source, out, tasks, workers, seed, resume, progress, restarts=False):
+    global _SOURCE, _RESTARTS
     total = sum(len(t[3]) for t in tasks)
     bar = Progress(total, "pack %s" % os.path.basename(os.path.abspath(out)), progress)
     results = {}
     skipped = 0
-    _SOURCE = source
+    _SOURCE, _RESTARTS = source, bool(restarts) and source.encoding != "raw"
     fn = _check_shard if resume else _write_shard
     workers = workers or min(len(tasks), os.cpu_count() or 1)
     pool = None
@@ -388,11 +413,11 @@ def _pack_locked(source, out, tasks, workers, seed, resume, progress):
         if pool is not None:   # interrupted: no worker outlives the pack (they hold the lock's fd too)
             pool.terminate()
             pool.join()
-        _SOURCE = None
+        _SOURCE, _RESTARTS = None, False
         bar.close()
     manifest = {"format": FORMAT, "version": VERSION, "kind": source.kind, "encoding": source.encoding,
                 "name": source.name, "classes": source.classes, "source_root": source.root, "seed": seed,
-                "splits": {}, "resumed_shards": skipped}
+                "splits": {}, "resumed_shards": skipped, "jpeg_restarts": bool(restarts) and source.encoding != "raw"}
     if source.encoding == "raw":
         manifest["record_shape"] = list(source.splits["train"].array.shape[1:])
         x = source.splits["train"].array
