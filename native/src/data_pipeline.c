@@ -50,6 +50,14 @@ static double dp_now(void) {
 
 /* ---- decoding ---- */
 
+enum { DP_ROWS_AT_ONCE = 16 };   /* rows asked of libjpeg per call: an iMCU row's worth */
+
+typedef struct dp_rows {
+  void (*fn)(void *ctx, int64_t r, const uint8_t *pixels);
+  void *ctx;
+  double seconds;   /* spent in fn */
+} dp_rows;
+
 #ifdef LT_HAVE_JPEG
 /* Rows and columns decoded around the box: the chroma upsampling of a pixel next to a cropped or
  * skipped edge would otherwise see that edge as the image's. Measured against full decodes
@@ -87,12 +95,13 @@ int lt_data_jpeg_info(const uint8_t *data, int64_t len, int64_t *info) {
   return 0;
 }
 
-/* Decode rows [y, y + h) and at least columns [x, x + w) as RGB bytes into the thread's pixel buffer:
- * *pix row r is image row y + r, its first pixel image column *xbase, rows *stride bytes apart.
- * roi = 0 decodes every row and column (the reference the box decode must equal). A JPEG with restart
- * segments (data_restart.c) is first cut to the MCU rows and segments around the box. */
+/* Decode rows [y, y + h) and at least columns [x, x + w) as RGB bytes, handing each row of the box to
+ * to->fn as libjpeg gives it (a few rows at a time, so they are used while in cache): fn(ctx, r, pixels)
+ * gets row y + r, its pixels from column x on. roi = 0 decodes every row and column (the reference the
+ * box decode must equal). A JPEG with restart segments (data_restart.c) is first cut to the MCU rows and
+ * segments around the box. */
 static int dp_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,
-                     uint8_t **pix, int64_t *stride, int64_t *xbase) {
+                     dp_rows *to) {
   if (!data || len <= 0) return lt_fail("data: the JPEG data is empty");
   int64_t ox = 0, oy = 0;
   if (roi) {
@@ -146,25 +155,22 @@ static int dp_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int
     last = y + h;
   }
   int64_t rowbytes = (int64_t)cinfo.output_width * 3;
-  uint8_t *buf = dp_buffer(DP_PIXELS, (size_t)((h + 1) * rowbytes));
+  uint8_t *buf = dp_buffer(DP_PIXELS, (size_t)(DP_ROWS_AT_ONCE * rowbytes));
   if (!buf) {
     jpeg_destroy_decompress(&cinfo);
-    return lt_fail("data: out of memory for a %lld x %lld JPEG box", (long long)w, (long long)h);
+    return lt_fail("data: out of memory for a %lld-pixel JPEG row", (long long)cinfo.output_width);
   }
-  uint8_t *junk = buf + h * rowbytes;   /* rows outside the box */
-  while ((int64_t)cinfo.output_scanline < last) {   /* up to an iMCU row's worth per call */
-    JSAMPROW rows[16];
-    int64_t first = (int64_t)cinfo.output_scanline, n = last - first < 16 ? last - first : 16;
-    for (int64_t k = 0; k < n; k++) {
-      int64_t r = first + k - y;
-      rows[k] = r >= 0 && r < h ? buf + r * rowbytes : junk;
-    }
-    jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)n);
+  while ((int64_t)cinfo.output_scanline < last) {
+    JSAMPROW rows[DP_ROWS_AT_ONCE];
+    int64_t first = (int64_t)cinfo.output_scanline, n = last - first < DP_ROWS_AT_ONCE ? last - first : DP_ROWS_AT_ONCE;
+    for (int64_t k = 0; k < n; k++) rows[k] = buf + k * rowbytes;   /* rows above the box are overwritten */
+    int64_t got = (int64_t)jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)n);
+    double t = dp_now();
+    for (int64_t k = 0; k < got; k++)
+      if (first + k >= y && first + k < y + h) to->fn(to->ctx, first + k - y, rows[k] + (x - (int64_t)cx) * 3);
+    to->seconds += dp_now() - t;
   }
   jpeg_destroy_decompress(&cinfo);   /* also ends a decode stopped before the last row */
-  *pix = buf;
-  *stride = rowbytes;
-  *xbase = (int64_t)cx + ox;
   return 0;
 }
 #else
@@ -173,20 +179,27 @@ int lt_data_jpeg_info(const uint8_t *data, int64_t len, int64_t *info) {
   return lt_fail("data: this build of luatorch has no JPEG support (install Debian's libjpeg-dev, then reinstall)");
 }
 static int dp_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,
-                     uint8_t **pix, int64_t *stride, int64_t *xbase) {
-  (void)data, (void)len, (void)x, (void)y, (void)w, (void)h, (void)roi, (void)pix, (void)stride, (void)xbase;
+                     dp_rows *to) {
+  (void)data, (void)len, (void)x, (void)y, (void)w, (void)h, (void)roi, (void)to;
   return lt_data_jpeg_info(NULL, 0, NULL);
 }
 #endif
 
+typedef struct dp_copy {
+  uint8_t *out;
+  int64_t w;
+} dp_copy;
+
+static void dp_copy_row(void *ctx, int64_t r, const uint8_t *pixels) {
+  dp_copy *c = ctx;
+  if (c->out) memcpy(c->out + r * c->w * 3, pixels, (size_t)(c->w * 3));
+}
+
 int lt_data_jpeg_decode(const uint8_t *data, int64_t len, int64_t x, int64_t y, int64_t w, int64_t h, int roi,
                         uint8_t *out) {
-  uint8_t *pix;
-  int64_t stride, xbase;
-  if (dp_decode(data, len, x, y, w, h, roi, &pix, &stride, &xbase)) return -1;
-  if (out)
-    for (int64_t r = 0; r < h; r++) memcpy(out + r * w * 3, pix + r * stride + (x - xbase) * 3, (size_t)(w * 3));
-  return 0;
+  dp_copy c = {out, w};
+  dp_rows to = {dp_copy_row, &c, 0};
+  return dp_decode(data, len, x, y, w, h, roi, &to) ? -1 : 0;
 }
 
 /* ---- resampling: transforms.py's _taps, in the same float32 operations ---- */
@@ -508,6 +521,21 @@ static void dp_colour(const float *restrict S, int64_t h, int64_t w, const doubl
 
 /* ---- the sample ---- */
 
+/* The x pass of one decoded row of the box: its planes, then its outputs into row r of tmp's planes. */
+typedef struct dp_xpass {
+  const dp_xtaps *t;
+  float *P;
+  int64_t ps, nc;
+  float *tmp;
+  int64_t ow, plane;
+} dp_xpass;
+
+static void dp_xpass_row(void *ctx, int64_t r, const uint8_t *pixels) {
+  dp_xpass *c = ctx;
+  dp_row_planes(pixels, c->nc, c->P, c->ps);
+  dp_row_taps(c->P, c->ps, c->t, c->tmp + r * c->ow, c->plane);
+}
+
 int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p, float *out, double *times) {
   int64_t ow = p->out_w, oh = p->out_h;
   if (ow < 1 || oh < 1 || p->box_w < 1 || p->box_h < 1 || !out)
@@ -519,13 +547,7 @@ int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p,
   int64_t x0 = 0, x1 = 0, y0 = 0, y1 = 0;
   if (dp_tap_range(p->xidx, ow, p->box_w, &x0, &x1, "column") || dp_tap_range(p->yidx, oh, p->box_h, &y0, &y1, "row"))
     return -1;
-  double t0 = dp_now();
-  uint8_t *pix;
-  int64_t stride, xbase;
   int64_t nc = x1 - x0 + 1, nr = y1 - y0 + 1;
-  if (dp_decode(data, len, p->box_x + x0, p->box_y + y0, nc, nr, p->roi, &pix, &stride, &xbase)) return -1;
-  double t1 = dp_now();
-
   int64_t ps = (nc + 1 + 32 + 15) / 16 * 16;   /* a plane of the decoded row, padding included */
   int64_t groups = (ow + 15) / 16;
   float *row = dp_buffer(DP_ROW, sizeof(float) * (size_t)(3 * ps + 128 * groups));
@@ -538,11 +560,11 @@ int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p,
   dp_xtaps xt = {ow, groups, base, p->xw, base + ow, base + ow + groups, row + 3 * ps};
   dp_xtaps_prepare(&xt);
   memset(row, 0, sizeof(float) * (size_t)(3 * ps));
-  float *P = row + 1;
-  for (int64_t r = 0; r < nr; r++) {
-    dp_row_planes(pix + r * stride + (p->box_x + x0 - xbase) * 3, nc, P, ps);
-    dp_row_taps(P, ps, &xt, tmp + r * ow, nr * ow);
-  }
+  dp_xpass xp = {&xt, row + 1, ps, nc, tmp, ow, nr * ow};
+  dp_rows to = {dp_xpass_row, &xp, 0};
+  double t0 = dp_now();
+  if (dp_decode(data, len, p->box_x + x0, p->box_y + y0, nc, nr, p->roi, &to)) return -1;
+  double t1 = dp_now();
   double sum[3] = {0, 0, 0};
   for (int c = 0; c < 3; c++) {
     const float *plane = tmp + c * nr * ow;
@@ -559,9 +581,9 @@ int lt_data_jpeg_sample(const uint8_t *data, int64_t len, const lt_data_plan *p,
   for (int c = 0; c < 3; c++) mu[c] = sum[c] / (double)(oh * ow);
   dp_colour_matrix(p, mu, M, b);
   dp_colour(S, oh, ow, M, b, p->flip, out);
-  if (times) {
-    times[0] = t1 - t0;
-    times[1] = t2 - t1;
+  if (times) {   /* the x pass ran inside the decode, as its rows came */
+    times[0] = t1 - t0 - to.seconds;
+    times[1] = t2 - t1 + to.seconds;
     times[2] = dp_now() - t2;
   }
   return 0;
