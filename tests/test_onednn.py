@@ -30,7 +30,7 @@ needs_onednn = pytest.mark.skipif(
 
 # One harness for every layer that goes through oneDNN: a case is the module's constructor (Lua), the input's
 # shape, the weight's, the bias length and PyTorch's function of the same layer; the output's shape is PyTorch's.
-RUN = """function(ctor, x, w, b, g, gw0, gb0, scale, noncontig, strided_bias)
+RUN = """function(ctor, x, w, b, g, gw0, gb0, scale, noncontig, strided_bias, fault, fault_bias)
    local m = assert(loadstring('return ' .. ctor))()
    m.weight:copy(w); m.gradWeight:copy(gw0)
    if strided_bias then  -- bias and gradBias as every other element of a longer storage
@@ -45,8 +45,15 @@ RUN = """function(ctor, x, w, b, g, gw0, gb0, scale, noncontig, strided_bias)
       local d = x:dim()
       x = x:transpose(d - 1, d):contiguous():transpose(d - 1, d)  -- still contiguous when H or W is 1
    end
-   local y = m:forward(x):clone()
-   local gi = m:backward(x, g, scale):clone()
+   local function pass(i, f)  -- pass `fault` (0 forward, 1 backward-data, 2 backward-weights) gets a fault
+      if i == fault then torch.C.lt_onednn_inject_faults(1, fault_bias and 1 or 0) end
+      local r = f()
+      if i == fault then torch.C.lt_onednn_inject_faults(0, 0) end
+      return r
+   end
+   local y = pass(0, function() return m:forward(x):clone() end)
+   local gi = pass(1, function() return m:updateGradInput(x, g):clone() end)   -- backward, in its two halves
+   pass(2, function() m:accGradParameters(x, g, scale) end)
    return y, gi, m.gradWeight:clone(), m.gradBias:clone()
 end"""
 
@@ -308,22 +315,6 @@ def test_shapes_onednn_computed_wrong_come_out_right(frt, rng, capfd, c):
 
 # The three passes one by one, a oneDNN fault injected before pass `fault` (0 forward, 1 backward data, 2
 # backward weights).
-RUN_WITH_FAULT = """function(ctor, x, w, b, g, gw0, gb0, scale, fault, bias)
-   local m = assert(loadstring('return ' .. ctor))()
-   m.weight:copy(w); m.gradWeight:copy(gw0); m.bias:copy(b); m.gradBias:copy(gb0)
-   local function pass(i, f)
-      if i == fault then torch.C.lt_onednn_inject_faults(1, bias and 1 or 0) end
-      local r = f()
-      torch.C.lt_onednn_inject_faults(0, 0)
-      return r
-   end
-   local y = pass(0, function() return m:updateOutput(x):clone() end)
-   local gi = pass(1, function() return m:updateGradInput(x, g):clone() end)
-   pass(2, function() m:accGradParameters(x, g, scale) end)
-   return y, gi, m.gradWeight:clone(), m.gradBias:clone()
-end"""
-
-
 @needs_onednn
 @pytest.mark.parametrize("layout", ["plain", "blocked"])
 @pytest.mark.parametrize("fault", ["output", "gradInput", "gradWeight", "gradBias"])
@@ -339,7 +330,7 @@ def test_a_wrong_onednn_result_is_caught_and_its_way_dropped(frt, rng, capfd, la
     ref = reference(c, *data)
     lib.lt_onednn_set_layout(LAYOUTS[layout])
     wrong, calls = lib.lt_onednn_rejections(), lib.lt_onednn_calls()
-    out = frt.call(frt.eval(RUN_WITH_FAULT), c["ctor"], *(frt.from_numpy(a) for a in data[:6]), data[6], p,
+    out = frt.call(frt.eval(RUN), c["ctor"], *(frt.from_numpy(a) for a in data[:6]), data[6], False, False, p,
                    fault == "gradBias")
     ours = [frt.to_numpy(t).copy() for t in out]
     assert lib.lt_onednn_rejections() - wrong == 1 and lib.lt_onednn_calls() - calls == 2
