@@ -160,4 +160,15 @@ def _load_onednn():
 
 _load_onednn()
 
+
+def _register_cuda():
+    """Where the CUDA libraries, headers, kernel sources and kernel cache are (pytorch_bridge/cuda.py); nothing
+    is loaded until cutorch needs it, and a machine without CUDA loses nothing."""
+    from pytorch_bridge import cuda
+
+    cuda.register(lib, ffi)
+
+
+_register_cuda()
+
 ELEMENT_TYPES = ["Byte", "Char", "Short", "Int", "Long", "Float", "Double"]

@@ -17,6 +17,7 @@ COMMANDS = {
     "data": ("run.data_cmd", "main", "the in-memory data store's segments in /dev/shm: list, clean"),
     "cluster": ("run.cluster", "main", "emulated hosts, netns + veth + tc (root): up, down, status, exec, speed"),
     "simulate": ("run.simulate", "main", "SimGrid SMPI: allreduce (ours vs the MPI libraries') or train (the paper's iteration at scale)"),
+    "cuda": ("run.cuda_cmd", "main", "the GPU path: CUDA libraries and devices found (info), NVRTC pre-compile of every kernel (compile)"),
     "programs": ("run.programs", "main", "run a real Torch7 program (fb.resnet.torch) from a git copy, on data made here"),
 }
 

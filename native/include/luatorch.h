@@ -36,6 +36,7 @@
 #include "lt_nn_rnn.h" /* nn: cuDNN's recurrent cells (cudnn.RNN, LSTM, GRU) */
 #include "lt_image.h" /* image: JPEG/PNG/PPM codecs, resampling, colour spaces */
 #include "lt_data.h" /* data: the input pipeline's JPEG -> batch slot fast path */
+#include "lt_cuda.h" /* cutorch: the CUDA libraries (dlopen), devices, NVRTC and its kernel cache */
 #include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 
 #endif
