@@ -38,5 +38,6 @@
 #include "lt_data.h" /* data: the input pipeline's JPEG -> batch slot fast path */
 #include "lt_cuda.h" /* cutorch: the CUDA libraries (dlopen), devices, NVRTC and its kernel cache */
 #include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
+#include "lt_cuda_alloc.h" /* cutorch: stream-ordered caching allocator over a device-memory backend */
 
 #endif
