@@ -1,0 +1,72 @@
+/* dropout.cu — nn.Dropout training forward and backward with a counter-based RNG (philox.cuh).
+ *
+ *   lt_dropout_fwd_<T>_<idx>(lt_cu_tensor out, lt_cu_tensor in, T *noise, long long n, double p,
+ *                            int v1, unsigned long long seed, unsigned long long offset)
+ *     noise: contiguous T[n], written in full: noise[i] = kept_i ? scale : 0 with
+ *            kept_i as defined in philox.cuh for element number offset + i, and
+ *            scale = 1 when v1 (Torch7's Dropout(p, true): the v1 mode scales at evaluation instead),
+ *            else (T)(1 / (1 - p)) (inverted dropout, Torch7's default).
+ *     out[i] = in[i] * noise[i], computed in lt_acc_t<T> from the stored T noise.
+ *     out may be the same tensor as in (Dropout's inplace). The host checks 0 <= p < 1.
+ *   lt_dropout_bwd_<T>_<idx>(lt_cu_tensor gradIn, lt_cu_tensor gradOut, const T *noise, long long n)
+ *     gradIn[i] = gradOut[i] * noise[i]; gradIn may be gradOut.
+ * T is Float, Double or Half. Grid-stride (one thread per group of 4 element numbers, one Philox call
+ * per group): any launch geometry, and the result does not depend on it.
+ */
+#include "lt_cuda_common.cuh"
+#include "philox.cuh"
+
+template <typename T, typename I>
+LT_D void lt_dropout_fwd_impl(lt_cu_tensor out, lt_cu_tensor in, T *noise, long long n, double p,
+                              int v1, unsigned long long seed, unsigned long long offset) {
+  typedef lt_acc_t<T> A;
+  if (n <= 0) return;
+  T *po = (T *)out.data;
+  const T *pin = (const T *)in.data;
+  const unsigned long long thr = lt_dropout_threshold(p);
+  const T keep = lt_cast<T>(v1 ? 1.0 : 1.0 / (1.0 - p));
+  const T drop = lt_cast<T>((A)0);
+  const unsigned long long first = offset >> 2;
+  const unsigned long long last = (offset + (unsigned long long)n - 1ull) >> 2;
+  const I groups = (I)(last - first + 1ull);
+  LT_GRID_LOOP(I, g, groups) {
+    const unsigned long long block = first + (unsigned long long)g;
+    const lt_philox4 r = lt_dropout_block(seed, block);
+    for (int l = 0; l < 4; ++l) {
+      const unsigned long long e = block * 4ull + (unsigned long long)l;
+      if (e < offset || e - offset >= (unsigned long long)n) continue;
+      const I i = (I)(e - offset);
+      const T nz = (unsigned long long)r.v[l] < thr ? keep : drop;
+      noise[i] = nz;
+      po[lt_offset<I>(out, i)] = lt_cast<T>(lt_cast<A>(pin[lt_offset<I>(in, i)]) * lt_cast<A>(nz));
+    }
+  }
+}
+
+template <typename T, typename I>
+LT_D void lt_dropout_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, const T *noise, long long n) {
+  typedef lt_acc_t<T> A;
+  T *pgi = (T *)gin.data;
+  const T *pgo = (const T *)gout.data;
+  LT_GRID_LOOP(I, i, n) {
+    pgi[lt_offset<I>(gin, i)] = lt_cast<T>(lt_cast<A>(pgo[lt_offset<I>(gout, i)]) * lt_cast<A>(noise[i]));
+  }
+}
+
+#define LT_DROPOUT1(T, N, IDX)                                                                     \
+  extern "C" __global__ void lt_dropout_fwd_##N##_##IDX(lt_cu_tensor out, lt_cu_tensor in, T *noise, \
+                                                        long long n, double p, int v1,              \
+                                                        unsigned long long seed,                    \
+                                                        unsigned long long offset) {                \
+    lt_dropout_fwd_impl<T, lt_##IDX>(out, in, noise, n, p, v1, seed, offset);                      \
+  }                                                                                                \
+  LT_EXPORT(lt_dropout_fwd_##N##_##IDX)                                                            \
+  extern "C" __global__ void lt_dropout_bwd_##N##_##IDX(lt_cu_tensor gradIn, lt_cu_tensor gradOut,  \
+                                                        const T *noise, long long n) {             \
+    lt_dropout_bwd_impl<T, lt_##IDX>(gradIn, gradOut, noise, n);                                   \
+  }                                                                                                \
+  LT_EXPORT(lt_dropout_bwd_##N##_##IDX)
+
+#define LT_DROPOUT(T, N) LT_DROPOUT1(T, N, i32) LT_DROPOUT1(T, N, i64)
+
+LT_FOR_FLOAT_TYPES(LT_DROPOUT)
