@@ -256,6 +256,43 @@ def test_random_shapes_match_pytorch_and_own_path(frt, rng, kind, layout):
             assert rel(a, o) <= TOL_PATHS, "oneDNN %s vs own path %s (%s): %g" % (layout, name, where, rel(a, o))
 
 
+REPEAT = """function(ctor, x, w, b, g)
+   local function fresh()
+      local m = assert(loadstring('return ' .. ctor))()
+      m.weight:copy(w); m.bias:copy(b)
+      return m
+   end
+   local m, ys, gis = fresh(), {}, {}
+   for i = 1, 3 do
+      ys[i] = m:forward(x):clone()
+      gis[i] = m:updateGradInput(x, g):clone()
+   end
+   local other = fresh()  -- a second module of that shape: the same cached way
+   ys[4] = other:forward(x):clone(); gis[4] = other:updateGradInput(x, g):clone()
+   return ys, gis
+end"""
+
+
+@needs_onednn
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_shape_gives_the_same_bits_on_every_call(frt, rng, layout):
+    """Torch7's forward is a function of its input: a shape's first call (where the way is timed and oneDNN's
+    result checked against the own way's) returns exactly what later calls and another module of that shape do,
+    although the ways sum in different orders (as for WeightNorm, whose saved and loaded module once differed)."""
+    for _ in range(4):
+        nin, nout, k = int(rng.integers(6, 17)), int(rng.integers(2, 9)), int(rng.choice([3, 5]))
+        c = conv_case(nin, nout, k, 1, k // 2, (int(rng.integers(1, 4)), nin) +
+                      tuple(int(v) for v in rng.integers(k + 1, 14, 2)))
+        x, w, b, g = inputs(rng, c)[:4]
+        lib.lt_onednn_set_layout(LAYOUTS[layout])
+        ys, gis = frt.call(frt.eval(REPEAT), c["ctor"], *(frt.from_numpy(a) for a in (x, w, b, g)))
+        for what, got in (("output", ys), ("gradInput", gis)):
+            got = [frt.to_numpy(got[i]).copy() for i in range(1, 5)]
+            for i, a in enumerate(got[1:], 2):
+                assert np.array_equal(got[0], a), "%s of %s on %s: call %d differs from the first by %g" % (
+                    what, c["ctor"], c["x"], i, np.abs(got[0] - a).max())
+
+
 # Layer shapes of the benchmarks and of ResNet-50, scaled down in size, where oneDNN picks blocked kernels: it runs
 # every pass in either layout; a dilated key does not collide with a plain convolution of the same kernel, nor a
 # full convolution with the plain one it runs backwards.

@@ -541,7 +541,8 @@ static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_pass *p, 
   for (int i = 0; i < 3; i++)
     if (best[i] < best[c]) c = i;
   __atomic_store_n(&e->choice, c, __ATOMIC_RELAXED);
-  return c == USE_IM2COL ? USE_IM2COL : -2;
+  /* the outputs must be the winner's, as on every later call (the variants' sums run in different orders) */
+  return c == USE_IM2COL ? USE_IM2COL : c == *ran ? -2 : c;
 }
 
 /* Agreement of oneDNN's and the own way's results: float32 sums in different orders differ by a few ulp of the
@@ -572,8 +573,8 @@ static void say_wrong(const prim_entry *e, int which, const char *fn, const char
 
 /* Compare the result variant `which` just wrote (ptrs) with the caller's own way's, once: 1 when they disagree
  * (the variant is marked wrong; the caller's own way must run the pass), 0 when they agree or the result cannot
- * tell (non-finite, all zero: asked again on a later call), -1 on an error. The own way overwrites the forward
- * and backward-data output with its own result, right either way; backward weights keeps oneDNN's in ptrs. */
+ * tell (non-finite, all zero: asked again on a later call), -1 on an error. The forward and backward-data output
+ * is oneDNN's again afterwards when they agree, else the own way's; backward weights keeps oneDNN's in ptrs. */
 static int check(prim_entry *e, int which, void **ptrs, lt_onednn_pass *p) {
   variant *v = &e->v[which];
   if (!p->own || __atomic_load_n(&v->verdict, __ATOMIC_RELAXED) != VERDICT_UNKNOWN) return 0;
@@ -602,8 +603,12 @@ static int check(prim_entry *e, int which, void **ptrs, lt_onednn_pass *p) {
     if (fabs(o) > size) size = fabs(o);
     if (!(d <= err)) err = isnan(d) ? INFINITY : d;
   }
-  free(saved);
   int verdict = !finite || size == 0 ? VERDICT_UNKNOWN : err <= CHECK_TOL * size ? VERDICT_AGREES : VERDICT_WRONG;
+  /* agreeing, a checked call returns what an unchecked one would: oneDNN's, not the own way's (equal up to the
+   * order of float32 sums, which would make a forward on the same input differ between calls); when the check
+   * cannot tell (all zero, non-finite) the own way's stands, right either way */
+  if (saved && verdict == VERDICT_AGREES) memcpy(ptrs[2], saved, sizeof(float) * n);
+  free(saved);
   const char *what = weights ? "gradWeight" : "output";
   double berr = 0, bsize = 0;
   if (verdict == VERDICT_AGREES && weights && ptrs[3]) {
