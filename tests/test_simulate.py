@@ -126,11 +126,14 @@ def test_compare_with_the_emulated_clusters_measurements(tmp_path):
 
 def test_skip_reductions_leaves_checked_sizes_alone(tmp_path):
     # --skip-reductions (simulate train's setting) applies to shared-malloc sizes only: the checked size
-    # still sums for real and matches SMPI's MPI_Allreduce; the unchecked one takes no longer than with sums
+    # still sums for real and matches SMPI's MPI_Allreduce; the unchecked one takes no longer than with sums,
+    # up to 1 %: the rest of the host time SMPI benchmarks between MPI calls moves the simulated time by
+    # about 0.1 % from run to run on a loaded host (skipped 112738 us against summed 112589 us once in CI),
+    # more than the sums of 8 MiB on shared malloc cost here (~25 us)
     args = ("--np", "4", "--sizes", "4096,8M", "--algorithms", "ring", "--verify-mib", "1", "--iters", "1")
     r, skipped = simulate_json(tmp_path, *args, "--skip-reductions")
     assert r.returncode == 0, r.stderr
     assert [x["correct"] for x in skipped] == [True, None]
     r, summed = simulate_json(tmp_path, *args)
     assert r.returncode == 0, r.stderr
-    assert skipped[1]["time_us_median"] <= summed[1]["time_us_median"] * 1.001
+    assert skipped[1]["time_us_median"] <= summed[1]["time_us_median"] * 1.01
