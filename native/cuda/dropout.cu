@@ -34,7 +34,7 @@ LT_D void lt_dropout_fwd_impl(lt_cu_tensor out, lt_cu_tensor in, T *noise, long 
     const lt_philox4 r = lt_dropout_block(seed, block);
     for (int l = 0; l < 4; ++l) {
       const unsigned long long e = block * 4ull + (unsigned long long)l;
-      if (e < offset || e - offset >= (unsigned long long)n) continue;
+      if (e - offset >= (unsigned long long)n) continue; /* e < offset wraps to a huge difference */
       const I i = (I)(e - offset);
       const T nz = (unsigned long long)r.v[l] < thr ? keep : drop;
       noise[i] = nz;

@@ -40,6 +40,9 @@
  *   - At most 1024 threads per block. Every barrier phase costs a context switch per thread
  *     (~2-3 us on a small machine): keep blocks small in tests (32-96 threads).
  *   - One translation unit per library: the exported functions are defined in this header.
+ *   - Races are found only by chance (real threads) or by the schedule jitter (simt_set_jitter),
+ *     which targets barrier-separated reuse of shared memory; there is no race detector.
+ *   - A deadlocked block aborts the process after the watchdog time (simt_set_timeout).
  *   - Integer overflow inside kernels is undefined in C++ (it wraps on the GPU); tests keep values in
  *     range.
  */
@@ -49,13 +52,14 @@
 #include <math.h>
 
 #include <barrier>
+#include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,6 +109,10 @@ inline thread_local Block *tl_block = nullptr;
 inline thread_local Warp *tl_warp = nullptr;
 inline thread_local int tl_lane = 0;
 inline thread_local int tl_parity = 0; /* which exchange buffer the next shuffle uses */
+inline thread_local unsigned tl_syncs = 0; /* __syncthreads calls of this thread in this block */
+inline thread_local int tl_warp_id = 0;
+inline unsigned g_jitter_us = 0; /* schedule jitter, see simt_set_jitter */
+inline unsigned g_timeout_s = 120; /* watchdog, see simt_set_timeout */
 
 [[noreturn]] inline void fatal(const char *what) {
   std::fprintf(stderr, "simt: %s\n", what);
@@ -131,7 +139,15 @@ template <typename T, typename Src> inline T shfl(unsigned mask, T v, Src src_of
 
 } // namespace simt
 
-inline void __syncthreads() { simt::tl_block->bar.arrive_and_wait(); }
+inline void __syncthreads() {
+  simt::tl_block->bar.arrive_and_wait();
+  if (simt::g_jitter_us) { /* hold one warp back, a different one at each barrier */
+    const int nw = (int)((blockDim.x * blockDim.y * blockDim.z + 31) / 32);
+    if (nw > 1 && simt::tl_warp_id == (int)(simt::tl_syncs % (unsigned)nw))
+      std::this_thread::sleep_for(std::chrono::microseconds(simt::g_jitter_us));
+  }
+  ++simt::tl_syncs;
+}
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   if (mask != 0xffffffffu) simt::fatal("only __syncwarp(0xffffffff) is emulated");
   simt::tl_warp->bar.arrive_and_wait();
@@ -270,8 +286,10 @@ struct Pool {
     void **params = nullptr;
     Block *blk = nullptr;
     simt_dim3 block, bidx;
-    std::latch *done = nullptr;
   } job;
+  std::mutex m;
+  std::condition_variable cv;
+  int remaining = 0; /* threads of the current block still running */
   std::vector<std::unique_ptr<std::binary_semaphore>> go;
   std::vector<std::thread> workers;
 
@@ -294,11 +312,14 @@ struct Pool {
       tl_block = j.blk;
       tl_warp = j.blk->warps[t / kWarpSize].get();
       tl_lane = t % kWarpSize;
+      tl_warp_id = t / kWarpSize;
       tl_parity = 0;
+      tl_syncs = 0;
       j.k->call(j.params);
       tl_warp->bar.arrive_and_drop(); /* an exited thread leaves the barriers */
       j.blk->bar.arrive_and_drop();
-      j.done->count_down();
+      std::lock_guard<std::mutex> lock(m);
+      if (--remaining == 0) cv.notify_one();
     }
   }
 };
@@ -335,15 +356,23 @@ inline int run(const Kernel &k, simt_dim3 grid, simt_dim3 block, void **params, 
         Block blk(n);
         for (int w = 0; w * kWarpSize < n; ++w)
           blk.warps.push_back(std::make_unique<Warp>(std::min(kWarpSize, n - w * kWarpSize)));
-        std::latch done(n);
         p.job.k = &k;
         p.job.params = params;
         p.job.blk = &blk;
         p.job.block = block;
         p.job.bidx = simt_dim3{bx, by, bz};
-        p.job.done = &done;
+        p.remaining = n;
         for (int t = 0; t < n; ++t) p.go[t]->release();
-        done.wait(); /* the whole block has finished before the next one starts */
+        /* the whole block finishes before the next one starts; a block that never finishes is a
+         * deadlock (divergent __syncthreads, a shuffle not all lanes reach): threads cannot be
+         * cancelled, so end the process with a message rather than hang the test run */
+        std::unique_lock<std::mutex> lock(p.m);
+        if (!p.cv.wait_for(lock, std::chrono::seconds(g_timeout_s), [&] { return p.remaining == 0; })) {
+          std::fprintf(stderr, "simt: block %u of a launch did not finish within %u s (%d threads still "
+                               "running): deadlock in the kernel?\n", bx, g_timeout_s, p.remaining);
+          std::fflush(stderr);
+          std::abort();
+        }
       }
   return 0;
 }
@@ -372,6 +401,15 @@ SIMT_EXPORT int simt_launch(const char *name, const char *sig, unsigned gx, unsi
   if (err && errlen > 0) std::snprintf(err, (size_t)errlen, "%s", msg.c_str());
   return rc;
 }
+
+/* Schedule jitter for tests: after every __syncthreads, one warp of the block (a different one at each
+ * barrier, in turn) sleeps `us` microseconds while the others run ahead. This exposes a missing
+ * barrier between a read of shared memory and a later write of it (reuse hazards) that free-running
+ * threads almost never show. 0 (the default) turns it off. */
+SIMT_EXPORT void simt_set_jitter(unsigned us) { simt::g_jitter_us = us; }
+
+/* Watchdog: a block not finished after `seconds` aborts the process with a message (default 120). */
+SIMT_EXPORT void simt_set_timeout(unsigned seconds) { simt::g_timeout_s = seconds ? seconds : 1; }
 
 SIMT_EXPORT int simt_kernel_count() { return (int)simt::registry().size(); }
 
