@@ -509,12 +509,15 @@ static int usable(const variant *v) {
   return v->prim != NULL && __atomic_load_n(&v->verdict, __ATOMIC_RELAXED) != VERDICT_WRONG;
 }
 
-static int pick(prim_entry *e, thread_state *s, void **ptrs, lt_onednn_pass *p, int *st, int *oom, int *ran) {
+static int pick(prim_entry *e, int temp, thread_state *s, void **ptrs, lt_onednn_pass *p, int *st, int *oom,
+                int *ran) {
   int have[3] = {usable(&e->v[LAYOUT_PLAIN]), usable(&e->v[LAYOUT_BLOCKED]), p->own != NULL};
   *ran = have[LAYOUT_PLAIN] ? LAYOUT_PLAIN : LAYOUT_BLOCKED;  /* the variant the timing loop runs last */
   if (layout_mode == 1 && have[0]) return LAYOUT_PLAIN;
   if (layout_mode == 2 && have[1]) return LAYOUT_BLOCKED;
-  if (layout_mode && (have[0] || have[1])) return have[0] ? LAYOUT_PLAIN : LAYOUT_BLOCKED;  /* the other layout */
+  /* the other layout; and for a shape beyond the full cache, made for this call only, no timing: a choice
+   * timed anew on each call could differ between calls, and so would the results' last bits */
+  if ((layout_mode || temp) && (have[0] || have[1])) return have[0] ? LAYOUT_PLAIN : LAYOUT_BLOCKED;
   if (have[0] + have[1] + have[2] == 1) return have[0] ? LAYOUT_PLAIN : have[1] ? LAYOUT_BLOCKED : USE_IM2COL;
   int c = __atomic_load_n(&e->choice, __ATOMIC_RELAXED);
   if (c >= 0) return c;
@@ -681,7 +684,7 @@ static int run_pass(const lt_onednn_conv *c, lt_onednn_pass *p, void **ptrs) {
     lt_fail("%s: cannot create a oneDNN stream", fn);
     goto out;
   }
-  int ran, which = pick(e, s, ptrs, p, &st, &oom, &ran);
+  int ran, which = pick(e, temp, s, ptrs, p, &st, &oom, &ran);
   if (which == -1 && st == DN_SUCCESS && !oom) goto out;  /* the own way's timing run failed; its message stands */
   if (which == USE_IM2COL) {
     rc = 1;
