@@ -37,6 +37,13 @@ def rng():
     return np.random.default_rng(seed)
 
 
+@pytest.fixture(scope="session")
+def simt(tmp_path_factory):
+    """The kernels of native/cuda/ built for the SIMT emulator (tests/simt_emulator.py), once per session."""
+    from simt_emulator import simt_builder
+    yield from simt_builder(tmp_path_factory)
+
+
 @pytest.fixture
 def t7_dir():
     if not os.path.isdir(T7_DIR):

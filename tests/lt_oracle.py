@@ -94,3 +94,40 @@ def assert_close(got, want, dtype, scale=1.0):
 def wrap_int(x, dtype):
     """int64 oracle results cast like C: wrap to the element type."""
     return np.asarray(x).astype(np.int64).astype(dtype)
+
+
+# Philox4x32-10 (Salmon et al., SC11) and the dropout keep rule of native/cuda/philox.cuh, in NumPy
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def philox_np(c, k):
+    """Philox4x32-10 on numpy uint64 arrays holding 32-bit words (an independent reference)."""
+    c0, c1, c2, c3 = [np.asarray(v, np.uint64) for v in c]
+    k0, k1 = [np.asarray(v, np.uint64) for v in k]
+    for r in range(10):
+        if r:
+            k0 = (k0 + np.uint64(0x9E3779B9)) & M32
+            k1 = (k1 + np.uint64(0xBB67AE85)) & M32
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & M32, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & M32
+    return c0, c1, c2, c3
+
+
+def dropout_draws(seed, offset, n):
+    e = np.uint64(offset) + np.arange(n, dtype=np.uint64)
+    blk = e >> np.uint64(2)
+    z = np.zeros(n, np.uint64)
+    words = philox_np((blk & M32, blk >> np.uint64(32), z, z),
+                      (np.uint64(seed) & M32, np.uint64(seed) >> np.uint64(32)))
+    lane = (e & np.uint64(3)).astype(np.int64)
+    return np.choose(lane, words)
+
+
+def dropout_threshold(p):
+    q = 1.0 - p
+    if not q > 0:
+        return 0
+    if q >= 1:
+        return 1 << 32
+    return int(q * 4294967296.0)

@@ -22,47 +22,24 @@ Tolerances, where results are not exact:
   * ClassNLL loss: eps_acc * (batch + 4) * sum|w x|; gradients and total weights of unweighted runs exact.
   * copy, fill, max/min (values and indices), dropout masks/noise/outputs: exact.
 """
-import concurrent.futures
 import ctypes
 import math
 import os
 import shutil
 import subprocess
-import sys
-import threading
 
 import numpy as np
 import pytest
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(TESTS)
-CUDA_DIR = os.path.join(REPO, "native", "cuda")
-SIMT_DIR = os.path.join(TESTS, "cuda_host")
+from lt_oracle import dropout_draws, dropout_threshold, philox_np
+from simt_emulator import ACC, CUDA_DIR, FLOATS, INTS, MODULES, NP, SIMT_DIR, TYPES, LtTensor
 
-# compile order: roughly the order the tests below need them
-MODULES = ["simt_selftest", "copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax",
-           "classnll", "dropout"]
-
-TYPES = ["Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half"]
-FLOATS = ["Float", "Double", "Half"]
-INTS = ["Byte", "Char", "Short", "Int", "Long"]
-NP = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
-      "Float": np.float32, "Double": np.float64, "Half": np.float16}
-ACC = {t: np.int64 for t in INTS}
-ACC.update({"Float": np.float32, "Double": np.float64, "Half": np.float32})
 ACC_C = {t: ctypes.c_int64 for t in INTS}
 ACC_C.update({"Float": ctypes.c_float, "Double": ctypes.c_double, "Half": ctypes.c_float})
 EPS = {np.float16: 2.0 ** -11, np.float32: 2.0 ** -24, np.float64: 2.0 ** -53}  # unit roundoff
 
 
 # ----------------------------------------------------------------------------- the tensor-info ABI
-class LtTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("sizes", ctypes.c_int64 * 8),
-                ("strides", ctypes.c_int64 * 8), ("dims", ctypes.c_int32), ("pad_", ctypes.c_int32)]
-
-
-assert ctypes.sizeof(LtTensor) == 144
-
 
 def collapse(sizes, strides):
     """Merge dimensions that are contiguous with each other and drop size-1 ones (what the host does)."""
@@ -104,106 +81,6 @@ def tinfo(view, collapsed=True):
 def ptr(a):
     return ctypes.c_void_p(0 if a is None else a.__array_interface__["data"][0])
 
-
-_SIG = {ctypes.c_void_p: "p", ctypes.c_int64: "q", ctypes.c_uint64: "Q", ctypes.c_int32: "i",
-        ctypes.c_uint32: "I", ctypes.c_float: "f", ctypes.c_double: "d"}
-
-
-class SimtLib:
-    def __init__(self, path):
-        self.path = path
-        self.dll = ctypes.CDLL(path)
-        self.dll.simt_launch.restype = ctypes.c_int
-        self.dll.simt_launch.argtypes = [ctypes.c_char_p, ctypes.c_char_p] + [ctypes.c_uint] * 6 + [
-            ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_int]
-        self.dll.simt_kernel_info.restype = ctypes.c_char_p
-        self.dll.simt_kernel_info.argtypes = [ctypes.c_int, ctypes.c_int]
-        self.dll.simt_set_jitter.argtypes = [ctypes.c_uint]
-        self.dll.simt_set_timeout.argtypes = [ctypes.c_uint]
-        self.dll.simt_set_timeout(int(os.environ.get("SIMT_TIMEOUT", "120")))
-
-    def kernels(self):
-        n = self.dll.simt_kernel_count()
-        return {self.dll.simt_kernel_info(i, 0).decode(): self.dll.simt_kernel_info(i, 1).decode()
-                for i in range(n)}
-
-    def launch(self, name, grid, block, *args):
-        """Launch with a cuLaunchKernel-style params array; args are ctypes values or LtTensor."""
-        sig = []
-        for a in args:
-            if isinstance(a, ctypes.Structure):
-                sig.append("S%d" % ctypes.sizeof(a))
-            else:
-                sig.append(_SIG[type(a)])
-        params = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
-        err = ctypes.create_string_buffer(512)
-        rc = self.dll.simt_launch(name.encode(), ",".join(sig).encode(), grid, 1, 1, block, 1, 1,
-                                  params, err, len(err))
-        if rc != 0:
-            raise AssertionError("simt_launch(%s) = %d: %s" % (name, rc, err.value.decode()))
-
-
-# ----------------------------------------------------------------------------- building
-def _gxx():
-    return os.environ.get("CXX") or shutil.which("g++")
-
-
-class Builder:
-    FLAGS = ["-std=c++20", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread",
-             "-fvisibility=hidden", "-Wall", "-Wextra", "-DLT_SIMT_HOST"]
-
-    def __init__(self, cxx, outdir):
-        self.cxx = cxx
-        self.outdir = outdir
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
-        self.futures = {m: self.pool.submit(self._compile, m) for m in MODULES}
-        self.libs = {}
-        self.lock = threading.Lock()
-
-    def _compile(self, module):
-        src = os.path.join(SIMT_DIR if module.startswith("simt_") else CUDA_DIR, module + ".cu")
-        out = os.path.join(self.outdir, module + ".so")
-        cmd = [self.cxx, *self.FLAGS, "-I", SIMT_DIR, "-I", CUDA_DIR, "-x", "c++", src, "-o", out]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        return out, p.returncode, " ".join(cmd) + "\n" + p.stderr
-
-    def get(self, module):
-        with self.lock:
-            if module not in self.libs:
-                out, rc, log = self.futures[module].result()
-                if rc != 0:
-                    pytest.fail("compiling %s for the emulator failed:\n%s" % (module, log[-6000:]))
-                self.libs[module] = (SimtLib(out), log)
-            return self.libs[module][0]
-
-    def warnings(self, module):
-        self.get(module)
-        log = self.libs[module][1]
-        return [line for line in log.splitlines() if "warning:" in line]
-
-
-@pytest.fixture(scope="session")
-def simt(tmp_path_factory):
-    cxx = _gxx()
-    if cxx is None:
-        pytest.skip("g++ not found: the host tests of the CUDA kernels need a C++20 compiler")
-    probe_dir = tmp_path_factory.mktemp("simt_probe")
-    probe = probe_dir / "probe.cpp"
-    probe.write_text("#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(); }\n")
-    p = subprocess.run([cxx, "-std=c++20", "-pthread", str(probe), "-o", str(probe_dir / "probe")],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip("%s cannot build C++20 <barrier> (needs g++ >= 11): %s" % (cxx, p.stderr[-300:]))
-    b = Builder(cxx, str(tmp_path_factory.mktemp("simt_build")))
-    yield b
-    b.pool.shutdown(wait=True)
-
-
-@pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print("numpy seed", seed)
-    return np.random.default_rng(seed)
 
 
 # ----------------------------------------------------------------------------- layouts and checks
@@ -1233,42 +1110,6 @@ PHILOX_KAT = [
     ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
      (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1)),
 ]
-M32 = np.uint64(0xFFFFFFFF)
-
-
-def philox_np(c, k):
-    """Philox4x32-10 on numpy uint64 arrays holding 32-bit words (an independent reference)."""
-    c0, c1, c2, c3 = [np.asarray(v, np.uint64) for v in c]
-    k0, k1 = [np.asarray(v, np.uint64) for v in k]
-    for r in range(10):
-        if r:
-            k0 = (k0 + np.uint64(0x9E3779B9)) & M32
-            k1 = (k1 + np.uint64(0xBB67AE85)) & M32
-        p0 = np.uint64(0xD2511F53) * c0
-        p1 = np.uint64(0xCD9E8D57) * c2
-        c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & M32, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & M32
-    return c0, c1, c2, c3
-
-
-def dropout_draws(seed, offset, n):
-    e = np.uint64(offset) + np.arange(n, dtype=np.uint64)
-    blk = e >> np.uint64(2)
-    z = np.zeros(n, np.uint64)
-    words = philox_np((blk & M32, blk >> np.uint64(32), z, z),
-                      (np.uint64(seed) & M32, np.uint64(seed) >> np.uint64(32)))
-    lane = (e & np.uint64(3)).astype(np.int64)
-    return np.choose(lane, words)
-
-
-def dropout_threshold(p):
-    q = 1.0 - p
-    if not q > 0:
-        return 0
-    if q >= 1:
-        return 1 << 32
-    return int(q * 4294967296.0)
-
-
 def dropout_expected(t, x, seed, offset, p, v1):
     n = x.size
     kept = dropout_draws(seed, offset, n) < np.uint64(dropout_threshold(p))

@@ -39,5 +39,6 @@
 #include "lt_cuda.h" /* cutorch: the CUDA libraries (dlopen), devices, NVRTC and its kernel cache */
 #include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 #include "lt_cuda_alloc.h" /* cutorch: stream-ordered caching allocator over a device-memory backend */
+#include "lt_cuda_ops.h" /* cutorch: tensor math on a device, through a kernel launcher */
 
 #endif

@@ -1,0 +1,90 @@
+/* cutorch's tensor math on a device: the host side of the kernels in native/cuda/.
+ *
+ * Each function takes tensors whose elements are device memory (an lt_tensor's storage data is a device
+ * pointer; nothing here reads or writes it from the host), checks them as cutorch's THC did, describes each
+ * operand for the kernel ABI of native/cuda/lt_cuda_common.cuh (dimensions collapsed per operand, the
+ * 32-bit index path when every offset fits), sizes the grid, and starts the kernels through a launcher:
+ * cuLaunchKernel on a GPU, the SIMT emulator of tests/cuda_host in the tests, so that this layer runs the
+ * very code a GPU runs it with, on the CPU. Outputs have their final shape already (the storage layer
+ * resizes them; here shapes are checked). Scratch (partial sums, contiguous copies) comes from the
+ * launcher's caching allocator, on the call's stream. Every function returns 0, or -1 with lt_errmsg. */
+
+/* The kernels' tensor operand (144 bytes, passed by value): lt_cuda_common.cuh's struct of the same name. */
+typedef struct lt_cu_tensor {
+  void *data;
+  long long sizes[8];
+  long long strides[8];
+  int dims;
+  int pad_;
+} lt_cu_tensor;
+
+typedef struct lt_cuops {
+  /* Start kernel `kernel` of native/cuda/<file>.cu with grid x block threads (1-D) on stream; params as
+   * cuLaunchKernel takes them (params[k] points at argument k). sig names the argument kinds, comma
+   * separated: S144 a tensor operand, p a pointer, q long long, Q unsigned long long, i int, f float,
+   * d double (the emulator checks it against the kernel's own). 0, or -1 with lt_fail. */
+  int (*launch)(void *ctx, const char *file, const char *kernel, const char *sig, unsigned grid, unsigned block,
+                void *stream, void **params);
+  /* bytes from device to host once the stream's work so far has run (synchronous), and host to device
+   * (stream-ordered: src may be reused when it returns) */
+  int (*to_host)(void *ctx, void *dst, const void *src, int64_t bytes, void *stream);
+  int (*to_device)(void *ctx, void *dst, const void *src, int64_t bytes, void *stream);
+  void *ctx;
+  lt_cuda_allocator *alloc;  /* scratch, freed (stream-ordered) before each function returns */
+  int device;                /* the allocator's device number */
+  int threads_per_block;     /* 0: 256; a multiple of 32, at most 1024 */
+  int max_blocks;            /* grid cap of the grid-stride kernels; 0: 1024 */
+} lt_cuops;
+
+/* The operand a kernel gets for t: sizes and strides with size-1 dimensions dropped and dimensions that
+ * are contiguous with each other merged; *max_offset (if not NULL) the largest element offset. More than 8
+ * dimensions left, or a negative stride, is an error. */
+int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset);
+
+/* dst = src converted to dst's type (any of the 8 element types each); same number of elements. */
+int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src);
+int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value);
+
+/* out = op(x[, y[, z]]; a, b), elementwise; every operand of out's type and element count; out may be x.
+ *   adds muls divs pows (a)   clamp (a = lo, b = hi)
+ *   sqrt rsqrt exp log abs neg sign tanh sigmoid
+ *   cadd (x + a*y)  cmul  cdiv   addcmul (x + a*y*z)  addcdiv (x + a*y/z)
+ * Integer types take adds, muls, clamp, cadd and cmul (computed in long long, wrapping when stored). */
+int lt_cuops_pointwise(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, const lt_tensor *x,
+                       const lt_tensor *y, const lt_tensor *z, double a, double b);
+
+/* Over all elements: sum prod max min mean sumsq, or norm (p; 0 counts non-zeros, inf is max |x|). max and
+ * min of no elements, and mean of none, are errors (as in Torch7). *result in double (an integer sum in
+ * long long first). */
+int lt_cuops_reduce(const lt_cuops *ops, void *stream, const char *op, const lt_tensor *x, double p,
+                    double *result);
+
+/* Along dimension dim (0-based): sum prod mean into out, or max min into out and ind (a LongTensor of
+ * 1-based indices, Torch7's, the first of ties and of NaNs). out and ind have x's shape with dim of size 1. */
+int lt_cuops_reduce_dim(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, lt_tensor *ind,
+                        const lt_tensor *x, int dim);
+
+/* nn.LogSoftMax over the last dimension of a 1-D or 2-D input, over dimension 2 of (N, C, H, W) or dimension
+ * 1 of (C, H, W) (THNN's rule); out and gradInput contiguous, of input's shape. */
+int lt_cuops_logsoftmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input);
+int lt_cuops_logsoftmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                                 const lt_tensor *grad_output, const lt_tensor *output);
+
+/* nn.ClassNLLCriterion: input (C) or (N, C), target of N 1-based classes (a LongTensor), weights of C or
+ * NULL. Forward gives the loss and the total weight on the host; a target outside 1..C (other than
+ * ignore_index) is an error naming the sample. Backward writes every element of grad_input (contiguous, of
+ * input's shape) from that total weight. */
+int lt_cuops_classnll_forward(const lt_cuops *ops, void *stream, const lt_tensor *input, const lt_tensor *target,
+                              const lt_tensor *weights, int size_average, int64_t ignore_index, double *loss,
+                              double *total_weight);
+int lt_cuops_classnll_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input, const lt_tensor *target,
+                               const lt_tensor *weights, int size_average, int64_t ignore_index,
+                               double total_weight);
+
+/* nn.Dropout: noise (contiguous, of input's type and element count) gets 0 or the kept value (1, or
+ * 1/(1-p) unless v1), from Philox4x32-10 on (seed, offset .. offset + n - 1); out = input * noise.
+ * Backward: grad_input = grad_output * noise. */
+int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                             lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset);
+int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *noise);

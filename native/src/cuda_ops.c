@@ -1,0 +1,624 @@
+/* cutorch's tensor math on a device: operands described for native/cuda's kernel ABI, shapes checked,
+ * grids sized, kernels started through a launcher (lt_cuda_ops.h). Nothing here touches device memory. */
+#include "lt_internal.h"
+
+#include <limits.h>
+
+enum { ACC_INT = 0, ACC_FLOAT = 1, ACC_DOUBLE = 2 };   /* the compute type lt_acc_t<T> of an element type */
+
+static int acc_kind(int host) { return host == LT_DOUBLE ? ACC_DOUBLE : host >= LT_FLOAT ? ACC_FLOAT : ACC_INT; }
+static int is_float_type(int host) { return host == LT_FLOAT || host == LT_DOUBLE || host == LT_HALF; }
+static const char acc_sig[3] = {'q', 'f', 'd'};
+static int64_t acc_bytes(int host) { return acc_kind(host) == ACC_FLOAT ? 4 : 8; }
+
+/* A scalar argument in the compute type of an element type. */
+typedef union { long long q; float f; double d; } acc_value;
+
+static acc_value acc_of(int host, double v) {
+  acc_value a;
+  switch (acc_kind(host)) {
+    case ACC_FLOAT: a.f = (float)v; break;
+    case ACC_DOUBLE: a.d = v; break;
+    default: a.q = (long long)v; break;
+  }
+  return a;
+}
+
+static double acc_to_double(int host, const void *p) {
+  switch (acc_kind(host)) {
+    case ACC_FLOAT: return *(const float *)p;
+    case ACC_DOUBLE: return *(const double *)p;
+    default: return (double)*(const long long *)p;
+  }
+}
+
+static int threads(const lt_cuops *ops) { return ops->threads_per_block > 0 ? ops->threads_per_block : 256; }
+static int64_t block_cap(const lt_cuops *ops) { return ops->max_blocks > 0 ? ops->max_blocks : 1024; }
+
+static int check_ops(const lt_cuops *ops, const char *fn) {
+  if (!ops || !ops->launch || !ops->to_host || !ops->to_device || !ops->alloc)
+    return lt_fail("%s: no launcher (launch, to_host, to_device and an allocator are needed)", fn);
+  int b = threads(ops);
+  if (b % 32 || b > 1024) return lt_fail("%s: %d threads per block: a multiple of 32 up to 1024 is needed", fn, b);
+  return 0;
+}
+
+int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset) {
+  memset(out, 0, sizeof *out);
+  const int elsize = lt_elemsize(t->type);
+  out->data = t->storage ? (char *)t->storage->data + t->offset * elsize : NULL;
+  int dims = 0;
+  int64_t last = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t s = t->size[d], st = t->stride[d];
+    if (st < 0) return lt_fail("a device tensor with the negative stride %lld in dimension %d", (long long)st, d + 1);
+    if (s == 0) {  /* no elements: one dimension of size 0 says it */
+      out->sizes[0] = 0, out->strides[0] = 1, out->dims = 1;
+      if (max_offset) *max_offset = 0;
+      return 0;
+    }
+    if (s == 1) continue;
+    last += (s - 1) * st;
+    if (dims && out->strides[dims - 1] == st * s) {  /* the previous dimension steps over this one whole */
+      out->sizes[dims - 1] *= s;
+      out->strides[dims - 1] = st;
+      continue;
+    }
+    if (dims == 8) {
+      char buf[256];
+      return lt_fail("a device tensor of shape %s has more than 8 dimensions that do not merge (the kernels take 8)",
+                     lt_shape_str(t, buf, sizeof buf));
+    }
+    out->sizes[dims] = s, out->strides[dims] = st, dims++;
+  }
+  if (!dims) out->sizes[0] = 1, out->strides[0] = 1, dims = 1;
+  out->dims = dims;
+  if (max_offset) *max_offset = last;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- launches */
+
+/* The arguments of one launch, and their kinds for the signature. */
+typedef struct {
+  void *params[12];
+  char sig[64];
+  int n;
+  lt_cu_tensor tensors[4];
+  int ntensors;
+  acc_value values[3];
+  int nvalues;
+  long long counts[4];
+  int ncounts;
+} args_t;
+
+static void add_raw(args_t *a, void *p, const char *kind) {
+  if (a->n) strcat(a->sig, ",");
+  strcat(a->sig, kind);
+  a->params[a->n++] = p;
+}
+static void add_tensor(args_t *a, const lt_cu_tensor *t) {
+  a->tensors[a->ntensors] = *t;
+  add_raw(a, &a->tensors[a->ntensors++], "S144");
+}
+static void add_count(args_t *a, long long v) {
+  a->counts[a->ncounts] = v;
+  add_raw(a, &a->counts[a->ncounts++], "q");
+}
+static void add_value(args_t *a, int host, double v) {
+  a->values[a->nvalues] = acc_of(host, v);
+  char k[2] = {acc_sig[acc_kind(host)], 0};
+  add_raw(a, &a->values[a->nvalues++], k);
+}
+
+/* Blocks for n elements of a grid-stride kernel. */
+static unsigned grid_for(const lt_cuops *ops, int64_t n) {
+  int64_t b = threads(ops), g = (n + b - 1) / b;
+  if (g > block_cap(ops)) g = block_cap(ops);
+  return g < 1 ? 1 : (unsigned)g;
+}
+
+/* THC's 32-bit index path: every operand's offsets and the element count, and the thread count, fit. */
+static const char *index_kind(const lt_cuops *ops, int64_t n, const int64_t *max_offsets, int k, unsigned grid) {
+  int64_t limit = INT32_MAX;
+  if (n > limit || (int64_t)grid * threads(ops) > ((int64_t)1 << 31)) return "i64";
+  for (int i = 0; i < k; i++)
+    if (max_offsets[i] > limit) return "i64";
+  return "i32";
+}
+
+static int launch(const lt_cuops *ops, void *stream, const char *file, const char *kernel, unsigned grid,
+                  unsigned block, args_t *a) {
+  return ops->launch(ops->ctx, file, kernel, a->sig, grid, block, stream, a->params);
+}
+
+static const char *tname(int type) { return lt_type_name(lt_host_type(type)); }
+
+static int same_count(const char *fn, const lt_tensor *a, const lt_tensor *b, const char *what) {
+  if (lt_tensor_nelement(a) == lt_tensor_nelement(b)) return 0;
+  char x[256], y[256];
+  return lt_fail("%s: %s has %lld elements %s, the output %lld %s", fn, what, (long long)lt_tensor_nelement(b),
+                 lt_shape_str(b, y, sizeof y), (long long)lt_tensor_nelement(a), lt_shape_str(a, x, sizeof x));
+}
+
+static int same_type(const char *fn, const lt_tensor *a, const lt_tensor *b, const char *what) {
+  if (a->type == b->type) return 0;
+  return lt_fail("%s: %s is a %s tensor, the output a %s one", fn, what, tname(b->type), tname(a->type));
+}
+
+/* Scratch on the call's stream. */
+static int scratch(const lt_cuops *ops, void *stream, int64_t bytes, void **p) {
+  return lt_cuda_alloc(ops->alloc, ops->device, bytes, stream, p);
+}
+static int scratch_free(const lt_cuops *ops, void *p, int rc) {
+  if (p && lt_cuda_alloc_free(ops->alloc, p) && rc == 0) return -1;
+  return rc;
+}
+
+int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src) {
+  static const char fn[] = "cuda copy";
+  if (check_ops(ops, fn) || same_count(fn, dst, src, "the source")) return -1;
+  lt_cu_tensor d, s;
+  int64_t off[2];
+  if (lt_cuops_describe(dst, &d, &off[0]) || lt_cuops_describe(src, &s, &off[1])) return -1;
+  int64_t n = lt_tensor_nelement(dst);
+  if (n == 0) return 0;
+  unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_copy_%s_%s_%s", tname(dst->type), tname(src->type),
+           index_kind(ops, n, off, 2, grid));
+  args_t a = {0};
+  add_tensor(&a, &d);
+  add_tensor(&a, &s);
+  add_count(&a, n);
+  return launch(ops, stream, "copy", kernel, grid, threads(ops), &a);
+}
+
+int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value) {
+  static const char fn[] = "cuda fill";
+  if (check_ops(ops, fn)) return -1;
+  lt_cu_tensor d;
+  int64_t off;
+  if (lt_cuops_describe(t, &d, &off)) return -1;
+  int64_t n = lt_tensor_nelement(t);
+  if (n == 0) return 0;
+  unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_fill_%s_%s", tname(t->type), index_kind(ops, n, &off, 1, grid));
+  args_t a = {0};
+  add_tensor(&a, &d);
+  add_count(&a, n);
+  add_value(&a, lt_host_type(t->type), value);
+  return launch(ops, stream, "fill", kernel, grid, threads(ops), &a);
+}
+
+/* ---------------------------------------------------------------- pointwise */
+
+typedef struct {
+  const char *name;
+  int inputs;        /* tensor operands besides out */
+  int scalars;       /* a, b */
+  int integers;      /* defined for the integer types too */
+} pointwise_op;
+
+static const pointwise_op pointwise_ops[] = {
+  {"adds", 1, 1, 1}, {"muls", 1, 1, 1}, {"divs", 1, 1, 0}, {"pows", 1, 1, 0}, {"clamp", 1, 2, 1},
+  {"sqrt", 1, 0, 0}, {"rsqrt", 1, 0, 0}, {"exp", 1, 0, 0}, {"log", 1, 0, 0}, {"abs", 1, 0, 0},
+  {"neg", 1, 0, 0}, {"sign", 1, 0, 0}, {"tanh", 1, 0, 0}, {"sigmoid", 1, 0, 0},
+  {"cadd", 2, 1, 1}, {"cmul", 2, 0, 1}, {"cdiv", 2, 0, 0}, {"addcmul", 3, 1, 0}, {"addcdiv", 3, 1, 0},
+  {NULL, 0, 0, 0}};
+
+int lt_cuops_pointwise(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, const lt_tensor *x,
+                       const lt_tensor *y, const lt_tensor *z, double a, double b) {
+  const pointwise_op *p = pointwise_ops;
+  while (p->name && strcmp(p->name, op ? op : "")) p++;
+  if (!p->name) return lt_fail("cuda pointwise: no operation '%s'", op ? op : "(null)");
+  char fn[64];
+  snprintf(fn, sizeof fn, "cuda %s", p->name);
+  if (check_ops(ops, fn)) return -1;
+  const int host = lt_host_type(out->type);
+  if (!p->integers && !is_float_type(host))
+    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(out->type));
+  const lt_tensor *in[3] = {x, y, z};
+  static const char *const names[3] = {"the first input", "the second input", "the third input"};
+  lt_cu_tensor d[4];
+  int64_t off[4];
+  if (lt_cuops_describe(out, &d[0], &off[0])) return -1;
+  for (int i = 0; i < p->inputs; i++) {
+    if (!in[i]) return lt_fail("%s: %s is missing", fn, names[i]);
+    if (same_type(fn, out, in[i], names[i]) || same_count(fn, out, in[i], names[i]) ||
+        lt_cuops_describe(in[i], &d[i + 1], &off[i + 1]))
+      return -1;
+  }
+  int64_t n = lt_tensor_nelement(out);
+  if (n == 0) return 0;
+  unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_%s_%s_%s", p->name, tname(out->type), index_kind(ops, n, off, p->inputs + 1, grid));
+  args_t args = {0};
+  for (int i = 0; i <= p->inputs; i++) add_tensor(&args, &d[i]);
+  add_count(&args, n);
+  if (p->scalars >= 1) add_value(&args, host, a);
+  if (p->scalars >= 2) add_value(&args, host, b);
+  return launch(ops, stream, "pointwise", kernel, grid, threads(ops), &args);
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+int lt_cuops_reduce(const lt_cuops *ops, void *stream, const char *op, const lt_tensor *x, double p,
+                    double *result) {
+  static const char *const known[] = {"sum", "prod", "max", "min", "mean", "sumsq", "norm", NULL};
+  int k = 0;
+  while (known[k] && strcmp(known[k], op ? op : "")) k++;
+  if (!known[k]) return lt_fail("cuda reduce: no reduction '%s'", op ? op : "(null)");
+  char fn[64];
+  snprintf(fn, sizeof fn, "cuda %s", op);
+  if (check_ops(ops, fn)) return -1;
+  const int host = lt_host_type(x->type);
+  const int mean = !strcmp(op, "mean"), norm = !strcmp(op, "norm");
+  if ((mean || norm || !strcmp(op, "sumsq")) && !is_float_type(host))
+    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(x->type));
+  const char *kop = mean ? "sum" : op;
+  lt_cu_tensor d;
+  int64_t off, n = lt_tensor_nelement(x);
+  if (lt_cuops_describe(x, &d, &off)) return -1;
+  if (n == 0 && (mean || !strcmp(op, "max") || !strcmp(op, "min")))
+    return lt_fail("%s: the tensor has no elements", fn);
+  const unsigned block = threads(ops);
+  unsigned grid = grid_for(ops, n);
+  void *buf = NULL;
+  const int64_t ab = acc_bytes(host);
+  if (scratch(ops, stream, ab * (grid + 1), &buf)) return -1;
+  void *partial = buf, *res = (char *)buf + ab * grid;
+  char kernel[64];
+  args_t a = {0};
+  int rc = -1;
+  add_tensor(&a, &d);
+  add_count(&a, n);
+  if (norm) add_value(&a, host, p);
+  add_raw(&a, &partial, "p");
+  snprintf(kernel, sizeof kernel, "lt_reduce_%s_%s_%s", kop, tname(x->type), index_kind(ops, n, &off, 1, grid));
+  if (launch(ops, stream, "reduce", kernel, grid, block, &a)) goto done;
+  args_t f = {0};
+  add_raw(&f, &partial, "p");
+  add_count(&f, grid);
+  if (norm) add_value(&f, host, p);
+  add_raw(&f, &res, "p");
+  snprintf(kernel, sizeof kernel, "lt_reduce_finish_%s_%s", kop, tname(x->type));
+  if (launch(ops, stream, "reduce", kernel, 1, block, &f)) goto done;
+  double host_res[1];
+  if (ops->to_host(ops->ctx, host_res, res, ab, stream)) goto done;
+  *result = acc_to_double(host, host_res);
+  if (mean) *result /= (double)n;
+  rc = 0;
+done:
+  return scratch_free(ops, buf, rc);
+}
+
+int lt_cuops_reduce_dim(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, lt_tensor *ind,
+                        const lt_tensor *x, int dim) {
+  static const char *const known[] = {"sum", "prod", "mean", "max", "min", NULL};
+  int k = 0;
+  while (known[k] && strcmp(known[k], op ? op : "")) k++;
+  if (!known[k]) return lt_fail("cuda reduce along a dimension: no reduction '%s'", op ? op : "(null)");
+  char fn[64], buf1[256], buf2[256];
+  snprintf(fn, sizeof fn, "cuda %s along a dimension", op);
+  if (check_ops(ops, fn)) return -1;
+  const int host = lt_host_type(x->type), minmax = k >= 3;
+  if (!strcmp(op, "mean") && !is_float_type(host))
+    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(x->type));
+  if (dim < 0 || dim >= (x->ndim ? x->ndim : 1))
+    return lt_fail("%s: dimension %d out of range of a %d-dimensional tensor", fn, dim + 1, x->ndim);
+  if (same_type(fn, out, x, "the input")) return -1;
+  /* out (and ind) must have x's shape with dim of size 1 */
+  lt_tensor want = *x;
+  if (want.ndim == 0) want.ndim = 1, want.size[0] = 1, want.stride[0] = 1;
+  want.size[dim] = 1;
+  const lt_tensor *outs[2] = {out, ind};
+  for (int i = 0; i < 1 + minmax; i++) {
+    const lt_tensor *o = outs[i];
+    if (!o) return lt_fail("%s: the indices' tensor is missing", fn);
+    int ok = o->ndim == want.ndim;
+    for (int d = 0; ok && d < want.ndim; d++) ok = o->size[d] == want.size[d];
+    if (!ok)
+      return lt_fail("%s: %s should be of shape %s, not %s", fn, i ? "the indices" : "the output",
+                     lt_shape_str(&want, buf1, sizeof buf1), lt_shape_str(o, buf2, sizeof buf2));
+  }
+  if (minmax && lt_host_type(ind->type) != LT_LONG)
+    return lt_fail("%s: the indices must be a Long tensor, not %s", fn, tname(ind->type));
+  const int64_t n = x->ndim ? x->size[dim] : 1, x_stride = x->ndim ? x->stride[dim] : 1;
+  if (n == 0 && minmax) return lt_fail("%s: dimension %d has no elements", fn, dim + 1);
+  /* the slices' view: x without dim (its data pointer and the other dimensions) */
+  lt_tensor xs = want;
+  xs.stride[dim] = 0;
+  lt_cu_tensor dout, dind, dxs;
+  int64_t off[3];
+  if (lt_cuops_describe(out, &dout, &off[0]) || lt_cuops_describe(&xs, &dxs, &off[1])) return -1;
+  off[1] += (n - 1) * x_stride;  /* the slices' elements reach this far */
+  if (minmax && lt_cuops_describe(ind, &dind, &off[2])) return -1;
+  const int64_t nslices = lt_tensor_nelement(out);
+  if (nslices == 0) return 0;
+  const unsigned block = threads(ops);
+  /* a block per slice when its elements are neighbours and many, else a thread per slice */
+  const int blk = x_stride == 1 && n >= block;
+  unsigned grid = blk ? (unsigned)(nslices < block_cap(ops) ? nslices : block_cap(ops)) : grid_for(ops, nslices);
+  const char *idx = index_kind(ops, nslices > n ? nslices : n, off, 2 + minmax, grid);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_reduce_%s_%s_%s_%s", blk ? "dimblk" : "dim", op, tname(x->type), idx);
+  args_t a = {0};
+  add_tensor(&a, &dout);
+  if (minmax) add_tensor(&a, &dind);
+  add_tensor(&a, &dxs);
+  add_count(&a, nslices);
+  add_count(&a, n);
+  add_count(&a, x_stride);
+  if (launch(ops, stream, "reduce_dim", kernel, grid, block, &a)) return -1;
+  if (!minmax) return 0;
+  /* the kernels' indices are 0-based; Torch7's 1-based */
+  return lt_cuops_pointwise(ops, stream, "adds", ind, ind, NULL, NULL, 1, 0);
+}
+
+/* ---------------------------------------------------------------- nn */
+
+/* A contiguous device copy of t when it is not contiguous (*copy set, to be freed), else its own data. */
+static int contiguous_input(const lt_cuops *ops, void *stream, const lt_tensor *t, const void **data, void **copy) {
+  *copy = NULL;
+  lt_cu_tensor d;
+  if (lt_cuops_describe(t, &d, NULL)) return -1;
+  if (lt_tensor_is_contiguous(t)) {
+    *data = d.data;
+    return 0;
+  }
+  int64_t n = lt_tensor_nelement(t);
+  if (scratch(ops, stream, n * lt_elemsize(t->type), copy)) return -1;
+  lt_storage st = {.data = *copy, .size = n, .type = t->type};
+  lt_tensor c = {.storage = &st, .offset = 0, .ndim = 1, .type = t->type};
+  c.size[0] = n, c.stride[0] = 1;
+  if (lt_cuops_copy(ops, stream, &c, t)) return scratch_free(ops, *copy, -1);
+  *data = *copy;
+  return 0;
+}
+
+static int check_contiguous_output(const char *fn, const lt_tensor *o, const lt_tensor *like, const char *what) {
+  char a[256], b[256];
+  int ok = o->ndim == like->ndim && o->type == like->type;
+  for (int d = 0; ok && d < o->ndim; d++) ok = o->size[d] == like->size[d];
+  if (!ok)
+    return lt_fail("%s: %s should be a %s tensor of shape %s, not a %s one of %s", fn, what, tname(like->type),
+                   lt_shape_str(like, a, sizeof a), tname(o->type), lt_shape_str(o, b, sizeof b));
+  if (!lt_tensor_is_contiguous(o)) return lt_fail("%s: %s must be contiguous", fn, what);
+  return 0;
+}
+
+/* (outer, classes, inner) of LogSoftMax's input, by THNN's rule. */
+static int lsm_geometry(const char *fn, const lt_tensor *t, int64_t *outer, int64_t *classes, int64_t *inner) {
+  char b[256];
+  switch (t->ndim) {
+    case 1: *outer = 1, *classes = t->size[0], *inner = 1; return 0;
+    case 2: *outer = t->size[0], *classes = t->size[1], *inner = 1; return 0;
+    case 3: *outer = 1, *classes = t->size[0], *inner = t->size[1] * t->size[2]; return 0;
+    case 4: *outer = t->size[0], *classes = t->size[1], *inner = t->size[2] * t->size[3]; return 0;
+    default: return lt_fail("%s: 1D, 2D, 3D or 4D tensor expected, got %s", fn, lt_shape_str(t, b, sizeof b));
+  }
+}
+
+static int check_float_input(const char *fn, const lt_tensor *t) {
+  if (is_float_type(lt_host_type(t->type))) return 0;
+  return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(t->type));
+}
+
+/* LogSoftMax's forward (dst = out, x = input) or backward (dst = gradInput, x = gradOutput, y = output): rows
+ * of a 1-D or 2-D tensor a block each, the class dimension of a 3-D or 4-D one a thread per position. */
+static int logsoftmax(const lt_cuops *ops, void *stream, int backward, lt_tensor *dst, const lt_tensor *x,
+                      const lt_tensor *y) {
+  const char *fn = backward ? "cuda LogSoftMax backward" : "cuda LogSoftMax forward";
+  const lt_tensor *shape = backward ? y : x;  /* the forward output has the input's shape */
+  int64_t outer = 0, classes = 0, inner = 0;
+  if (check_ops(ops, fn) || check_float_input(fn, shape) || lsm_geometry(fn, shape, &outer, &classes, &inner) ||
+      check_contiguous_output(fn, dst, shape, backward ? "gradInput" : "the output") ||
+      (backward && (same_type(fn, y, x, "gradOutput") || same_count(fn, y, x, "gradOutput"))))
+    return -1;
+  if (lt_tensor_nelement(shape) == 0) return 0;
+  const void *px, *py = NULL;
+  void *copy1, *copy2 = NULL;
+  if (contiguous_input(ops, stream, x, &px, &copy1)) return -1;
+  if (backward && contiguous_input(ops, stream, y, &py, &copy2)) return scratch_free(ops, copy1, -1);
+  lt_cu_tensor d;
+  lt_cuops_describe(dst, &d, NULL);
+  void *pd = d.data;
+  args_t a = {0};
+  add_raw(&a, &pd, "p");
+  add_raw(&a, (void *)&px, "p");
+  if (backward) add_raw(&a, (void *)&py, "p");
+  add_count(&a, outer);
+  add_count(&a, classes);
+  if (inner != 1) add_count(&a, inner);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_logsoftmax_%s%s_%s", inner == 1 ? "" : "spatial_", backward ? "bwd" : "fwd",
+           tname(shape->type));
+  unsigned grid = inner == 1 ? (unsigned)(outer < block_cap(ops) ? outer : block_cap(ops)) : grid_for(ops, outer * inner);
+  int rc = launch(ops, stream, "logsoftmax", kernel, grid, threads(ops), &a);
+  rc = scratch_free(ops, copy1, rc);
+  return scratch_free(ops, copy2, rc);
+}
+
+int lt_cuops_logsoftmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input) {
+  return logsoftmax(ops, stream, 0, out, input, NULL);
+}
+
+int lt_cuops_logsoftmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                                 const lt_tensor *grad_output, const lt_tensor *output) {
+  return logsoftmax(ops, stream, 1, grad_input, grad_output, output);
+}
+
+/* ClassNLL's batch and classes, with target and weights checked. */
+static int cnll_geometry(const char *fn, const lt_tensor *input, const lt_tensor *target, const lt_tensor *weights,
+                         int64_t *batch, int64_t *classes) {
+  char b[256];
+  if (check_float_input(fn, input)) return -1;
+  if (input->ndim == 1) *batch = 1, *classes = input->size[0];
+  else if (input->ndim == 2) *batch = input->size[0], *classes = input->size[1];
+  else return lt_fail("%s: input should be 1D or 2D, got %s", fn, lt_shape_str(input, b, sizeof b));
+  if (lt_host_type(target->type) != LT_LONG)
+    return lt_fail("%s: target should be a Long tensor, not %s", fn, tname(target->type));
+  if (lt_tensor_nelement(target) != *batch)
+    return lt_fail("%s: %lld targets for a batch of %lld", fn, (long long)lt_tensor_nelement(target),
+                   (long long)*batch);
+  if (weights && (weights->type != input->type || lt_tensor_nelement(weights) != *classes))
+    return lt_fail("%s: weights should be a %s tensor of %lld elements, not a %s one of %s", fn,
+                   tname(input->type), (long long)*classes, tname(weights->type),
+                   lt_shape_str(weights, b, sizeof b));
+  return 0;
+}
+
+/* Both ClassNLL kernels' last arguments: batch, classes, size_average, ignore_index. */
+static void cnll_tail(args_t *a, int64_t batch, int64_t classes, int *size_average, int64_t ignore_index) {
+  add_count(a, batch);
+  add_count(a, classes);
+  add_raw(a, size_average, "i");
+  add_count(a, ignore_index);
+}
+
+int lt_cuops_classnll_forward(const lt_cuops *ops, void *stream, const lt_tensor *input, const lt_tensor *target,
+                              const lt_tensor *weights, int size_average, int64_t ignore_index, double *loss,
+                              double *total_weight) {
+  static const char fn[] = "cuda ClassNLLCriterion forward";
+  int64_t batch = 0, classes = 0;
+  if (check_ops(ops, fn) || cnll_geometry(fn, input, target, weights, &batch, &classes)) return -1;
+  const int host = lt_host_type(input->type);
+  const void *in, *tg, *w = NULL;
+  void *c1, *c2 = NULL, *c3 = NULL, *res = NULL;
+  int rc = -1;
+  if (contiguous_input(ops, stream, input, &in, &c1) || contiguous_input(ops, stream, target, &tg, &c2) ||
+      (weights && contiguous_input(ops, stream, weights, &w, &c3)) || scratch(ops, stream, 3 * 8, &res))
+    goto done;
+  void *out = res, *tw = (char *)res + 8, *bad = (char *)res + 16;
+  int sa = size_average ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &out, "p");
+  add_raw(&a, &tw, "p");
+  add_raw(&a, &bad, "p");
+  add_raw(&a, (void *)&in, "p");
+  add_raw(&a, (void *)&tg, "p");
+  add_raw(&a, (void *)&w, "p");
+  cnll_tail(&a, batch, classes, &sa, ignore_index);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_classnll_fwd_%s", tname(input->type));
+  if (launch(ops, stream, "classnll", kernel, 1, threads(ops), &a)) goto done;
+  unsigned char host_res[24];
+  if (ops->to_host(ops->ctx, host_res, res, 24, stream)) goto done;
+  long long first_bad;
+  memcpy(&first_bad, host_res + 16, 8);
+  if (first_bad >= 0) {
+    long long t;
+    if (ops->to_host(ops->ctx, &t, (const long long *)tg + first_bad, 8, stream)) goto done;
+    lt_fail("%s: target %lld of sample %lld is out of range 1..%lld", fn, t, first_bad + 1, (long long)classes);
+    goto done;
+  }
+  *loss = acc_to_double(host, host_res);
+  *total_weight = acc_to_double(host, host_res + 8);
+  rc = 0;
+done:
+  rc = scratch_free(ops, c1, rc);
+  rc = scratch_free(ops, c2, rc);
+  rc = scratch_free(ops, c3, rc);
+  return scratch_free(ops, res, rc);
+}
+
+int lt_cuops_classnll_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input, const lt_tensor *target,
+                               const lt_tensor *weights, int size_average, int64_t ignore_index,
+                               double total_weight) {
+  static const char fn[] = "cuda ClassNLLCriterion backward";
+  int64_t batch = 0, classes = 0;
+  if (check_ops(ops, fn) || cnll_geometry(fn, grad_input, target, weights, &batch, &classes)) return -1;
+  if (!lt_tensor_is_contiguous(grad_input)) return lt_fail("%s: gradInput must be contiguous", fn);
+  if (batch * classes == 0) return 0;
+  const int host = lt_host_type(grad_input->type);
+  const void *tg, *w = NULL;
+  void *c2, *c3 = NULL, *tw = NULL;
+  int rc = -1;
+  if (contiguous_input(ops, stream, target, &tg, &c2) ||
+      (weights && contiguous_input(ops, stream, weights, &w, &c3)) || scratch(ops, stream, 8, &tw))
+    goto done;
+  acc_value v = acc_of(host, total_weight);
+  if (ops->to_device(ops->ctx, tw, &v, acc_bytes(host), stream)) goto done;
+  lt_cu_tensor d;
+  lt_cuops_describe(grad_input, &d, NULL);
+  void *gi = d.data;
+  int sa = size_average ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &gi, "p");
+  add_raw(&a, (void *)&tg, "p");
+  add_raw(&a, (void *)&w, "p");
+  add_raw(&a, &tw, "p");
+  cnll_tail(&a, batch, classes, &sa, ignore_index);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_classnll_bwd_%s", tname(grad_input->type));
+  rc = launch(ops, stream, "classnll", kernel, grid_for(ops, batch * classes), threads(ops), &a);
+done:
+  rc = scratch_free(ops, c2, rc);
+  rc = scratch_free(ops, c3, rc);
+  return scratch_free(ops, tw, rc);
+}
+
+int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                             lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset) {
+  static const char fn[] = "cuda Dropout forward";
+  if (check_ops(ops, fn) || check_float_input(fn, input) || same_type(fn, out, input, "the input") ||
+      same_count(fn, out, input, "the input") || same_type(fn, out, noise, "the noise") ||
+      same_count(fn, out, noise, "the noise"))
+    return -1;
+  if (!(p >= 0 && p < 1)) return lt_fail("%s: the dropout probability %g is not in [0, 1)", fn, p);
+  if (!lt_tensor_is_contiguous(noise)) return lt_fail("%s: the noise must be contiguous", fn);
+  lt_cu_tensor d[3];
+  int64_t off[2];
+  if (lt_cuops_describe(out, &d[0], &off[0]) || lt_cuops_describe(input, &d[1], &off[1]) ||
+      lt_cuops_describe(noise, &d[2], NULL))
+    return -1;
+  const int64_t n = lt_tensor_nelement(out);
+  if (n == 0) return 0;
+  unsigned grid = grid_for(ops, (n + 3) / 4);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_dropout_fwd_%s_%s", tname(out->type), index_kind(ops, n, off, 2, grid));
+  void *pn = d[2].data;
+  double pp = p;
+  int iv1 = v1 ? 1 : 0;
+  unsigned long long s = seed, o = offset;
+  args_t a = {0};
+  add_tensor(&a, &d[0]);
+  add_tensor(&a, &d[1]);
+  add_raw(&a, &pn, "p");
+  add_count(&a, n);
+  add_raw(&a, &pp, "d");
+  add_raw(&a, &iv1, "i");
+  add_raw(&a, &s, "Q");
+  add_raw(&a, &o, "Q");
+  return launch(ops, stream, "dropout", kernel, grid, threads(ops), &a);
+}
+
+int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *noise) {
+  static const char fn[] = "cuda Dropout backward";
+  if (check_ops(ops, fn) || check_float_input(fn, grad_output) ||
+      same_type(fn, grad_input, grad_output, "gradOutput") || same_count(fn, grad_input, grad_output, "gradOutput") ||
+      same_type(fn, grad_input, noise, "the noise") || same_count(fn, grad_input, noise, "the noise"))
+    return -1;
+  const void *pn;
+  void *copy;
+  lt_cu_tensor d[2];
+  int64_t off[2];
+  if (lt_cuops_describe(grad_input, &d[0], &off[0]) || lt_cuops_describe(grad_output, &d[1], &off[1])) return -1;
+  const int64_t n = lt_tensor_nelement(grad_input);
+  if (n == 0) return 0;
+  if (contiguous_input(ops, stream, noise, &pn, &copy)) return -1;
+  unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_dropout_bwd_%s_%s", tname(grad_input->type), index_kind(ops, n, off, 2, grid));
+  args_t a = {0};
+  add_tensor(&a, &d[0]);
+  add_tensor(&a, &d[1]);
+  add_raw(&a, (void *)&pn, "p");
+  add_count(&a, n);
+  int rc = launch(ops, stream, "dropout", kernel, grid, threads(ops), &a);
+  return scratch_free(ops, copy, rc);
+}
