@@ -283,8 +283,6 @@ def test_lua_compiles_through_the_registered_cache(tmp_path):
     rt = Runtime()
     kernels = rt.require("cutorch.kernels")
     files = list(rt.call(kernels.files).values())
-    opts = list(rt.call(kernels.options).values())
-    assert "-std=c++17" in opts and any(o.startswith("-I") and os.path.isdir(o[2:]) for o in opts)
     name = min(files, key=lambda f: os.path.getsize(os.path.join(cuda.kernel_dir(), f)))
     compile_one = rt.eval("function(name, arch, dir) local k = require('cutorch.kernels') "
                           "local image, cached = k.compile(name, arch, {cache = dir}) "

@@ -1,6 +1,6 @@
 -- cutorch's kernels: our CUDA C sources (native/cuda/*.cu, see its README)
 -- compiled by NVRTC into a CUBIN for one GPU architecture, through the
--- on-disk cache (native/src/cuda_lib.c). Needs NVRTC and CUDA's headers
+-- on-disk cache (native/src/cuda_lib.c, cuda_device.c). Needs NVRTC and CUDA's headers
 -- (pip install 'luatorch[cuda]'), never a GPU: a CUBIN for any architecture
 -- can be made anywhere, which is how CI checks that every kernel compiles.
 --
@@ -12,17 +12,9 @@ local C = torch.C
 
 local kernels = {}
 
-local KERNEL_DIR, INCLUDE_DIRS, CACHE_DIR = 0, 1, 2
+local KERNEL_DIR = 0   -- lt_cuda_path: the kernel folder
 
 local function lastError() return ffi.string(C.lt_errmsg()) end
-
-local function readAll(path)
-   local f, err = io.open(path, 'rb')
-   if not f then error('cutorch.kernels: cannot read ' .. tostring(err), 3) end
-   local text = f:read('*a')
-   f:close()
-   return text
-end
 
 local function namesIn(dir, suffix)
    local names = {}
@@ -45,60 +37,23 @@ end
 -- The kernel files, sorted: {'copy.cu', ...}.
 function kernels.files() return namesIn(kernels.dir(), '.cu') end
 
--- The in-memory headers: names and texts, in one order.
-function kernels.headers()
-   local names, texts = {}, {}
-   for _, name in ipairs(namesIn(kernels.dir(), '.cuh')) do
-      names[#names + 1] = name
-      texts[#texts + 1] = readAll(kernels.dir() .. '/' .. name)
-   end
-   return names, texts
-end
-
--- NVRTC's options for every kernel file: C++17, CUDA's headers, no fast-math
--- (the kernels are checked against the CPU ones).
-function kernels.options()
-   local dirs = ffi.string(C.lt_cuda_path(INCLUDE_DIRS))
-   if dirs == '' then
-      error("cutorch.kernels: CUDA's headers (cuda_fp16.h) are not found: pip install 'luatorch[cuda]' " ..
-            "(they come with nvidia-cuda-runtime)", 2)
-   end
-   local opts = {'-std=c++17', '-DLT_CUDA_NVRTC=1'}
-   for dir in dirs:gmatch('[^:]+') do opts[#opts + 1] = '-I' .. dir end
-   return opts
-end
-
 -- The architecture name of a compute capability: 9, 0 -> 'sm_90'.
 function kernels.arch(major, minor) return string.format('sm_%d%d', major, minor) end
 
-local function cstrings(list)
-   return ffi.new('const char *[?]', math.max(#list, 1), list), #list
-end
-
--- Compile one kernel file for arch. opt.cache: false for no cache, or a
--- folder (default: the registered one, where '' means none).
+-- Compile one kernel file for arch, as the GPU launcher does (one
+-- implementation: lt_cuda_kernel_image in native/src/cuda_device.c: the
+-- .cuh headers in memory, C++17, CUDA's headers, no fast-math). opt.cache: false for no cache, or a folder
+-- (default: the registered one, where '' means none).
 -- Returns the image (a Lua string), whether it came from the cache, seconds.
 function kernels.compile(file, arch, opt)
    opt = opt or {}
-   local source = readAll(kernels.dir() .. '/' .. file)
-   local names, texts = kernels.headers()
-   local options = kernels.options()
-   local cname, nh = cstrings(names)
-   local ctext = cstrings(texts)
-   local copts, no = cstrings(options)
-   local image, len, log = ffi.new('char *[1]'), ffi.new('int64_t[1]'), ffi.new('char *[1]')
-   local fromCache = ffi.new('int[1]')
    local cache = opt.cache
-   if cache == nil then cache = ffi.string(C.lt_cuda_path(CACHE_DIR)) end
+   if cache == false then cache = '' end
+   local image, len, fromCache = ffi.new('char *[1]'), ffi.new('int64_t[1]'), ffi.new('int[1]')
    local t0 = torch.Timer and torch.Timer() or nil
-   local rc
-   if cache and cache ~= '' then
-      rc = C.lt_cuda_compile_cached(source, file, arch, nh, ctext, cname, no, copts, cache, image, len, fromCache, log)
-   else
-      rc = C.lt_cuda_compile(source, file, arch, nh, ctext, cname, no, copts, image, len, log)
+   if C.lt_cuda_kernel_image(file, arch, cache, image, len, fromCache) ~= 0 then
+      error('cutorch.kernels: ' .. lastError(), 2)
    end
-   if log[0] ~= nil then C.lt_cuda_free(log[0]) end
-   if rc ~= 0 then error('cutorch.kernels: ' .. lastError(), 2) end
    local out = ffi.string(image[0], len[0])
    C.lt_cuda_free(image[0])
    return out, fromCache[0] == 1, t0 and t0:time().real or 0

@@ -64,6 +64,12 @@ typedef struct lt_cuda_device_props {
  * lt_cuda_library_info(LT_CUDA_DRIVER)). Devices are numbered from 0 here, from 1 in cutorch. */
 int lt_cuda_device_count(int *count);
 int lt_cuda_device_properties(int device, lt_cuda_device_props *props);
+/* Make device's primary context current on this thread (retained on first use). */
+int lt_cuda_set_device(int device);
+/* A function of one of the libraries (loaded if need be): NULL and lt_errmsg when it is not there. */
+void *lt_cuda_symbol(int which, const char *name);
+/* The driver's name for a CUresult. */
+const char *lt_cuda_error_text(int code);
 /* Free and total memory of a device (its primary context made current on this thread). */
 int lt_cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes);
 

@@ -88,3 +88,19 @@ int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
                              lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset);
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                               const lt_tensor *grad_output, const lt_tensor *noise);
+
+/* ---- on a GPU (native/src/cuda_device.c): NULL / -1 with the reason where there is none ---- */
+
+/* The caching allocator's backend over the CUDA driver: cuMemAlloc/cuMemFree and timing-free events, each
+ * call with its device's primary context current. One for the process. */
+lt_cuda_backend *lt_cuda_device_backend(void);
+/* The CUBIN (or PTX for "compute_XX") of native/cuda/<file>.cu ("copy" or "copy.cu") for arch, as the launcher,
+ * cutorch.kernels and `luatorch cuda compile` all compile it: the .cuh headers of the folder in memory, sorted by
+ * name; -std=c++17 -DLT_CUDA_NVRTC=1 and the registered include folders; through cache_dir (NULL: the
+ * registered cache folder; "": no cache). Free *image with lt_cuda_free. Needs NVRTC, not a GPU. */
+int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_dir, char **image, int64_t *len,
+                         int *from_cache);
+/* ops for device (0-based) over alloc: kernels compiled for the device's compute capability on first use
+ * (through the kernel cache) and started with cuLaunchKernel; 256 threads a block, 8 blocks per
+ * multiprocessor at most for the grid-stride kernels. */
+int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc);

@@ -343,14 +343,37 @@ int lt_cuda_device_properties(int device, lt_cuda_device_props *p) {
   return 0;
 }
 
-int lt_cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
+/* The primary contexts retained so far, one per device (retained once, kept for the process). */
+enum { MAX_DEVICES = 64 };
+static void *primary_ctx[MAX_DEVICES];
+
+int lt_cuda_set_device(int device) {
   int dev;
   if (device_handle(device, &dev)) return -1;
-  void *ctx = NULL;
-  int rc = cu.primary_ctx_retain(&ctx, dev);
+  if (device >= MAX_DEVICES) return lt_fail("cuda: device %d: this build handles %d devices", device, MAX_DEVICES);
+  pthread_mutex_lock(&lock);
+  void *ctx = primary_ctx[device];
+  int rc = 0;
+  if (!ctx && (rc = cu.primary_ctx_retain(&ctx, dev)) == 0) primary_ctx[device] = ctx;
+  pthread_mutex_unlock(&lock);
   if (rc == 0) rc = cu.ctx_set_current(ctx);
+  if (rc != 0) return lt_fail("cuda: device %d's context: %s", device, cu_error(rc));
+  return 0;
+}
+
+void *lt_cuda_symbol(int which, const char *name) {
+  if (check_which(which) || lt_cuda_require(which)) return NULL;
+  void *f = dlsym(libs[which].handle, name);
+  if (!f) lt_fail("%s has no %s", lib_title[which], name);
+  return f;
+}
+
+const char *lt_cuda_error_text(int code) { return cu_error(code); }
+
+int lt_cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
+  if (lt_cuda_set_device(device)) return -1;
   size_t f = 0, t = 0;
-  if (rc == 0) rc = cu.mem_get_info(&f, &t);
+  int rc = cu.mem_get_info(&f, &t);
   if (rc != 0) return lt_fail("cuda: the memory of device %d: %s", device, cu_error(rc));
   *free_bytes = (int64_t)f;
   *total_bytes = (int64_t)t;

@@ -1,0 +1,351 @@
+/* The GPU side of cutorch's device path: the caching allocator's backend over the CUDA driver
+ * (cuMemAlloc, events), and lt_cuops's launcher: each native/cuda file compiled by NVRTC for the device's
+ * compute capability through the kernel cache (the very inputs `luatorch cuda compile` and
+ * cutorch.kernels use, so a pre-compiled cache serves here), loaded with cuModuleLoadData, its kernels
+ * found once with cuModuleGetFunction and started with cuLaunchKernel. Driver functions are looked up in
+ * the dlopen'ed libcuda (cuda_lib.c) on first use; without a driver every entry fails with its reason. */
+#include <dirent.h>
+#include <pthread.h>
+
+#include "lt_internal.h"
+
+enum { CU_OK = 0, CU_OUT_OF_MEMORY = 2, CU_NOT_READY = 600, CU_EVENT_DISABLE_TIMING = 2,
+       CU_ATTR_MULTIPROCESSORS = 16, CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
+
+typedef unsigned long long cu_ptr;   /* CUdeviceptr */
+
+static struct {
+  int (*mem_alloc)(cu_ptr *, size_t);
+  int (*mem_free)(cu_ptr);
+  int (*event_create)(void **, unsigned);
+  int (*event_record)(void *, void *);
+  int (*event_query)(void *);
+  int (*event_destroy)(void *);
+  int (*stream_sync)(void *);
+  int (*dtoh_async)(void *, cu_ptr, size_t, void *);
+  int (*htod_async)(cu_ptr, const void *, size_t, void *);
+  int (*module_load)(void **, const void *);
+  int (*module_function)(void **, void *, const char *);
+  int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
+                void **);
+  int (*device_get)(int *, int);
+  int (*device_attribute)(int *, int, int);
+} drv;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int resolved;   /* 1 once every driver function above was found */
+
+static int resolve(void) {
+  static const struct { void **slot; const char *name; } syms[] = {
+    {(void **)&drv.mem_alloc, "cuMemAlloc_v2"}, {(void **)&drv.mem_free, "cuMemFree_v2"},
+    {(void **)&drv.event_create, "cuEventCreate"}, {(void **)&drv.event_record, "cuEventRecord"},
+    {(void **)&drv.event_query, "cuEventQuery"}, {(void **)&drv.event_destroy, "cuEventDestroy_v2"},
+    {(void **)&drv.stream_sync, "cuStreamSynchronize"}, {(void **)&drv.dtoh_async, "cuMemcpyDtoHAsync_v2"},
+    {(void **)&drv.htod_async, "cuMemcpyHtoDAsync_v2"}, {(void **)&drv.module_load, "cuModuleLoadData"},
+    {(void **)&drv.module_function, "cuModuleGetFunction"}, {(void **)&drv.launch, "cuLaunchKernel"},
+    {(void **)&drv.device_get, "cuDeviceGet"}, {(void **)&drv.device_attribute, "cuDeviceGetAttribute"}};
+  int count = 0;
+  if (lt_cuda_device_count(&count) || count == 0)
+    return lt_fail("cuda: no CUDA device: %s", lt_cuda_library_info(LT_CUDA_DRIVER));
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  for (size_t i = 0; !resolved && i < sizeof syms / sizeof syms[0]; i++)
+    if (!(*syms[i].slot = lt_cuda_symbol(LT_CUDA_DRIVER, syms[i].name))) rc = -1;
+  if (rc == 0) resolved = 1;
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+static int failed(const char *what, int device, int code) {
+  return lt_fail("cuda: %s on device %d: %s (%d)", what, device, lt_cuda_error_text(code), code);
+}
+
+/* ---------------------------------------------------------------- the allocator's backend */
+
+/* Events and streams do not name their device; the allocator calls with the device's mutex held, on a
+ * thread whose current context may be another device's, so each call sets its own. */
+typedef struct { void *event; int device; } cu_event;
+
+static int be_malloc(void *ctx, int device, int64_t size, void **ptr) {
+  (void)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  cu_ptr p = 0;
+  int rc = drv.mem_alloc(&p, (size_t)size);
+  if (rc == CU_OUT_OF_MEMORY) return LT_CUDA_BACKEND_OOM;
+  if (rc != CU_OK) return failed("cuMemAlloc", device, rc);
+  *ptr = (void *)(uintptr_t)p;
+  return 0;
+}
+
+static int be_free(void *ctx, int device, void *ptr) {
+  (void)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  int rc = drv.mem_free((cu_ptr)(uintptr_t)ptr);
+  return rc == CU_OK ? 0 : failed("cuMemFree", device, rc);
+}
+
+static int be_event_create(void *ctx, int device, void **event) {
+  (void)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  cu_event *e = malloc(sizeof *e);
+  if (!e) return lt_fail("cuda: out of host memory for an event");
+  e->device = device;
+  int rc = drv.event_create(&e->event, CU_EVENT_DISABLE_TIMING);
+  if (rc != CU_OK) {
+    free(e);
+    return failed("cuEventCreate", device, rc);
+  }
+  *event = e;
+  return 0;
+}
+
+static int be_event_record(void *ctx, void *event, void *stream) {
+  (void)ctx;
+  cu_event *e = event;
+  if (lt_cuda_set_device(e->device)) return -1;
+  int rc = drv.event_record(e->event, stream);
+  return rc == CU_OK ? 0 : failed("cuEventRecord", e->device, rc);
+}
+
+static int be_event_query(void *ctx, void *event) {
+  (void)ctx;
+  cu_event *e = event;
+  int rc = drv.event_query(e->event);
+  if (rc == CU_OK) return LT_CUDA_EVENT_DONE;
+  if (rc == CU_NOT_READY) return LT_CUDA_EVENT_PENDING;
+  return failed("cuEventQuery", e->device, rc);
+}
+
+static void be_event_destroy(void *ctx, void *event) {
+  (void)ctx;
+  cu_event *e = event;
+  if (e) drv.event_destroy(e->event);
+  free(e);
+}
+
+lt_cuda_backend *lt_cuda_device_backend(void) {
+  static lt_cuda_backend b;
+  if (resolve()) return NULL;
+  int n = 0;
+  lt_cuda_device_count(&n);
+  pthread_mutex_lock(&lock);
+  if (!b.name) {
+    b.ctx = NULL, b.ndevices = n;
+    b.dev_malloc = be_malloc, b.dev_free = be_free;
+    b.event_create = be_event_create, b.event_record = be_event_record;
+    b.event_query = be_event_query, b.event_destroy = be_event_destroy;
+    b.name = "cuda";
+  }
+  pthread_mutex_unlock(&lock);
+  return &b;
+}
+
+/* ---------------------------------------------------------------- kernels: modules and functions */
+
+enum { MAX_DEVICES = 64, MAX_FILES = 32, FUNCTION_SLOTS = 4096 };
+
+typedef struct {
+  int ready;             /* arch and multiprocessors read */
+  char arch[16];         /* "sm_90" */
+  int multiprocessors;
+  struct { char file[32]; void *module; } modules[MAX_FILES];
+  int nmodules;
+} device_state;
+
+static device_state devices[MAX_DEVICES];
+
+/* (device, kernel name) -> CUfunction, open addressing; entries are never removed. */
+static struct { int device; char name[64]; void *function; } functions[FUNCTION_SLOTS];
+static int nfunctions;
+
+static uint64_t fnv1a(const char *s, int device) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)device;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int read_text(const char *path, char **out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return lt_fail("cuda: cannot read the kernel source %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    fclose(f);
+    return lt_fail("cuda: cannot read the kernel source %s", path);
+  }
+  buf[n] = 0;
+  fclose(f);
+  *out = buf;
+  return 0;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_dir, char **image, int64_t *len,
+                         int *from_cache) {
+  const char *dir = lt_cuda_path(LT_CUDA_KERNEL_DIR), *incs = lt_cuda_path(LT_CUDA_INCLUDE_DIRS);
+  if (!*dir) return lt_fail("cuda: the kernel sources (native/cuda) are not found: reinstall luatorch");
+  if (!*incs)
+    return lt_fail("cuda: CUDA's headers (cuda_fp16.h) are not found: pip install 'luatorch[cuda]'");
+  char path[4096], name[64];
+  size_t flen = strlen(file);
+  int has_suffix = flen > 3 && !strcmp(file + flen - 3, ".cu");
+  snprintf(name, sizeof name, "%.*s.cu", (int)(has_suffix ? flen - 3 : flen), file);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  char *source = NULL, *names[16], *texts[16], *opts[18], incbuf[4096], *log = NULL;
+  int nheaders = 0, nopts = 0, rc = -1;
+  if (read_text(path, &source)) return -1;
+  DIR *d = opendir(dir);
+  struct dirent *ent;
+  while (d && (ent = readdir(d)) && nheaders < 16) {
+    size_t len = strlen(ent->d_name);
+    if (len > 4 && !strcmp(ent->d_name + len - 4, ".cuh")) names[nheaders++] = strdup(ent->d_name);
+  }
+  if (d) closedir(d);
+  qsort(names, (size_t)nheaders, sizeof names[0], by_name);
+  for (int i = 0; i < nheaders; i++) texts[i] = NULL;
+  for (int i = 0; i < nheaders; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if (read_text(path, &texts[i])) goto done;
+  }
+  opts[nopts++] = "-std=c++17";
+  opts[nopts++] = "-DLT_CUDA_NVRTC=1";
+  snprintf(incbuf, sizeof incbuf, "%s", incs);
+  char *optbufs[16];
+  int nbufs = 0;
+  for (char *save = NULL, *tok = strtok_r(incbuf, ":", &save); tok && nbufs < 16; tok = strtok_r(NULL, ":", &save)) {
+    size_t n = strlen(tok) + 3;
+    optbufs[nbufs] = malloc(n);
+    if (!optbufs[nbufs]) break;
+    snprintf(optbufs[nbufs], n, "-I%s", tok);
+    opts[nopts++] = optbufs[nbufs++];
+  }
+  const char *cache = cache_dir ? cache_dir : lt_cuda_path(LT_CUDA_CACHE_DIR);
+  *from_cache = 0;
+  rc = *cache ? lt_cuda_compile_cached(source, name, arch, nheaders, (const char *const *)texts,
+                                       (const char *const *)names, nopts, (const char *const *)opts, cache, image,
+                                       len, from_cache, &log)
+              : lt_cuda_compile(source, name, arch, nheaders, (const char *const *)texts, (const char *const *)names,
+                                nopts, (const char *const *)opts, image, len, &log);
+  lt_cuda_free(log);
+  for (int i = 0; i < nbufs; i++) free(optbufs[i]);
+done:
+  for (int i = 0; i < nheaders; i++) free(names[i]), free(texts[i]);
+  free(source);
+  return rc;
+}
+
+static int device_ready(int device) {
+  if (device < 0 || device >= MAX_DEVICES) return lt_fail("cuda: device %d is out of range", device);
+  device_state *s = &devices[device];
+  if (s->ready) return 0;
+  int dev, major = 0, minor = 0, sms = 0, rc = drv.device_get(&dev, device);
+  if (rc == CU_OK) rc = drv.device_attribute(&major, CU_ATTR_CC_MAJOR, dev);
+  if (rc == CU_OK) rc = drv.device_attribute(&minor, CU_ATTR_CC_MINOR, dev);
+  if (rc == CU_OK) rc = drv.device_attribute(&sms, CU_ATTR_MULTIPROCESSORS, dev);
+  if (rc != CU_OK) return failed("the device's attributes", device, rc);
+  snprintf(s->arch, sizeof s->arch, "sm_%d%d", major, minor);
+  s->multiprocessors = sms;
+  s->ready = 1;
+  return 0;
+}
+
+/* The function `kernel` of file on device: compiled, loaded and looked up on first use. Under the lock. */
+static int find_function(int device, const char *file, const char *kernel, void **function) {
+  uint64_t h = fnv1a(kernel, device);
+  for (uint64_t i = 0; i < FUNCTION_SLOTS; i++) {
+    size_t slot = (size_t)((h + i) % FUNCTION_SLOTS);
+    if (!functions[slot].function) break;
+    if (functions[slot].device == device && !strcmp(functions[slot].name, kernel)) {
+      *function = functions[slot].function;
+      return 0;
+    }
+  }
+  if (strlen(kernel) >= sizeof functions[0].name || strlen(file) >= sizeof devices[0].modules[0].file)
+    return lt_fail("cuda: the kernel name %s is too long", kernel);
+  if (nfunctions >= FUNCTION_SLOTS / 2) return lt_fail("cuda: more than %d kernels loaded", FUNCTION_SLOTS / 2);
+  device_state *s = &devices[device];
+  void *module = NULL;
+  for (int i = 0; i < s->nmodules && !module; i++)
+    if (!strcmp(s->modules[i].file, file)) module = s->modules[i].module;
+  if (!module) {
+    if (s->nmodules == MAX_FILES) return lt_fail("cuda: more than %d kernel files", MAX_FILES);
+    char *image = NULL;
+    int64_t len = 0;
+    int cached = 0;
+    if (lt_cuda_kernel_image(file, s->arch, NULL, &image, &len, &cached)) return -1;
+    int rc = drv.module_load(&module, image);
+    lt_cuda_free(image);
+    if (rc != CU_OK) return failed("cuModuleLoadData", device, rc);
+    snprintf(s->modules[s->nmodules].file, sizeof s->modules[0].file, "%s", file);
+    s->modules[s->nmodules++].module = module;
+  }
+  void *f = NULL;
+  int rc = drv.module_function(&f, module, kernel);
+  if (rc != CU_OK) return lt_fail("cuda: %s.cu has no kernel %s: %s", file, kernel, lt_cuda_error_text(rc));
+  for (uint64_t i = 0;; i++) {
+    size_t slot = (size_t)((h + i) % FUNCTION_SLOTS);
+    if (!functions[slot].function) {
+      functions[slot].device = device;
+      snprintf(functions[slot].name, sizeof functions[slot].name, "%s", kernel);
+      functions[slot].function = f;
+      nfunctions++;
+      break;
+    }
+  }
+  *function = f;
+  return 0;
+}
+
+static int cu_launch(void *ctx, const char *file, const char *kernel, const char *sig, unsigned grid,
+                     unsigned block, void *stream, void **params) {
+  (void)sig;
+  int device = (int)(intptr_t)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  void *f = NULL;
+  pthread_mutex_lock(&lock);
+  int rc = find_function(device, file, kernel, &f);
+  pthread_mutex_unlock(&lock);
+  if (rc) return -1;
+  rc = drv.launch(f, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
+  if (rc != CU_OK) return lt_fail("cuda: launching %s (%u x %u threads) on device %d: %s (%d)", kernel, grid, block,
+                                  device, lt_cuda_error_text(rc), rc);
+  return 0;
+}
+
+static int cu_to_host(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
+  int device = (int)(intptr_t)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  int rc = drv.dtoh_async(dst, (cu_ptr)(uintptr_t)src, (size_t)bytes, stream);
+  if (rc == CU_OK) rc = drv.stream_sync(stream);
+  return rc == CU_OK ? 0 : failed("a copy to the host", device, rc);
+}
+
+static int cu_to_device(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
+  int device = (int)(intptr_t)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  int rc = drv.htod_async((cu_ptr)(uintptr_t)dst, src, (size_t)bytes, stream);
+  if (rc == CU_OK) rc = drv.stream_sync(stream);   /* src is the caller's again when this returns */
+  return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
+}
+
+int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc) {
+  if (resolve()) return -1;
+  if (!alloc) return lt_fail("cuda: lt_cuda_ops_init needs an allocator");
+  pthread_mutex_lock(&lock);
+  int rc = device_ready(device);
+  int sms = devices[device < 0 || device >= MAX_DEVICES ? 0 : device].multiprocessors;
+  pthread_mutex_unlock(&lock);
+  if (rc) return -1;
+  memset(ops, 0, sizeof *ops);
+  ops->launch = cu_launch, ops->to_host = cu_to_host, ops->to_device = cu_to_device;
+  ops->ctx = (void *)(intptr_t)device;
+  ops->alloc = alloc;
+  ops->device = device;
+  ops->threads_per_block = 256;
+  ops->max_blocks = 8 * (sms > 0 ? sms : 1);   /* 8 blocks of 256 threads fill a multiprocessor */
+  return 0;
+}
