@@ -89,6 +89,8 @@ def test_format_vector_for_storages(shared_rt):
     assert shared_rt.execute("return torch._formatVector(torch.Tensor({1, 2}))") == " 1\n 2"
     s = shared_rt.execute("return tostring(torch.FloatStorage({0.5, 1}))")
     assert s.startswith(" 0.5000\n 1.0000\n[torch.FloatStorage of size 2]")
+    # the printer is a method too, as on Torch7's classes
+    assert shared_rt.execute("return torch.LongStorage({7, 3}):__tostring__()") == " 7\n 3\n[torch.LongStorage of size 2]\n"
 
 
 def test_timer(shared_rt):

@@ -218,6 +218,8 @@ for _, ty in ipairs(storageTypes) do
       lines[#lines + 1] = string.format('[%s of size %d]', name, n)
       return table.concat(lines, '\n') .. '\n'
    end
+   -- Torch7's classes expose their printer as a method too: s:__tostring__()
+   mt.__tostring__ = ffimt.__tostring
 end
 
 -- Torch7 exposes the same constructors under the default-type alias
