@@ -1,0 +1,209 @@
+/* An emulated libcuda.so.1 for tests on machines without a GPU: the part of the CUDA driver API that
+ * native/src/cuda_lib.c and cuda_device.c call, over host memory, with kernels run by the SIMT emulator
+ * (tests/cuda_host/simt.h). It lets the GPU side of the device path run end to end on a CPU: the real
+ * CUBIN that NVRTC compiled is "loaded" (its ELF is read for the kernels it holds, so a kernel NVRTC did
+ * not put there is not found), and cuLaunchKernel hands the same params array to the emulated kernel of
+ * that name, from the libraries named in LT_EMULATED_CUDA_KERNELS (paths, ':'-separated).
+ *
+ * One device, compute capability 8.0, 2 multiprocessors, 1 GiB; launches, copies and events complete at
+ * once (every stream is synchronous). CUresult values as CUDA's: 0 success, 1 invalid value, 2 out of
+ * memory, 101 invalid device, 200 invalid image, 500 not found, 719 launch failed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, INVALID_IMAGE = 200, NOT_FOUND = 500,
+       LAUNCH_FAILED = 719 };
+static const long long MEMORY = 1ll << 30;
+static long long in_use;
+
+typedef int (*simt_launch_fn)(const char *, const char *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              void **, char *, int);
+typedef int (*simt_count_fn)(void);
+typedef const char *(*simt_info_fn)(int, int);
+
+static struct { void *handle; simt_launch_fn launch; simt_count_fn count; simt_info_fn info; } libs[16];
+static int nlibs = -1;
+
+static void load_kernels(void) {
+  if (nlibs >= 0) return;
+  nlibs = 0;
+  const char *list = getenv("LT_EMULATED_CUDA_KERNELS");
+  char buf[8192];
+  snprintf(buf, sizeof buf, "%s", list ? list : "");
+  for (char *save = NULL, *p = strtok_r(buf, ":", &save); p && nlibs < 16; p = strtok_r(NULL, ":", &save)) {
+    void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      fprintf(stderr, "emulated driver: %s\n", dlerror());
+      continue;
+    }
+    libs[nlibs].handle = h;
+    libs[nlibs].launch = (simt_launch_fn)dlsym(h, "simt_launch");
+    libs[nlibs].count = (simt_count_fn)dlsym(h, "simt_kernel_count");
+    libs[nlibs].info = (simt_info_fn)dlsym(h, "simt_kernel_info");
+    if (libs[nlibs].launch && libs[nlibs].count && libs[nlibs].info) nlibs++;
+  }
+}
+
+EXPORT int cuInit(unsigned flags) { return flags ? INVALID_VALUE : OK; }
+EXPORT int cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+EXPORT int cuDeviceGetCount(int *n) { *n = 1; return OK; }
+EXPORT int cuDeviceGet(int *dev, int ordinal) {
+  if (ordinal != 0) return INVALID_DEVICE;
+  *dev = 0;
+  return OK;
+}
+EXPORT int cuDeviceGetName(char *name, int len, int dev) {
+  if (dev != 0) return INVALID_DEVICE;
+  snprintf(name, (size_t)len, "luatorch emulated device (SIMT on the CPU)");
+  return OK;
+}
+EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+  if (dev != 0) return INVALID_DEVICE;
+  *bytes = (size_t)MEMORY;
+  return OK;
+}
+EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev) {
+  if (dev != 0) return INVALID_DEVICE;
+  switch (attr) {
+    case 1: *v = 1024; break;       /* max threads per block */
+    case 8: *v = 49152; break;      /* shared memory per block */
+    case 10: *v = 32; break;        /* warp size */
+    case 16: *v = 2; break;         /* multiprocessors */
+    case 75: *v = 8; break;         /* compute capability 8.0 */
+    case 76: *v = 0; break;
+    default: *v = 0; break;
+  }
+  return OK;
+}
+EXPORT int cuGetErrorString(int rc, const char **s) {
+  switch (rc) {
+    case OK: *s = "no error"; break;
+    case INVALID_VALUE: *s = "invalid argument"; break;
+    case OUT_OF_MEMORY: *s = "out of memory"; break;
+    case INVALID_DEVICE: *s = "invalid device ordinal"; break;
+    case INVALID_IMAGE: *s = "device kernel image is invalid"; break;
+    case NOT_FOUND: *s = "named symbol not found"; break;
+    case LAUNCH_FAILED: *s = "unspecified launch failure"; break;
+    default: *s = NULL; return INVALID_VALUE;
+  }
+  return OK;
+}
+EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  if (dev != 0) return INVALID_DEVICE;
+  *ctx = (void *)&in_use;
+  return OK;
+}
+EXPORT int cuCtxSetCurrent(void *ctx) { return ctx == (void *)&in_use ? OK : INVALID_VALUE; }
+EXPORT int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  *free_bytes = (size_t)(MEMORY - __atomic_load_n(&in_use, __ATOMIC_RELAXED));
+  *total = (size_t)MEMORY;
+  return OK;
+}
+
+/* Device memory: host memory with its size just before it (for the accounting). */
+EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
+  if (n == 0) return INVALID_VALUE;
+  if (__atomic_add_fetch(&in_use, (long long)n, __ATOMIC_RELAXED) > MEMORY) {
+    __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+    return OUT_OF_MEMORY;
+  }
+  char *m = aligned_alloc(512, 512 + (n + 511) / 512 * 512);
+  if (!m) return OUT_OF_MEMORY;
+  memcpy(m, &n, sizeof n);
+  *p = (unsigned long long)(uintptr_t)(m + 512);
+  return OK;
+}
+EXPORT int cuMemFree_v2(unsigned long long p) {
+  if (!p) return OK;
+  char *m = (char *)(uintptr_t)p - 512;
+  size_t n;
+  memcpy(&n, m, sizeof n);
+  __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+  free(m);
+  return OK;
+}
+
+EXPORT int cuEventCreate(void **e, unsigned flags) {
+  (void)flags;
+  *e = malloc(1);
+  return *e ? OK : OUT_OF_MEMORY;
+}
+EXPORT int cuEventRecord(void *e, void *stream) { (void)stream; return e ? OK : INVALID_VALUE; }
+EXPORT int cuEventQuery(void *e) { return e ? OK : INVALID_VALUE; }   /* all work is done on return */
+EXPORT int cuEventDestroy_v2(void *e) { free(e); return OK; }
+EXPORT int cuStreamSynchronize(void *stream) { (void)stream; return OK; }
+EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *stream) {
+  (void)stream;
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *stream) {
+  (void)stream;
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return OK;
+}
+
+/* A module: the kernel names of its CUBIN (each __global__ function is an ELF section .text.NAME). */
+typedef struct { int n; char **names; } module;
+
+static uint64_t le(const unsigned char *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+EXPORT int cuModuleLoadData(void **out, const void *image) {
+  const unsigned char *e = image;
+  if (!e || memcmp(e, "\177ELF", 4) || e[4] != 2) return INVALID_IMAGE;
+  uint64_t shoff = le(e + 0x28, 8), entsize = le(e + 0x3A, 2), shnum = le(e + 0x3C, 2), strndx = le(e + 0x3E, 2);
+  uint64_t strings = le(e + shoff + strndx * entsize + 0x18, 8);
+  module *m = calloc(1, sizeof *m);
+  m->names = calloc(shnum, sizeof *m->names);
+  for (uint64_t i = 0; i < shnum; i++) {
+    const char *name = (const char *)e + strings + le(e + shoff + i * entsize, 4);
+    if (!strncmp(name, ".text.", 6)) m->names[m->n++] = strdup(name + 6);
+  }
+  *out = m;
+  return OK;
+}
+
+typedef struct { char name[128]; simt_launch_fn launch; } function;
+
+EXPORT int cuModuleGetFunction(void **out, void *mod, const char *name) {
+  module *m = mod;
+  int in_image = 0;
+  for (int i = 0; i < m->n && !in_image; i++) in_image = !strcmp(m->names[i], name);
+  if (!in_image) return NOT_FOUND;
+  load_kernels();
+  for (int l = 0; l < nlibs; l++)
+    for (int k = 0, n = libs[l].count(); k < n; k++)
+      if (!strcmp(libs[l].info(k, 0), name)) {
+        function *f = calloc(1, sizeof *f);
+        snprintf(f->name, sizeof f->name, "%s", name);
+        f->launch = libs[l].launch;
+        *out = f;
+        return OK;
+      }
+  fprintf(stderr, "emulated driver: %s is in the CUBIN but in none of LT_EMULATED_CUDA_KERNELS\n", name);
+  return NOT_FOUND;
+}
+
+EXPORT int cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shared, void *stream, void **params, void **extra) {
+  (void)stream;
+  function *f = fp;
+  if (shared || extra) return INVALID_VALUE;   /* the kernels use neither */
+  char err[512] = "";
+  int rc = f->launch(f->name, NULL, gx, gy, gz, bx, by, bz, params, err, (int)sizeof err);
+  if (rc) {
+    fprintf(stderr, "emulated driver: %s: %s\n", f->name, err);
+    return LAUNCH_FAILED;
+  }
+  return OK;
+}
