@@ -79,7 +79,11 @@ def cubin_kernels(image):
 
 
 def run_python(code, **env):
-    full = dict(os.environ, **env)
+    """code in a fresh interpreter that can import this folder's modules (from any working directory, and
+    with luatorch installed rather than in the source tree)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    full = dict(os.environ, PYTHONPATH=path, **env)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
 
 
@@ -215,7 +219,7 @@ def test_a_damaged_cache_file_is_compiled_again_and_replaced(tmp_path, damage):
 def test_an_unwritable_cache_still_compiles(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    out = run_python("from tests.test_cuda_nvrtc import compile_\n"
+    out = run_python("from test_cuda_nvrtc import compile_\n"
                      "for _ in range(2):\n"
                      "    rc, image, fc, _, err = compile_(cache=%r)\n"
                      "    print(rc, image[:4] == b'\\x7fELF', fc)" % str(blocker / "cache"))
