@@ -64,6 +64,8 @@ typedef struct lt_cuda_device_props {
  * lt_cuda_library_info(LT_CUDA_DRIVER)). Devices are numbered from 0 here, from 1 in cutorch. */
 int lt_cuda_device_count(int *count);
 int lt_cuda_device_properties(int device, lt_cuda_device_props *props);
+enum { LT_CUDA_MAX_DEVICES = 64 };   /* devices this build addresses */
+
 /* Make device's primary context current on this thread (retained on first use). */
 int lt_cuda_set_device(int device);
 /* A function of one of the libraries (loaded if need be): NULL and lt_errmsg when it is not there. */

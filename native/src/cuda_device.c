@@ -142,7 +142,7 @@ lt_cuda_backend *lt_cuda_device_backend(void) {
 
 /* ---------------------------------------------------------------- kernels: modules and functions */
 
-enum { MAX_DEVICES = 64, MAX_FILES = 32, FUNCTION_SLOTS = 4096 };
+enum { MAX_FILES = 32, FUNCTION_SLOTS = 4096 };
 
 typedef struct {
   int ready;             /* arch and multiprocessors read */
@@ -152,7 +152,7 @@ typedef struct {
   int nmodules;
 } device_state;
 
-static device_state devices[MAX_DEVICES];
+static device_state devices[LT_CUDA_MAX_DEVICES];
 
 /* (device, kernel name) -> CUfunction, open addressing; entries are never removed. */
 static struct { int device; char name[64]; void *function; } functions[FUNCTION_SLOTS];
@@ -162,24 +162,6 @@ static uint64_t fnv1a(const char *s, int device) {
   uint64_t h = 1469598103934665603ull ^ (uint64_t)device;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
-}
-
-static int read_text(const char *path, char **out) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return lt_fail("cuda: cannot read the kernel source %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    fclose(f);
-    return lt_fail("cuda: cannot read the kernel source %s", path);
-  }
-  buf[n] = 0;
-  fclose(f);
-  *out = buf;
-  return 0;
 }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -197,7 +179,8 @@ int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_d
   snprintf(path, sizeof path, "%s/%s", dir, name);
   char *source = NULL, *names[16], *texts[16], *opts[18], incbuf[4096], *log = NULL;
   int nheaders = 0, nopts = 0, rc = -1;
-  if (read_text(path, &source)) return -1;
+  int64_t bytes;
+  if (lt_read_whole_file(path, &source, &bytes)) return lt_fail("cuda: cannot read the kernel source %s", path);
   DIR *d = opendir(dir);
   struct dirent *ent;
   while (d && (ent = readdir(d)) && nheaders < 16) {
@@ -209,7 +192,10 @@ int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_d
   for (int i = 0; i < nheaders; i++) texts[i] = NULL;
   for (int i = 0; i < nheaders; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    if (read_text(path, &texts[i])) goto done;
+    if (lt_read_whole_file(path, &texts[i], &bytes)) {
+      lt_fail("cuda: cannot read the kernel header %s", path);
+      goto done;
+    }
   }
   opts[nopts++] = "-std=c++17";
   opts[nopts++] = "-DLT_CUDA_NVRTC=1";
@@ -239,7 +225,7 @@ done:
 }
 
 static int device_ready(int device) {
-  if (device < 0 || device >= MAX_DEVICES) return lt_fail("cuda: device %d is out of range", device);
+  if (device < 0 || device >= LT_CUDA_MAX_DEVICES) return lt_fail("cuda: device %d is out of range", device);
   device_state *s = &devices[device];
   if (s->ready) return 0;
   int dev, major = 0, minor = 0, sms = 0, rc = drv.device_get(&dev, device);
@@ -337,7 +323,7 @@ int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc) {
   if (!alloc) return lt_fail("cuda: lt_cuda_ops_init needs an allocator");
   pthread_mutex_lock(&lock);
   int rc = device_ready(device);
-  int sms = devices[device < 0 || device >= MAX_DEVICES ? 0 : device].multiprocessors;
+  int sms = devices[device < 0 || device >= LT_CUDA_MAX_DEVICES ? 0 : device].multiprocessors;
   pthread_mutex_unlock(&lock);
   if (rc) return -1;
   memset(ops, 0, sizeof *ops);

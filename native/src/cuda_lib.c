@@ -344,18 +344,23 @@ int lt_cuda_device_properties(int device, lt_cuda_device_props *p) {
 }
 
 /* The primary contexts retained so far, one per device (retained once, kept for the process). */
-enum { MAX_DEVICES = 64 };
-static void *primary_ctx[MAX_DEVICES];
+static void *primary_ctx[LT_CUDA_MAX_DEVICES];
 
 int lt_cuda_set_device(int device) {
-  int dev;
-  if (device_handle(device, &dev)) return -1;
-  if (device >= MAX_DEVICES) return lt_fail("cuda: device %d: this build handles %d devices", device, MAX_DEVICES);
-  pthread_mutex_lock(&lock);
-  void *ctx = primary_ctx[device];
+  /* every kernel launch comes here: once a device's context is retained, only make it current */
+  void *ctx = device >= 0 && device < LT_CUDA_MAX_DEVICES ? __atomic_load_n(&primary_ctx[device], __ATOMIC_ACQUIRE)
+                                                          : NULL;
   int rc = 0;
-  if (!ctx && (rc = cu.primary_ctx_retain(&ctx, dev)) == 0) primary_ctx[device] = ctx;
-  pthread_mutex_unlock(&lock);
+  if (!ctx) {
+    int dev;
+    if (device_handle(device, &dev)) return -1;
+    if (device >= LT_CUDA_MAX_DEVICES)
+      return lt_fail("cuda: device %d: this build handles %d devices", device, LT_CUDA_MAX_DEVICES);
+    pthread_mutex_lock(&lock);
+    ctx = primary_ctx[device];
+    if (!ctx && (rc = cu.primary_ctx_retain(&ctx, dev)) == 0) __atomic_store_n(&primary_ctx[device], ctx, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+  }
   if (rc == 0) rc = cu.ctx_set_current(ctx);
   if (rc != 0) return lt_fail("cuda: device %d's context: %s", device, cu_error(rc));
   return 0;
@@ -522,7 +527,7 @@ static int image_is_whole(const char *data, int64_t n, int kind) {
   return shoff <= (uint64_t)n && (uint64_t)shentsize * shnum <= (uint64_t)n - shoff;
 }
 
-static int read_file(const char *path, char **data, int64_t *len) {
+int lt_read_whole_file(const char *path, char **data, int64_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return -1;
   int rc = -1;
@@ -572,7 +577,7 @@ int lt_cuda_compile_cached(const char *source, const char *name, const char *arc
   int kind = arch_kind(arch);
   char *data = NULL;
   int64_t n = 0;
-  if (read_file(path, &data, &n) == 0) {
+  if (lt_read_whole_file(path, &data, &n) == 0) {
     if (image_is_whole(data, n, kind)) {
       *image = data;
       *len = n;

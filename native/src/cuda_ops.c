@@ -127,9 +127,8 @@ static const char *index_kind(const lt_cuops *ops, int64_t n, const int64_t *max
   return "i32";
 }
 
-static int launch(const lt_cuops *ops, void *stream, const char *file, const char *kernel, unsigned grid,
-                  unsigned block, args_t *a) {
-  return ops->launch(ops->ctx, file, kernel, a->sig, grid, block, stream, a->params);
+static int launch(const lt_cuops *ops, void *stream, const char *file, const char *kernel, unsigned grid, args_t *a) {
+  return ops->launch(ops->ctx, file, kernel, a->sig, grid, (unsigned)threads(ops), stream, a->params);
 }
 
 static const char *tname(int type) { return lt_type_name(lt_host_type(type)); }
@@ -144,6 +143,19 @@ static int same_count(const char *fn, const lt_tensor *a, const lt_tensor *b, co
 static int same_type(const char *fn, const lt_tensor *a, const lt_tensor *b, const char *what) {
   if (a->type == b->type) return 0;
   return lt_fail("%s: %s is a %s tensor, the output a %s one", fn, what, tname(b->type), tname(a->type));
+}
+
+/* The operations defined for the floating types only refuse the others with this. */
+static int check_float_input(const char *fn, const lt_tensor *t) {
+  if (is_float_type(lt_host_type(t->type))) return 0;
+  return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(t->type));
+}
+
+/* The index of op in a NULL-ended list of names, or -1. */
+static int name_index(const char *const *names, const char *op) {
+  for (int k = 0; op && names[k]; k++)
+    if (!strcmp(names[k], op)) return k;
+  return -1;
 }
 
 /* Scratch on the call's stream. */
@@ -171,7 +183,7 @@ int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_te
   add_tensor(&a, &d);
   add_tensor(&a, &s);
   add_count(&a, n);
-  return launch(ops, stream, "copy", kernel, grid, threads(ops), &a);
+  return launch(ops, stream, "copy", kernel, grid, &a);
 }
 
 int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value) {
@@ -189,7 +201,7 @@ int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value)
   add_tensor(&a, &d);
   add_count(&a, n);
   add_value(&a, lt_host_type(t->type), value);
-  return launch(ops, stream, "fill", kernel, grid, threads(ops), &a);
+  return launch(ops, stream, "fill", kernel, grid, &a);
 }
 
 /* ---------------------------------------------------------------- pointwise */
@@ -217,8 +229,7 @@ int lt_cuops_pointwise(const lt_cuops *ops, void *stream, const char *op, lt_ten
   snprintf(fn, sizeof fn, "cuda %s", p->name);
   if (check_ops(ops, fn)) return -1;
   const int host = lt_host_type(out->type);
-  if (!p->integers && !is_float_type(host))
-    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(out->type));
+  if (!p->integers && check_float_input(fn, out)) return -1;
   const lt_tensor *in[3] = {x, y, z};
   static const char *const names[3] = {"the first input", "the second input", "the third input"};
   lt_cu_tensor d[4];
@@ -240,7 +251,7 @@ int lt_cuops_pointwise(const lt_cuops *ops, void *stream, const char *op, lt_ten
   add_count(&args, n);
   if (p->scalars >= 1) add_value(&args, host, a);
   if (p->scalars >= 2) add_value(&args, host, b);
-  return launch(ops, stream, "pointwise", kernel, grid, threads(ops), &args);
+  return launch(ops, stream, "pointwise", kernel, grid, &args);
 }
 
 /* ---------------------------------------------------------------- reductions */
@@ -248,23 +259,19 @@ int lt_cuops_pointwise(const lt_cuops *ops, void *stream, const char *op, lt_ten
 int lt_cuops_reduce(const lt_cuops *ops, void *stream, const char *op, const lt_tensor *x, double p,
                     double *result) {
   static const char *const known[] = {"sum", "prod", "max", "min", "mean", "sumsq", "norm", NULL};
-  int k = 0;
-  while (known[k] && strcmp(known[k], op ? op : "")) k++;
-  if (!known[k]) return lt_fail("cuda reduce: no reduction '%s'", op ? op : "(null)");
+  if (name_index(known, op) < 0) return lt_fail("cuda reduce: no reduction '%s'", op ? op : "(null)");
   char fn[64];
   snprintf(fn, sizeof fn, "cuda %s", op);
   if (check_ops(ops, fn)) return -1;
   const int host = lt_host_type(x->type);
   const int mean = !strcmp(op, "mean"), norm = !strcmp(op, "norm");
-  if ((mean || norm || !strcmp(op, "sumsq")) && !is_float_type(host))
-    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(x->type));
+  if ((mean || norm || !strcmp(op, "sumsq")) && check_float_input(fn, x)) return -1;
   const char *kop = mean ? "sum" : op;
   lt_cu_tensor d;
   int64_t off, n = lt_tensor_nelement(x);
   if (lt_cuops_describe(x, &d, &off)) return -1;
   if (n == 0 && (mean || !strcmp(op, "max") || !strcmp(op, "min")))
     return lt_fail("%s: the tensor has no elements", fn);
-  const unsigned block = threads(ops);
   unsigned grid = grid_for(ops, n);
   void *buf = NULL;
   const int64_t ab = acc_bytes(host);
@@ -278,14 +285,14 @@ int lt_cuops_reduce(const lt_cuops *ops, void *stream, const char *op, const lt_
   if (norm) add_value(&a, host, p);
   add_raw(&a, &partial, "p");
   snprintf(kernel, sizeof kernel, "lt_reduce_%s_%s_%s", kop, tname(x->type), index_kind(ops, n, &off, 1, grid));
-  if (launch(ops, stream, "reduce", kernel, grid, block, &a)) goto done;
+  if (launch(ops, stream, "reduce", kernel, grid, &a)) goto done;
   args_t f = {0};
   add_raw(&f, &partial, "p");
   add_count(&f, grid);
   if (norm) add_value(&f, host, p);
   add_raw(&f, &res, "p");
   snprintf(kernel, sizeof kernel, "lt_reduce_finish_%s_%s", kop, tname(x->type));
-  if (launch(ops, stream, "reduce", kernel, 1, block, &f)) goto done;
+  if (launch(ops, stream, "reduce", kernel, 1, &f)) goto done;
   double host_res[1];
   if (ops->to_host(ops->ctx, host_res, res, ab, stream)) goto done;
   *result = acc_to_double(host, host_res);
@@ -298,15 +305,13 @@ done:
 int lt_cuops_reduce_dim(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, lt_tensor *ind,
                         const lt_tensor *x, int dim) {
   static const char *const known[] = {"sum", "prod", "mean", "max", "min", NULL};
-  int k = 0;
-  while (known[k] && strcmp(known[k], op ? op : "")) k++;
-  if (!known[k]) return lt_fail("cuda reduce along a dimension: no reduction '%s'", op ? op : "(null)");
+  const int k = name_index(known, op);
+  if (k < 0) return lt_fail("cuda reduce along a dimension: no reduction '%s'", op ? op : "(null)");
   char fn[64], buf1[256], buf2[256];
   snprintf(fn, sizeof fn, "cuda %s along a dimension", op);
   if (check_ops(ops, fn)) return -1;
-  const int host = lt_host_type(x->type), minmax = k >= 3;
-  if (!strcmp(op, "mean") && !is_float_type(host))
-    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(x->type));
+  const int minmax = k >= 3;
+  if (!strcmp(op, "mean") && check_float_input(fn, x)) return -1;
   if (dim < 0 || dim >= (x->ndim ? x->ndim : 1))
     return lt_fail("%s: dimension %d out of range of a %d-dimensional tensor", fn, dim + 1, x->ndim);
   if (same_type(fn, out, x, "the input")) return -1;
@@ -338,9 +343,8 @@ int lt_cuops_reduce_dim(const lt_cuops *ops, void *stream, const char *op, lt_te
   if (minmax && lt_cuops_describe(ind, &dind, &off[2])) return -1;
   const int64_t nslices = lt_tensor_nelement(out);
   if (nslices == 0) return 0;
-  const unsigned block = threads(ops);
   /* a block per slice when its elements are neighbours and many, else a thread per slice */
-  const int blk = x_stride == 1 && n >= block;
+  const int blk = x_stride == 1 && n >= threads(ops);
   unsigned grid = blk ? (unsigned)(nslices < block_cap(ops) ? nslices : block_cap(ops)) : grid_for(ops, nslices);
   const char *idx = index_kind(ops, nslices > n ? nslices : n, off, 2 + minmax, grid);
   char kernel[64];
@@ -352,7 +356,7 @@ int lt_cuops_reduce_dim(const lt_cuops *ops, void *stream, const char *op, lt_te
   add_count(&a, nslices);
   add_count(&a, n);
   add_count(&a, x_stride);
-  if (launch(ops, stream, "reduce_dim", kernel, grid, block, &a)) return -1;
+  if (launch(ops, stream, "reduce_dim", kernel, grid, &a)) return -1;
   if (!minmax) return 0;
   /* the kernels' indices are 0-based; Torch7's 1-based */
   return lt_cuops_pointwise(ops, stream, "adds", ind, ind, NULL, NULL, 1, 0);
@@ -402,11 +406,6 @@ static int lsm_geometry(const char *fn, const lt_tensor *t, int64_t *outer, int6
   }
 }
 
-static int check_float_input(const char *fn, const lt_tensor *t) {
-  if (is_float_type(lt_host_type(t->type))) return 0;
-  return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(t->type));
-}
-
 /* LogSoftMax's forward (dst = out, x = input) or backward (dst = gradInput, x = gradOutput, y = output): rows
  * of a 1-D or 2-D tensor a block each, the class dimension of a 3-D or 4-D one a thread per position. */
 static int logsoftmax(const lt_cuops *ops, void *stream, int backward, lt_tensor *dst, const lt_tensor *x,
@@ -437,7 +436,7 @@ static int logsoftmax(const lt_cuops *ops, void *stream, int backward, lt_tensor
   snprintf(kernel, sizeof kernel, "lt_logsoftmax_%s%s_%s", inner == 1 ? "" : "spatial_", backward ? "bwd" : "fwd",
            tname(shape->type));
   unsigned grid = inner == 1 ? (unsigned)(outer < block_cap(ops) ? outer : block_cap(ops)) : grid_for(ops, outer * inner);
-  int rc = launch(ops, stream, "logsoftmax", kernel, grid, threads(ops), &a);
+  int rc = launch(ops, stream, "logsoftmax", kernel, grid, &a);
   rc = scratch_free(ops, copy1, rc);
   return scratch_free(ops, copy2, rc);
 }
@@ -504,7 +503,7 @@ int lt_cuops_classnll_forward(const lt_cuops *ops, void *stream, const lt_tensor
   cnll_tail(&a, batch, classes, &sa, ignore_index);
   char kernel[64];
   snprintf(kernel, sizeof kernel, "lt_classnll_fwd_%s", tname(input->type));
-  if (launch(ops, stream, "classnll", kernel, 1, threads(ops), &a)) goto done;
+  if (launch(ops, stream, "classnll", kernel, 1, &a)) goto done;
   unsigned char host_res[24];
   if (ops->to_host(ops->ctx, host_res, res, 24, stream)) goto done;
   long long first_bad;
@@ -554,7 +553,7 @@ int lt_cuops_classnll_backward(const lt_cuops *ops, void *stream, lt_tensor *gra
   cnll_tail(&a, batch, classes, &sa, ignore_index);
   char kernel[64];
   snprintf(kernel, sizeof kernel, "lt_classnll_bwd_%s", tname(grad_input->type));
-  rc = launch(ops, stream, "classnll", kernel, grid_for(ops, batch * classes), threads(ops), &a);
+  rc = launch(ops, stream, "classnll", kernel, grid_for(ops, batch * classes), &a);
 done:
   rc = scratch_free(ops, c2, rc);
   rc = scratch_free(ops, c3, rc);
@@ -593,7 +592,7 @@ int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
   add_raw(&a, &iv1, "i");
   add_raw(&a, &s, "Q");
   add_raw(&a, &o, "Q");
-  return launch(ops, stream, "dropout", kernel, grid, threads(ops), &a);
+  return launch(ops, stream, "dropout", kernel, grid, &a);
 }
 
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
@@ -619,6 +618,6 @@ int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad
   add_tensor(&a, &d[1]);
   add_raw(&a, (void *)&pn, "p");
   add_count(&a, n);
-  int rc = launch(ops, stream, "dropout", kernel, grid, threads(ops), &a);
+  int rc = launch(ops, stream, "dropout", kernel, grid, &a);
   return scratch_free(ops, copy, rc);
 }

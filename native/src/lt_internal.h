@@ -31,6 +31,10 @@ typedef int (*lt_sgemm_provider)(char transA, char transB, int64_t m, int64_t n,
                                  int64_t ldc);
 void lt_blas_set_sgemm_provider(lt_sgemm_provider f);
 
+/* A whole file into a malloc'ed, NUL-terminated buffer (*len bytes before the NUL); -1, with no message,
+ * when it cannot be opened or read. */
+int lt_read_whole_file(const char *path, char **data, int64_t *len);
+
 /* Set the per-thread error message (printf style) and return -1. */
 int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
