@@ -32,6 +32,100 @@ ACC = {t: np.int64 for t in INTS}
 ACC.update({"Float": np.float32, "Double": np.float64, "Half": np.float32})
 
 
+CUDA_TYPE = {t: 8 + i for i, t in enumerate(TYPES)}   # LT_CUDA_BYTE .. LT_CUDA_HALF of lt_core.h
+
+
+def cuda_tensor(view, base, data):
+    """(lt_tensor *, lt_storage *) of the Cuda type of view's dtype, for native/src/cuda_ops.c: view's shape
+    and strides over base's elements, which lie at data (base's own memory, or a device copy of base).
+    Keep both alive while the tensor is used."""
+    from pytorch_bridge.native import ffi
+
+    item = view.itemsize
+    ty = CUDA_TYPE[{np.dtype(v): k for k, v in NP.items()}[view.dtype]]
+    st = ffi.new("lt_storage *", {"data": ffi.cast("void *", data), "size": base.size, "type": ty, "refcount": 1})
+    t = ffi.new("lt_tensor *", {"storage": st, "type": ty, "ndim": view.ndim})
+    t.offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    for d in range(view.ndim):
+        assert view.strides[d] % item == 0
+        t.size[d], t.stride[d] = view.shape[d], view.strides[d] // item
+    return t, st
+
+
+# ----------------------------------------------------------------------------- operand layouts and checks
+def poison_value(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return dtype.type(np.nan)
+    return np.frombuffer(b"\x5a" * dtype.itemsize, dtype=dtype)[0]
+
+
+def alloc(kind, shape, dtype, fill):
+    """(base, view, index) with view = index(base) of the given logical shape and layout kind:
+    contig, transposed (reversed dimension order in memory; a stride-3 view for 1-D), narrowed
+    (offset into a bigger buffer and a step of 2 in the last dimension), expanded (the largest
+    dimension has stride 0; inputs only)."""
+    shape = tuple(shape)
+    nd = len(shape)
+    if kind == "contig":
+        base = np.full(shape, fill, dtype)
+        index = lambda a: a  # noqa: E731
+    elif kind == "transposed":
+        if nd == 1:
+            base = np.full((3 * shape[0] + 1,), fill, dtype)
+            index = lambda a: a[1::3][: shape[0]]  # noqa: E731
+        else:
+            base = np.full(shape[::-1], fill, dtype)
+            index = lambda a: a.transpose()  # noqa: E731
+    elif kind == "narrowed":
+        base = np.full(tuple(s + 3 for s in shape[:-1]) + (2 * shape[-1] + 5,), fill, dtype)
+        sl = tuple(slice(1, 1 + s) for s in shape[:-1]) + (slice(2, 2 + 2 * shape[-1], 2),)
+        index = lambda a: a[sl]  # noqa: E731
+    elif kind == "expanded":
+        d = int(np.argmax(shape))
+        small = tuple(1 if i == d else s for i, s in enumerate(shape))
+        base = np.full(small, fill, dtype)
+        index = lambda a: np.broadcast_to(a, shape)  # noqa: E731
+    else:
+        raise ValueError(kind)
+    view = index(base)
+    assert view.shape == shape
+    return base, view, index
+
+
+def make_input(kind, values, dtype):
+    """(view, values, base): an input operand of the given layout holding `values` (already of dtype; for
+    expanded, the values the view then holds) and the buffer it views."""
+    values = np.asarray(values, dtype=dtype)
+    if kind == "expanded":
+        d = int(np.argmax(values.shape))
+        values = np.broadcast_to(np.take(values, [0], axis=d), values.shape)
+        base, view, index = alloc("expanded", values.shape, dtype, 0)
+        base[...] = np.take(values, [0], axis=d)
+        return view, values, base
+    base, view, index = alloc(kind, values.shape, dtype, 0)
+    view[...] = values
+    return view, values, base
+
+
+def make_output(kind, shape, dtype):
+    """(base, view, outside-mask): a poisoned output and the mask of base elements not in the view."""
+    base, view, index = alloc(kind, shape, dtype, poison_value(dtype))
+    mask = np.ones(base.shape, bool)
+    index(mask)[...] = False
+    return base, view, mask
+
+
+def assert_untouched(base, mask, what=""):
+    outside = base[mask]
+    p = poison_value(base.dtype)
+    if base.dtype.kind == "f":
+        bad = ~np.isnan(outside)
+    else:
+        bad = outside != p
+    assert not bad.any(), "%s: %d elements outside the output view were written" % (what, bad.sum())
+
+
 class LtTensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("sizes", ctypes.c_int64 * 8),
                 ("strides", ctypes.c_int64 * 8), ("dims", ctypes.c_int32), ("pad_", ctypes.c_int32)]

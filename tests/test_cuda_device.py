@@ -10,6 +10,7 @@ import pytest
 
 from pytorch_bridge import cuda  # noqa: F401  (registers the kernel folder and CUDA's headers)
 from pytorch_bridge.native import ffi, lib
+from simt_emulator import cuda_tensor
 
 NVRTC = 2
 count = ffi.new("int *")
@@ -86,12 +87,7 @@ class GpuDevice:
         host = np.ascontiguousarray(base)
         assert self.ops.to_device(self.ops.ctx, p[0], ffi.cast("void *", host.ctypes.data), base.nbytes,
                                   ffi.NULL) == 0, err()
-        types = {np.dtype(np.uint8): 8, np.dtype(np.int64): 12, np.dtype(np.float32): 13, np.dtype(np.float64): 14}
-        st = ffi.new("lt_storage *", {"data": p[0], "size": base.size, "type": types[base.dtype], "refcount": 1})
-        t = ffi.new("lt_tensor *", {"storage": st, "type": types[base.dtype], "ndim": view.ndim})
-        t.offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // base.itemsize
-        for d in range(view.ndim):
-            t.size[d], t.stride[d] = view.shape[d], view.strides[d] // base.itemsize
+        t, st = cuda_tensor(view, base, int(ffi.cast("uintptr_t", p[0])))
         self.keep.append((st, t, p))
         return t, p[0], base
 

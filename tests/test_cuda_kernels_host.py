@@ -32,7 +32,8 @@ import numpy as np
 import pytest
 
 from lt_oracle import dropout_draws, dropout_threshold, philox_np
-from simt_emulator import ACC, CUDA_DIR, FLOATS, INTS, MODULES, NP, SIMT_DIR, TYPES, LtTensor
+from simt_emulator import (ACC, CUDA_DIR, FLOATS, INTS, MODULES, NP, SIMT_DIR, TYPES, LtTensor,
+                           assert_untouched, make_input, make_output, poison_value)
 
 ACC_C = {t: ctypes.c_int64 for t in INTS}
 ACC_C.update({"Float": ctypes.c_float, "Double": ctypes.c_double, "Half": ctypes.c_float})
@@ -84,78 +85,6 @@ def ptr(a):
 
 
 # ----------------------------------------------------------------------------- layouts and checks
-def poison_value(dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return dtype.type(np.nan)
-    return np.frombuffer(b"\x5a" * dtype.itemsize, dtype=dtype)[0]
-
-
-def alloc(kind, shape, dtype, fill):
-    """(base, view, index) with view = index(base) of the given logical shape and layout kind:
-    contig, transposed (reversed dimension order in memory; a stride-3 view for 1-D), narrowed
-    (offset into a bigger buffer and a step of 2 in the last dimension), expanded (the largest
-    dimension has stride 0; inputs only)."""
-    shape = tuple(shape)
-    nd = len(shape)
-    if kind == "contig":
-        base = np.full(shape, fill, dtype)
-        index = lambda a: a  # noqa: E731
-    elif kind == "transposed":
-        if nd == 1:
-            base = np.full((3 * shape[0] + 1,), fill, dtype)
-            index = lambda a: a[1::3][: shape[0]]  # noqa: E731
-        else:
-            base = np.full(shape[::-1], fill, dtype)
-            index = lambda a: a.transpose()  # noqa: E731
-    elif kind == "narrowed":
-        base = np.full(tuple(s + 3 for s in shape[:-1]) + (2 * shape[-1] + 5,), fill, dtype)
-        sl = tuple(slice(1, 1 + s) for s in shape[:-1]) + (slice(2, 2 + 2 * shape[-1], 2),)
-        index = lambda a: a[sl]  # noqa: E731
-    elif kind == "expanded":
-        d = int(np.argmax(shape))
-        small = tuple(1 if i == d else s for i, s in enumerate(shape))
-        base = np.full(small, fill, dtype)
-        index = lambda a: np.broadcast_to(a, shape)  # noqa: E731
-    else:
-        raise ValueError(kind)
-    view = index(base)
-    assert view.shape == shape
-    return base, view, index
-
-
-def make_input(kind, values, dtype):
-    """An input operand of the given layout holding `values` (already of dtype)."""
-    values = np.asarray(values, dtype=dtype)
-    if kind == "expanded":
-        d = int(np.argmax(values.shape))
-        values = np.broadcast_to(np.take(values, [0], axis=d), values.shape)
-        base, view, index = alloc("expanded", values.shape, dtype, 0)
-        base[...] = np.take(values, [0], axis=d)
-        return view, values
-    base, view, index = alloc(kind, values.shape, dtype, 0)
-    view[...] = values
-    return view, values
-
-
-def make_output(kind, shape, dtype):
-    """(base, view, outside-mask): a poisoned output and the mask of base elements not in the view."""
-    base, view, index = alloc(kind, shape, dtype, poison_value(dtype))
-    mask = np.ones(base.shape, bool)
-    index(mask)[...] = False
-    return base, view, mask
-
-
-def assert_untouched(base, mask, what=""):
-    outside = base[mask]
-    p = poison_value(base.dtype)
-    if base.dtype.kind == "f":
-        bad = ~np.isnan(outside)
-    else:
-        bad = outside != p
-    assert not bad.any(), "%s: %d elements outside the output view were written" % (what, bad.sum())
-
-
 def assert_exact(got, exp, what=""):
     got = np.asarray(got)
     exp = np.asarray(exp)
@@ -508,7 +437,7 @@ def test_copy_all_type_pairs(simt, rng, dst, src):
         in_kind = IN_LAYOUTS[(k + j) % 4]
         out_kind = OUT_LAYOUTS[(k // 4 + j) % 3]
         vals = copy_source_values(rng, src, dst, shape)
-        xin, vals = make_input(in_kind, vals, NP[src])
+        xin, vals, _ = make_input(in_kind, vals, NP[src])
         base, out, mask = make_output(out_kind, shape, NP[dst])
         n = int(np.prod(shape))
         g, b = geometry(n)
@@ -616,7 +545,7 @@ def _pw_run(lib, op, t, idx, shape, layouts, inplace, rng, collapsed, nan=False)
         kind = layouts[k] if not (inplace and k == 0) else layouts[-1]
         if inplace and k == 0:
             kind = "contig" if kind == "expanded" else kind
-        view, v = make_input(kind, v, dt)
+        view, v, _ = make_input(kind, v, dt)
         inputs.append(view)
         vals.append(v)
     exp = pw_ref(op, t, vals[0], vals[1] if nin > 1 else None, vals[2] if nin > 2 else None, sc)
@@ -775,7 +704,7 @@ def test_reduce_all(simt, rng, op, t):
         idx = ("i32", "i64")[j % 2]
         vals = red_values(rng, op, t, n)
         shape = (n,) if j % 3 else ((n // 3, 3) if n % 3 == 0 else (1, n))
-        view, vals = make_input(kind, vals.reshape(shape), NP[t])
+        view, vals, _ = make_input(kind, vals.reshape(shape), NP[t])
         p = ps[j % len(ps)] if op == "norm" else None
         got = _reduce_all(lib, op, t, view, n, geom, 32 if j % 2 else 64, idx, p, collapsed=j % 4 != 1)
         red_ref_ok(op, t, got, vals.reshape(-1), p, geom[0] * geom[1],
@@ -837,7 +766,7 @@ def test_reduce_along_dim(simt, rng, op, t, kind):
         if op in ("max", "min") and t in FLOATS and j % 2 == 0:
             flat = vals.reshape(-1)
             flat[rng.choice(flat.size, size=max(1, flat.size // 50), replace=False)] = np.nan
-        xin, vals = make_input(in_kind, vals, dt)
+        xin, vals, _ = make_input(in_kind, vals, dt)
         oshape = tuple(s for i, s in enumerate(shape) if i != d) or (1,)
         nslices = int(np.prod(oshape))
         n = shape[d]
@@ -1177,7 +1106,7 @@ def test_dropout_forward_backward_reproducible(simt, rng, t):
         seed = int(rng.integers(0, 2 ** 64, dtype=np.uint64))
         idx = ("i32", "i64")[j % 2]
         shape = shapes[n]
-        xin, vals = make_input(IN_LAYOUTS[j % 3], (rng.standard_normal(shape) * 2).astype(dt), dt)
+        xin, vals, _ = make_input(IN_LAYOUTS[j % 3], (rng.standard_normal(shape) * 2).astype(dt), dt)
         inplace = j == 2
         if inplace:
             out, base, mask = xin, None, None
@@ -1190,7 +1119,7 @@ def test_dropout_forward_backward_reproducible(simt, rng, t):
         assert_exact(out, eout, what + " output")
         if base is not None:
             assert_untouched(base, mask, what)
-        go_view, go = make_input(IN_LAYOUTS[(j + 2) % 3], rng.standard_normal(shape).astype(dt), dt)
+        go_view, go, _ = make_input(IN_LAYOUTS[(j + 2) % 3], rng.standard_normal(shape).astype(dt), dt)
         gbase, gi, gmask = make_output(OUT_LAYOUTS[j % 3], shape, dt)
         lib.launch("lt_dropout_bwd_%s_%s" % (t, idx), *geometry(n), tinfo(gi), tinfo(go_view), ptr(noise),
                    ctypes.c_int64(n))

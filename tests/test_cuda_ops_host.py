@@ -17,15 +17,10 @@ import pytest
 
 from lt_oracle import dropout_draws, dropout_threshold
 from pytorch_bridge.native import ffi, lib
-from simt_emulator import ACC, FLOATS, INTS, NP, TYPES
+from simt_emulator import (ACC, FLOATS, INTS, NP, TYPES, assert_untouched, cuda_tensor, make_input, make_output,
+                           poison_value)
 
-CUDA_TYPE = {t: 8 + i for i, t in enumerate(TYPES)}   # LT_CUDA_BYTE .. LT_CUDA_HALF
 LAYOUTS = ["contig", "transposed", "narrowed", "expanded"]
-
-
-def poison(dtype):
-    dtype = np.dtype(dtype)
-    return dtype.type(np.nan) if dtype.kind == "f" else np.frombuffer(b"\x5a" * dtype.itemsize, dtype)[0]
 
 
 class Device:
@@ -73,25 +68,10 @@ class Device:
         assert lib.lt_host_backend_free(self.backend) == 0
         return st
 
-    def tensor(self, view, base=None, type_name=None):
-        """An lt_tensor of a Cuda type over a NumPy view (of base, its storage)."""
+    def tensor(self, view, base=None):
+        """An lt_tensor of a Cuda type over a NumPy view (of base, its storage): host memory plays the device's."""
         base = view if base is None else base
-        t = ffi.new("lt_tensor *")
-        st = ffi.new("lt_storage *")
-        item = view.itemsize
-        st.data = ffi.cast("void *", base.__array_interface__["data"][0])
-        st.size = base.size
-        ty = CUDA_TYPE[type_name or {np.dtype(v): k for k, v in NP.items()}[view.dtype]]
-        st.type = ty
-        st.refcount = 1
-        t.storage = st
-        t.type = ty
-        t.ndim = view.ndim
-        t.offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
-        for d in range(view.ndim):
-            t.size[d] = view.shape[d]
-            assert view.strides[d] % item == 0
-            t.stride[d] = view.strides[d] // item
+        t, st = cuda_tensor(view, base, base.__array_interface__["data"][0])
         self.keep.append((t, st, view, base))
         return t
 
@@ -112,60 +92,6 @@ def dev(simt):
     d = Device(simt)
     yield d
     d.close()
-
-
-def layout(kind, values, rng=None):
-    """(view, base) holding values in the given layout, the memory around the view poisoned."""
-    values = np.asarray(values)
-    shape, dt = values.shape, values.dtype
-    nd = len(shape)
-    if kind == "contig":
-        base = values.copy()
-        return base, base
-    if kind == "transposed":
-        if nd <= 1:
-            base = np.full(3 * max(1, values.size) + 1, poison(dt), dt)
-            view = base[1::3][: values.size].reshape(shape)
-        else:
-            base = np.ascontiguousarray(values.transpose()).copy()
-            view = base.transpose()
-        view[...] = values
-        return view, base
-    if kind == "narrowed":
-        big = tuple(s + 3 for s in shape[:-1]) + (2 * shape[-1] + 5,) if nd else (3,)
-        base = np.full(big, poison(dt), dt)
-        sl = tuple(slice(1, 1 + s) for s in shape[:-1]) + (slice(2, 2 + 2 * shape[-1], 2),) if nd else (slice(1, 2),)
-        view = base[sl].reshape(shape) if nd else base[1:2].reshape(())
-        view[...] = values
-        return view, base
-    if kind == "expanded":  # the largest dimension has stride 0: its values repeat
-        d = int(np.argmax(shape))
-        small = np.take(values, [0], axis=d).copy()
-        view = np.broadcast_to(small, shape)
-        return view, small
-    raise ValueError(kind)
-
-
-def output(shape, dt, kind="contig"):
-    """A poisoned output view and its base: contiguous, transposed or narrowed."""
-    v, b = layout(kind if kind != "expanded" else "contig", np.full(shape, poison(dt), dt))
-    b[...] = poison(dt)
-    return v, b
-
-
-def assert_only_view_written(view, base):
-    """Everything in base outside view still holds the poison."""
-    mask = np.ones(base.shape, bool)
-    m = np.lib.stride_tricks.as_strided(mask.reshape(-1)[(view.__array_interface__["data"][0] -
-                                                          base.__array_interface__["data"][0]) // base.itemsize:],
-                                        view.shape, tuple(st // base.itemsize for st in view.strides))
-    m[...] = False
-    outside = base[mask]
-    p = poison(base.dtype)
-    if base.dtype.kind == "f":
-        assert np.isnan(outside.astype(np.float64)).all(), "written outside the output view"
-    else:
-        assert (outside == p).all(), "written outside the output view"
 
 
 def values(rng, t, shape, lo=-50, hi=50):
@@ -193,7 +119,7 @@ def test_descriptions_address_every_element_as_numpy_does(dev, rng):
     for _ in range(60):
         shape = rand_shape(rng, int(rng.integers(1, 7)), 5)
         kind = LAYOUTS[int(rng.integers(4))]
-        v, b = layout(kind, values(rng, "Float", shape))
+        v, _, b = make_input(kind, values(rng, "Float", shape), np.float32)
         if rng.integers(3) == 0 and v.ndim > 1:  # a permutation of the dimensions too
             perm = rng.permutation(v.ndim)
             v = v.transpose(perm)
@@ -251,13 +177,13 @@ def test_copy_between_types_and_layouts(dev, rng):
         lo, hi = (0, 100) if dst == "Byte" or src == "Byte" else (-100, 100)
         x = values(rng, src, shape, lo, hi)
         sk, dk = LAYOUTS[int(rng.integers(4))], ["contig", "transposed", "narrowed"][int(rng.integers(3))]
-        xv, xb = layout(sk, x)
-        ov, ob = output(shape, NP[dst], dk)
+        xv, _, xb = make_input(sk, x, x.dtype)
+        ob, ov, ov_mask = make_output(dk, shape, NP[dst])
         dev.call("copy", dev.tensor(ov, ob), dev.tensor(xv, xb))
         want = convert(np.asarray(xv), src, dst)
         assert np.array_equal(ov.view(np.uint16) if dst == "Half" else ov,
                               want.view(np.uint16) if dst == "Half" else want), (src, dst, sk, dk)
-        assert_only_view_written(ov, ob)
+        assert_untouched(ob, ov_mask)
     names = {name for _, name, _, _, _ in dev.launches}
     assert all(n.startswith("lt_copy_") and n.endswith("_i32") for n in names)
 
@@ -295,12 +221,12 @@ def test_copy_and_fill_errors_and_empties(dev):
 def test_fill_writes_the_view_only(dev, rng, t):
     for kind in ("contig", "transposed", "narrowed"):
         shape = rand_shape(rng)
-        ov, ob = output(shape, NP[t], kind)
+        ob, ov, ov_mask = make_output(kind, shape, NP[t])
         v = float(values(rng, t, ()) if t in INTS else rng.uniform(-9, 9))
         dev.call("fill", dev.tensor(ov, ob), v)
         want = np.full(shape, NP[t](v) if t in FLOATS else int(v), NP[t])
         assert np.array_equal(ov, want.astype(NP[t])), (t, kind)
-        assert_only_view_written(ov, ob)
+        assert_untouched(ob, ov_mask)
 
 
 # ----------------------------------------------------------------------------- pointwise
@@ -364,9 +290,9 @@ def test_pointwise_against_numpy(dev, rng, op, arity, ints):
             if t == "Byte":
                 a, b = 2, 5
         kinds = [LAYOUTS[int(rng.integers(4))] for _ in range(arity)]
-        views = [layout(k, x) for k, x in zip(kinds, xs)]
+        views = [make_input(k, x, x.dtype)[::2] for k, x in zip(kinds, xs)]  # (view, base) each
         okind = ["contig", "transposed", "narrowed"][int(rng.integers(3))]
-        ov, ob = output(shape, NP[t], okind)
+        ob, ov, ov_mask = make_output(okind, shape, NP[t])
         ins = [dev.tensor(v, bb) for v, bb in views] + [ffi.NULL] * (3 - arity)
         dev.call("pointwise", op.encode(), dev.tensor(ov, ob), *ins, a, b)
         want = pointwise_ref(op, t, [v for v, _ in views], a, b)
@@ -377,7 +303,7 @@ def test_pointwise_against_numpy(dev, rng, op, arity, ints):
             tol = {"Float": 4e-7, "Double": 1e-15, "Half": 1e-3}[t]
             err = np.abs(ov.astype(np.float64) - want.astype(np.float64)) / np.maximum(1, np.abs(want.astype(np.float64)))
             assert err.max() <= tol * 8, (where, err.max())
-        assert_only_view_written(ov, ob)
+        assert_untouched(ob, ov_mask)
         assert dev.launches[-1][1] == "lt_%s_%s_i32" % (op, t)
 
 
@@ -435,7 +361,7 @@ def test_reduce_all_elements(dev, rng, t):
         if op == "prod" and t in FLOATS:
             x = rng.uniform(0.9, 1.1, shape).astype(NP[t])
         kind = LAYOUTS[int(rng.integers(4))]
-        xv, xb = layout(kind, x)
+        xv, _, xb = make_input(kind, x, x.dtype)
         res = ffi.new("double *")
         p = float(rng.choice([1, 2, 3, 0, np.inf])) if op == "norm" else 0.0
         dev.call("reduce", op.encode(), dev.tensor(xv, xb), p, res)
@@ -499,12 +425,12 @@ def test_reduce_along_a_dimension(dev, rng, op):
                 x = values(rng, t, shape, 1, 2) if t in INTS else rng.uniform(0.9, 1.1, shape).astype(NP[t])
             else:
                 x = values(rng, t, shape, 0 if t == "Byte" else -5, 5)
-            xv, xb = layout(kind, x)
+            xv, _, xb = make_input(kind, x, x.dtype)
             oshape = tuple(1 if i == dim else s for i, s in enumerate(shape))
-            ov, ob = output(oshape, NP[t])
+            ob, ov, ov_mask = make_output("contig", oshape, NP[t])
             args = [dev.tensor(ov, ob)]
             if op in ("max", "min"):
-                iv, ib = output(oshape, np.int64)
+                ib, iv, _ = make_output("contig", oshape, np.int64)
                 args.append(dev.tensor(iv, ib))
             else:
                 args.append(ffi.NULL)
@@ -529,7 +455,7 @@ def test_reduce_along_a_dimension(dev, rng, op):
                 eps = {"Float": 2.0 ** -24, "Half": 2.0 ** -11, "Double": 2.0 ** -53}[t]
                 bound = eps * (shape[dim] + 8) * (np.abs(A).sum(dim, keepdims=True) + np.abs(want)) + 1e-300
                 assert (np.abs(ov.astype(np.float64) - want) <= bound).all(), where
-            assert_only_view_written(ov, ob)
+            assert_untouched(ob, ov_mask)
 
 
 def test_reduce_dim_takes_the_64_bit_path_for_a_long_stride_of_the_reduced_dimension(dev):
@@ -567,15 +493,15 @@ def test_logsoftmax_forward_backward(dev, rng, t):
     for shape, axis in (((7,), 0), ((5, 11), 1), ((4, 3, 5), 0), ((2, 6, 3, 4), 1), ((3, 70), 1)):
         x = (rng.standard_normal(shape) * 3).astype(NP[t])
         kind = ["contig", "transposed", "narrowed"][int(rng.integers(3))]
-        xv, xb = layout(kind, x)
-        ov, ob = output(shape, NP[t])
+        xv, _, xb = make_input(kind, x, x.dtype)
+        ob, ov, _ = make_output("contig", shape, NP[t])
         dev.call("logsoftmax_forward", dev.tensor(ov, ob), dev.tensor(xv, xb))
         ref = lsm_np(np.asarray(xv), axis)
         tol = {"Float": 2e-6, "Double": 1e-13, "Half": 2e-3}[t]
         assert np.abs(ov.astype(np.float64) - ref).max() <= tol * (1 + np.abs(ref).max()), (t, shape, kind)
         g = rng.standard_normal(shape).astype(NP[t])
-        gv, gb = layout(["contig", "transposed"][int(rng.integers(2))], g)
-        giv, gib = output(shape, NP[t])
+        gv, _, gb = make_input(["contig", "transposed"][int(rng.integers(2))], g, g.dtype)
+        gib, giv, _ = make_output("contig", shape, NP[t])
         dev.call("logsoftmax_backward", dev.tensor(giv, gib), dev.tensor(gv, gb), dev.tensor(ov, ob))
         o = ov.astype(np.float64)
         gref = np.asarray(gv).astype(np.float64) - np.exp(o) * np.asarray(gv).astype(np.float64).sum(axis, keepdims=True)
@@ -606,8 +532,8 @@ def test_classnll_forward_backward(dev, rng, t):
         target[rng.random(batch) < 0.2] = -100  # ignore_index
         w = rng.uniform(0.5, 2, classes).astype(NP[t]) if weighted else None
         x = logp[0] if batch == 1 and rng.integers(2) else logp
-        tv, tb = layout(["contig", "transposed"][int(rng.integers(2))], target)
-        xv, xb = layout(["contig", "narrowed"][int(rng.integers(2))], x)
+        tv, _, tb = make_input(["contig", "transposed"][int(rng.integers(2))], target, target.dtype)
+        xv, _, xb = make_input(["contig", "narrowed"][int(rng.integers(2))], x, x.dtype)
         loss, tw = ffi.new("double *"), ffi.new("double *")
         wt = dev.tensor(w) if weighted else ffi.NULL
         dev.call("classnll_forward", dev.tensor(xv, xb), dev.tensor(tv, tb), wt, avg, -100, loss, tw)
@@ -619,7 +545,7 @@ def test_classnll_forward_backward(dev, rng, t):
         eps = 2.0 ** -53 if t == "Double" else 2.0 ** -24
         assert abs(tw[0] - want_tw) <= eps * batch * 4 * want_tw + 1e-300, (t, batch)
         assert abs(loss[0] - want) <= eps * (batch + 4) * 4 * (np.abs(terms).sum() + 1), (t, batch, loss[0], want)
-        gv, gb = output(x.shape, NP[t])
+        gb, gv, _ = make_output("contig", x.shape, NP[t])
         dev.call("classnll_backward", dev.tensor(gv, gb), dev.tensor(tv, tb), wt, avg, -100, tw[0])
         g = np.zeros((batch, classes))
         for i, c in enumerate(target):
@@ -649,9 +575,9 @@ def test_dropout_forward_backward(dev, rng, t):
     for v1 in (0, 1):
         shape = rand_shape(rng, 3, 9)
         x = rng.uniform(-2, 2, shape).astype(NP[t])
-        xv, xb = layout(LAYOUTS[int(rng.integers(4))], x)
-        ov, ob = output(shape, NP[t], ["contig", "transposed"][int(rng.integers(2))])
-        noise = np.full(x.size, poison(NP[t]), NP[t]).reshape(shape)
+        xv, _, xb = make_input(LAYOUTS[int(rng.integers(4))], x, x.dtype)
+        ob, ov, _ = make_output(["contig", "transposed"][int(rng.integers(2))], shape, NP[t])
+        noise = np.full(x.size, poison_value(NP[t]), NP[t]).reshape(shape)
         p = float(rng.uniform(0.1, 0.7))
         seed, offset = int(rng.integers(0, 2 ** 63)), int(rng.integers(0, 2 ** 40))
         dev.call("dropout_forward", dev.tensor(ov, ob), dev.tensor(xv, xb), dev.tensor(noise), p, v1, seed, offset)
@@ -663,7 +589,7 @@ def test_dropout_forward_backward(dev, rng, t):
         want = (np.asarray(xv).reshape(-1).astype(A) * want_noise.astype(A)).astype(NP[t]).reshape(shape)
         assert np.array_equal(ov, want), (t, v1)
         g = rng.standard_normal(shape).astype(NP[t])
-        giv, gib = output(shape, NP[t])
+        gib, giv, _ = make_output("contig", shape, NP[t])
         dev.call("dropout_backward", dev.tensor(giv, gib), dev.tensor(g), dev.tensor(noise))
         assert np.array_equal(giv, (g.reshape(-1).astype(A) * want_noise.astype(A)).astype(NP[t]).reshape(shape))
     # a stream continues where it stopped: offsets n1.. after n1 elements give one run's noise
