@@ -136,7 +136,10 @@ def assert_bound(got, ref, bound, what=""):
     ref = np.asarray(ref, dtype=np.float64)
     bound = np.asarray(bound, dtype=np.float64)
     if got.dtype.kind == "f":
-        bound = bound + np.abs(ref) * EPS[got.dtype.type]
+        # half an ulp: relative for normal numbers, half the smallest subnormal below them (a Half result of
+        # 1.8e-5 is a subnormal, 2^-24 apart; CI once failed there on a correctly rounded value)
+        half_ulp = np.maximum(np.abs(ref) * EPS[got.dtype.type], 0.5 * float(np.finfo(got.dtype).smallest_subnormal))
+        bound = bound + half_ulp
     gn, rn = np.isnan(g), np.isnan(ref)
     same_inf = np.isinf(g) & np.isinf(ref) & (np.sign(g) == np.sign(ref))
     with np.errstate(invalid="ignore"):
