@@ -9,11 +9,18 @@
  */
 #include "lt_cuda_common.cuh"
 
-template <typename D, typename S, typename I>
-LT_D void lt_copy_impl(lt_cu_tensor dst, lt_cu_tensor src, long long n) {
+template <bool Flat, typename D, typename S, typename I>
+LT_D void lt_copy_as(lt_cu_tensor dst, lt_cu_tensor src, long long n) {
   D *pd = (D *)dst.data;
   const S *ps = (const S *)src.data;
-  LT_GRID_LOOP(I, i, n) pd[lt_offset<I>(dst, i)] = lt_cast<D>(ps[lt_offset<I>(src, i)]);
+  lt_elementwise<Flat, I>(n, [&](I i) { return ps[lt_off<Flat>(src, i)]; },
+                          [&](I i, S v) { pd[lt_off<Flat>(dst, i)] = lt_cast<D>(v); });
+}
+
+template <typename D, typename S, typename I>
+LT_D void lt_copy_impl(lt_cu_tensor dst, lt_cu_tensor src, long long n) {
+  if (dst.dims == 1 && src.dims == 1) lt_copy_as<true, D, S, I>(dst, src, n);
+  else lt_copy_as<false, D, S, I>(dst, src, n);
 }
 
 #define LT_COPY_PAIR(TD, ND, TS, NS)                                                           \

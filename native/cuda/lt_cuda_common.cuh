@@ -189,6 +189,41 @@ typedef unsigned long long lt_i64;
   for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)(n);             \
        i += (I)blockDim.x * (I)gridDim.x)
 
+/* The loop over [0, n) of an elementwise kernel: value(i) reads (and computes) element i, put(i, v) writes or
+ * accumulates it; each thread visits the plain loop's elements in the plain loop's order.
+ * Flat (every operand one run of equally spaced elements, dims == 1 after the host merged dimensions): four
+ * elements per iteration (i, i + s, i + 2s, i + 3s; s the grid's thread count), all four read before any is
+ * written, so each thread keeps four memory requests in flight where the plain loop keeps one. At full
+ * occupancy a memory-bound kernel needs that to approach the device's bandwidth (docs/results/cuda.md,
+ * measured on an H200). Other layouts keep the plain loop: their index arithmetic is the larger cost, and
+ * unrolling it four times would quadruple their code. */
+template <bool Flat, typename I>
+LT_D I lt_off(const lt_cu_tensor &t, I i) {
+  if constexpr (Flat) return i * (I)t.strides[0];
+  else return lt_offset<I>(t, i);
+}
+
+template <bool Flat, typename I, typename Value, typename Put>
+LT_D void lt_elementwise(long long n, Value value, Put put) {
+  if constexpr (Flat) {
+    const long long s = (long long)blockDim.x * (long long)gridDim.x;
+    long long i = (long long)blockIdx.x * (long long)blockDim.x + (long long)threadIdx.x;
+    for (; i + 3 * s < n; i += 4 * s) {
+      const auto v0 = value((I)i);
+      const auto v1 = value((I)(i + s));
+      const auto v2 = value((I)(i + 2 * s));
+      const auto v3 = value((I)(i + 3 * s));
+      put((I)i, v0);
+      put((I)(i + s), v1);
+      put((I)(i + 2 * s), v2);
+      put((I)(i + 3 * s), v3);
+    }
+    for (; i < n; i += s) put((I)i, value((I)i));
+  } else {
+    LT_GRID_LOOP(I, i, n) put(i, value(i));
+  }
+}
+
 /* ---------------------------------------------------------------- reduction operators */
 struct lt_op_sum {
   template <typename A> LT_D A operator()(A a, A b) const { return a + b; }

@@ -26,41 +26,55 @@
 #include "lt_cuda_common.cuh"
 
 /* ---------------------------------------------------------------- apply loops */
-template <typename T, typename I, typename F>
-LT_D void lt_apply1(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
+template <bool Flat, typename T, typename I, typename F>
+LT_D void lt_apply1_as(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
   typedef lt_acc_t<T> A;
   T *po = (T *)out.data;
   const T *px = (const T *)x.data;
-  LT_GRID_LOOP(I, i, n) {
-    const A xv = lt_cast<A>(px[lt_offset<I>(x, i)]);
-    po[lt_offset<I>(out, i)] = lt_cast<T>(f(xv));
-  }
+  lt_elementwise<Flat, I>(n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)])); },
+                          [&](I i, A v) { po[lt_off<Flat>(out, i)] = lt_cast<T>(v); });
+}
+
+template <bool Flat, typename T, typename I, typename F>
+LT_D void lt_apply2_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
+  typedef lt_acc_t<T> A;
+  T *po = (T *)out.data;
+  const T *px = (const T *)x.data, *py = (const T *)y.data;
+  lt_elementwise<Flat, I>(
+      n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)]), lt_cast<A>(py[lt_off<Flat>(y, i)])); },
+      [&](I i, A v) { po[lt_off<Flat>(out, i)] = lt_cast<T>(v); });
+}
+
+template <bool Flat, typename T, typename I, typename F>
+LT_D void lt_apply3_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor z, long long n, F f) {
+  typedef lt_acc_t<T> A;
+  T *po = (T *)out.data;
+  const T *px = (const T *)x.data, *py = (const T *)y.data, *pz = (const T *)z.data;
+  lt_elementwise<Flat, I>(
+      n,
+      [&](I i) {
+        return f(lt_cast<A>(px[lt_off<Flat>(x, i)]), lt_cast<A>(py[lt_off<Flat>(y, i)]),
+                 lt_cast<A>(pz[lt_off<Flat>(z, i)]));
+      },
+      [&](I i, A v) { po[lt_off<Flat>(out, i)] = lt_cast<T>(v); });
+}
+
+template <typename T, typename I, typename F>
+LT_D void lt_apply1(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
+  if (out.dims == 1 && x.dims == 1) lt_apply1_as<true, T, I>(out, x, n, f);
+  else lt_apply1_as<false, T, I>(out, x, n, f);
 }
 
 template <typename T, typename I, typename F>
 LT_D void lt_apply2(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
-  typedef lt_acc_t<T> A;
-  T *po = (T *)out.data;
-  const T *px = (const T *)x.data, *py = (const T *)y.data;
-  LT_GRID_LOOP(I, i, n) {
-    const A xv = lt_cast<A>(px[lt_offset<I>(x, i)]);
-    const A yv = lt_cast<A>(py[lt_offset<I>(y, i)]);
-    po[lt_offset<I>(out, i)] = lt_cast<T>(f(xv, yv));
-  }
+  if (out.dims == 1 && x.dims == 1 && y.dims == 1) lt_apply2_as<true, T, I>(out, x, y, n, f);
+  else lt_apply2_as<false, T, I>(out, x, y, n, f);
 }
 
 template <typename T, typename I, typename F>
-LT_D void lt_apply3(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor z, long long n,
-                    F f) {
-  typedef lt_acc_t<T> A;
-  T *po = (T *)out.data;
-  const T *px = (const T *)x.data, *py = (const T *)y.data, *pz = (const T *)z.data;
-  LT_GRID_LOOP(I, i, n) {
-    const A xv = lt_cast<A>(px[lt_offset<I>(x, i)]);
-    const A yv = lt_cast<A>(py[lt_offset<I>(y, i)]);
-    const A zv = lt_cast<A>(pz[lt_offset<I>(z, i)]);
-    po[lt_offset<I>(out, i)] = lt_cast<T>(f(xv, yv, zv));
-  }
+LT_D void lt_apply3(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor z, long long n, F f) {
+  if (out.dims == 1 && x.dims == 1 && y.dims == 1 && z.dims == 1) lt_apply3_as<true, T, I>(out, x, y, z, n, f);
+  else lt_apply3_as<false, T, I>(out, x, y, z, n, f);
 }
 
 /* ---------------------------------------------------------------- operations (on the compute type) */

@@ -49,13 +49,21 @@ template <typename A> LT_D A lt_norm_post(A v, A p) {
 }
 
 /* ---------------------------------------------------------------- all elements */
-template <typename T, typename I, typename Pre, typename Op>
-LT_D void lt_reduce_all(lt_cu_tensor x, long long n, lt_acc_t<T> *partial, Pre pre, Op op,
-                        lt_acc_t<T> ident) {
+template <bool Flat, typename T, typename I, typename Pre, typename Op>
+LT_D lt_acc_t<T> lt_reduce_thread(lt_cu_tensor x, long long n, Pre pre, Op op, lt_acc_t<T> ident) {
   typedef lt_acc_t<T> A;
   const T *px = (const T *)x.data;
   A v = ident;
-  LT_GRID_LOOP(I, i, n) v = op(v, pre(lt_cast<A>(px[lt_offset<I>(x, i)])));
+  lt_elementwise<Flat, I>(n, [&](I i) { return pre(lt_cast<A>(px[lt_off<Flat>(x, i)])); },
+                          [&](I, A e) { v = op(v, e); });
+  return v;
+}
+
+template <typename T, typename I, typename Pre, typename Op>
+LT_D void lt_reduce_all(lt_cu_tensor x, long long n, lt_acc_t<T> *partial, Pre pre, Op op,
+                        lt_acc_t<T> ident) {
+  lt_acc_t<T> v = x.dims == 1 ? lt_reduce_thread<true, T, I>(x, n, pre, op, ident)
+                              : lt_reduce_thread<false, T, I>(x, n, pre, op, ident);
   v = lt_block_reduce(v, op, ident);
   if (threadIdx.x == 0) partial[blockIdx.x] = v;
 }
