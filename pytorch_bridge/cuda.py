@@ -101,3 +101,23 @@ def describe(lib, ffi, load=True):
         out[name] = (bool(lib.lt_cuda_loaded(which)), ffi.string(lib.lt_cuda_library_info(which)).decode())
     return out
 
+
+
+# cutorch's element types as the C core numbers them (LT_CUDA_BYTE .. LT_CUDA_HALF of lt_core.h), by the
+# names the kernels use
+CUDA_TYPES = {t: 8 + i for i, t in enumerate(["Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half"])}
+
+
+def device_tensor(ffi, data, type_name, sizes, strides, offset=0, storage_elements=None):
+    """(lt_tensor *, lt_storage *) of a Cuda type over memory at address data (a device pointer, or host
+    memory standing in for one): the host layer's operand (native/src/cuda_ops.c). Keep both alive while the
+    tensor is used; nothing is freed with them."""
+    ty = CUDA_TYPES[type_name]
+    if storage_elements is None:
+        storage_elements = offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides)) if all(sizes) else offset
+    st = ffi.new("lt_storage *", {"data": ffi.cast("void *", data), "size": storage_elements, "type": ty,
+                                  "refcount": 1})
+    t = ffi.new("lt_tensor *", {"storage": st, "type": ty, "ndim": len(sizes), "offset": offset})
+    for d, (n, s) in enumerate(zip(sizes, strides)):
+        t.size[d], t.stride[d] = n, s
+    return t, st

@@ -32,24 +32,20 @@ ACC = {t: np.int64 for t in INTS}
 ACC.update({"Float": np.float32, "Double": np.float64, "Half": np.float32})
 
 
-CUDA_TYPE = {t: 8 + i for i, t in enumerate(TYPES)}   # LT_CUDA_BYTE .. LT_CUDA_HALF of lt_core.h
 
 
 def cuda_tensor(view, base, data):
     """(lt_tensor *, lt_storage *) of the Cuda type of view's dtype, for native/src/cuda_ops.c: view's shape
     and strides over base's elements, which lie at data (base's own memory, or a device copy of base).
     Keep both alive while the tensor is used."""
+    from pytorch_bridge.cuda import device_tensor
     from pytorch_bridge.native import ffi
 
     item = view.itemsize
-    ty = CUDA_TYPE[{np.dtype(v): k for k, v in NP.items()}[view.dtype]]
-    st = ffi.new("lt_storage *", {"data": ffi.cast("void *", data), "size": base.size, "type": ty, "refcount": 1})
-    t = ffi.new("lt_tensor *", {"storage": st, "type": ty, "ndim": view.ndim})
-    t.offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
-    for d in range(view.ndim):
-        assert view.strides[d] % item == 0
-        t.size[d], t.stride[d] = view.shape[d], view.strides[d] // item
-    return t, st
+    assert all(s % item == 0 for s in view.strides)
+    offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    return device_tensor(ffi, data, {np.dtype(v): k for k, v in NP.items()}[view.dtype], view.shape,
+                         [s // item for s in view.strides], offset, base.size)
 
 
 # ----------------------------------------------------------------------------- operand layouts and checks

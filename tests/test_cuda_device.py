@@ -147,9 +147,10 @@ def test_device_operations_against_numpy(rng):
 
 @pytest.mark.slow
 def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
-    """The test above, in a process whose libcuda is tests/cuda_host/emulated_driver.c: the backend, the
-    NVRTC compile for the device's compute capability (8.0 there), the CUBIN's kernels looked up by name
-    and launched with the host layer's params, all on the CPU (the kernels in the SIMT emulator)."""
+    """The test above, in a process whose libcuda is tests/cuda_host/emulated_driver.c (and libcublas
+    emulated_cublas.c): the backend, the NVRTC compile for the device's compute capability (8.0 there), the
+    CUBIN's kernels looked up by name and launched with the host layer's params, all on the CPU (the kernels
+    in the SIMT emulator)."""
     if lib.lt_cuda_version(NVRTC) <= 0:
         pytest.skip("NVRTC is not installed")
     import shutil
@@ -160,16 +161,28 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     if not cc:
         pytest.skip("no C compiler for the emulated driver")
     here = os.path.dirname(os.path.abspath(__file__))
-    driver = str(tmp_path / "libcuda_emulated.so")
-    p = subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                        "-fvisibility=hidden", os.path.join(here, "cuda_host", "emulated_driver.c"), "-o", driver,
-                        "-ldl"], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    kernels = ":".join(simt.get(m).path for m in ("copy", "pointwise", "reduce", "reduce_dim", "logsoftmax"))
-    env = dict(os.environ, LUATORCH_CUDA_DRIVER=driver, LT_EMULATED_CUDA_KERNELS=kernels,
+    built = {}
+    for name in ("driver", "cublas"):   # libcuda.so.1 and libcublas of tests/cuda_host/
+        built[name] = str(tmp_path / ("lib%s_emulated.so" % name))
+        p = subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                            "-fvisibility=hidden", os.path.join(here, "cuda_host", "emulated_%s.c" % name), "-o",
+                            built[name], "-ldl"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout")
+    env = dict(os.environ, LUATORCH_CUDA_DRIVER=built["driver"], LUATORCH_CUDA_CUBLAS=built["cublas"],
+               LT_EMULATED_CUDA_KERNELS=":".join(simt.get(m).path for m in files),
                LUATORCH_CUDA_CACHE=str(tmp_path / "cache"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
                         "-k", "device_operations or without_a_gpu"], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=1200)
     assert r.returncode == 0 and "1 passed, 1 skipped" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "this machine has a GPU" in r.stdout   # the no-GPU test saw the emulated device
+    # test_cuda_ops_host.py's [gpu] cases: every operation through the launcher, the driver's copies, cu_gemm
+    # over the emulated cuBLAS and the test's device mirrors, as a GPU runs them (no [gpu] case exists
+    # without a device)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                        os.path.join(here, "test_cuda_ops_host.py"), "-k", "gpu"], capture_output=True, text=True,
+                       env=env, cwd=os.path.dirname(here), timeout=1200)
+    # all run but the two 64-bit index cases, whose 2 and 4 GiB views do not fit the emulated 1 GiB
+    assert r.returncode == 0 and " passed, 2 skipped" in r.stdout and "failed" not in r.stdout, \
+        r.stdout[-3000:] + r.stderr[-2000:]

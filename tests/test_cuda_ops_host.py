@@ -11,6 +11,7 @@ contiguous, transposed, narrowed and expanded layouts, the reductions' two kerne
 indices, the nn kernels' shape rules and contiguous copies, and the errors of bad shapes, types and
 targets."""
 import ctypes
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,14 +22,53 @@ from simt_emulator import (ACC, FLOATS, INTS, NP, TYPES, assert_untouched, cuda_
                            poison_value)
 
 LAYOUTS = ["contig", "transposed", "narrowed", "expanded"]
+byte_bounds = getattr(np, "byte_bounds", None) or np.lib.array_utils.byte_bounds   # moved in NumPy 2
+
+
+GEMM_SIGNATURE = ("int(void *, void *, int, char, char, int64_t, int64_t, int64_t, double, void *, int64_t, void *, "
+                  "int64_t, double, void *, int64_t)")
+
+
+def host_gemm(calls):
+    """BLAS's column-major gemm in NumPy over host memory, refusing what BLAS refuses (a leading dimension
+    below max(1, rows), a bad trans); calls records (transa, transb, m, n, k, lda, ldb, ldc)."""
+    def gemm(ctx, stream, ty, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        try:
+            ta, tb = ta.decode(), tb.decode()
+            calls.append((ta, tb, m, n, k, lda, ldb, ldc))
+            dt = {5: np.float32, 6: np.float64}[ty]
+            item = np.dtype(dt).itemsize
+
+            def mat(ptr, rows, cols, ld):
+                if ld < max(1, rows):
+                    raise ValueError("leading dimension %d < %d" % (ld, max(1, rows)))
+                buf = (ctypes.c_char * (item * ((cols - 1) * ld + rows))).from_address(int(ffi.cast("uintptr_t", ptr)))
+                return np.ndarray((rows, cols), dt, buffer=buf, strides=(item, item * ld))
+
+            if ta not in "nt" or tb not in "nt":
+                raise ValueError("trans %r %r" % (ta, tb))
+            A = mat(a, m, k, lda) if ta == "n" else mat(a, k, m, lda).T
+            B = mat(b, k, n, ldb) if tb == "n" else mat(b, n, k, ldb).T
+            C = mat(c, m, n, ldc)
+            r = alpha * (A.astype(np.float64) @ B.astype(np.float64))
+            if beta != 0:
+                r = r + beta * C.astype(np.float64)
+            C[...] = r.astype(dt)
+            return 0
+        except Exception as e:  # BLAS's refusal comes back as an error
+            lib.lt_set_error(("host gemm: %s" % e).encode())
+            return -1
+    return gemm
 
 
 class Device:
-    """An lt_cuops: kernels in the emulator, memory from the host, scratch from a caching allocator."""
+    """An lt_cuops: kernels in the emulator, memory from the host, scratch from a caching allocator, matrix
+    products by NumPy (host_gemm)."""
 
     def __init__(self, simt, block=64, max_blocks=4):
         self.simt = simt
         self.launches = []
+        self.gemms = []
         self.backend = lib.lt_host_backend_new(1, 0)
         self.alloc = lib.lt_cuda_alloc_new(self.backend)
         assert self.alloc != ffi.NULL, ffi.string(lib.lt_errmsg()).decode()
@@ -55,10 +95,11 @@ class Device:
             ctypes.memmove(int(ffi.cast("uintptr_t", dst)), int(ffi.cast("uintptr_t", src)), n)
             return 0
 
-        self._callbacks = (launch, copy_bytes)
+        gemm = ffi.callback(GEMM_SIGNATURE, host_gemm(self.gemms))
+        self._callbacks = (launch, copy_bytes, gemm)
         self.ops = ffi.new("lt_cuops *", {"launch": launch, "to_host": copy_bytes, "to_device": copy_bytes,
                                           "alloc": self.alloc, "device": 0, "threads_per_block": block,
-                                          "max_blocks": max_blocks})
+                                          "max_blocks": max_blocks, "gemm": gemm})
         self.keep = []
 
     def close(self):
@@ -67,6 +108,9 @@ class Device:
         lib.lt_cuda_alloc_destroy(self.alloc)
         assert lib.lt_host_backend_free(self.backend) == 0
         return st
+
+    def needs_memory(self, nbytes):
+        """Host memory is the device's here: sparse buffers take no room."""
 
     def tensor(self, view, base=None):
         """An lt_tensor of a Cuda type over a NumPy view (of base, its storage): host memory plays the device's."""
@@ -87,8 +131,103 @@ class Device:
         assert st.active_blocks == 0, "scratch left allocated"
 
 
+class GpuDevice:
+    """The same interface on a real GPU (lt_cuda_ops_init's cuLaunchKernel launcher): each NumPy buffer a
+    test hands over gets a device copy; a call uploads the buffers of its operands, runs, and writes back
+    the bytes the device changed (only those: views of one host buffer may have copies of their own), so the
+    tests read their results from the same arrays as on the emulator. Launches are recorded on the way to
+    the real launcher."""
+
+    def __init__(self):
+        backend = lib.lt_cuda_device_backend()
+        assert backend != ffi.NULL, ffi.string(lib.lt_errmsg()).decode()
+        self.alloc = lib.lt_cuda_alloc_new(backend)     # scratch: checked empty after every call
+        self.memory = lib.lt_cuda_alloc_new(backend)    # the tensors' device copies
+        self.ops = ffi.new("lt_cuops *")
+        assert lib.lt_cuda_ops_init(self.ops, 0, self.alloc) == 0, ffi.string(lib.lt_errmsg()).decode()
+        self.launches = []
+        real = self.ops.launch
+
+        @ffi.callback("int(void *, const char *, const char *, const char *, unsigned, unsigned, void *, void **)")
+        def launch(ctx, file, kernel, sig, grid, blk, stream, params):
+            self.launches.append((ffi.string(file).decode(), ffi.string(kernel).decode(), ffi.string(sig).decode(),
+                                  grid, blk))
+            return real(ctx, file, kernel, sig, grid, blk, stream, params)
+
+        self._callbacks = (launch,)
+        self.ops.launch = launch
+        self.mirrors = {}   # lt_tensor address -> (host bytes, device pointer)
+        self.keep = []
+        props = ffi.new("lt_cuda_device_props *")
+        assert lib.lt_cuda_device_properties(0, props) == 0
+        self.memory_bytes = int(props.total_memory)
+
+    def needs_memory(self, nbytes):
+        """Skip a test whose device copies (up to nbytes) do not fit in a quarter of the device's memory (the
+        emulated driver's 1 GiB, say)."""
+        if 4 * nbytes > self.memory_bytes:
+            pytest.skip("%.1f GiB of device copies on a device of %.1f GiB" % (nbytes / 2**30, self.memory_bytes / 2**30))
+
+    def tensor(self, view, base=None):
+        base = view if base is None else base
+        lo, hi = byte_bounds(base)
+        n = max(hi - lo, 1)
+        p = ffi.new("void **")
+        assert lib.lt_cuda_alloc(self.memory, 0, n, ffi.NULL, p) == 0, ffi.string(lib.lt_errmsg()).decode()
+        host = np.frombuffer((ctypes.c_uint8 * (hi - lo)).from_address(lo), np.uint8) if hi > lo else \
+            np.zeros(0, np.uint8)
+        first = base.__array_interface__["data"][0]
+        t, st = cuda_tensor(view, base, int(ffi.cast("uintptr_t", p[0])) + first - lo)
+        self.mirrors[int(ffi.cast("uintptr_t", t))] = (host, p[0])
+        self.keep.append((t, st, view, base, p))
+        return t
+
+    def call(self, fn, *args):
+        used = [self.mirrors[k] for k in (int(ffi.cast("uintptr_t", a)) for a in args
+                                          if isinstance(a, ffi.CData) and ffi.typeof(a) is ffi.typeof("lt_tensor *"))
+                if k in self.mirrors]
+        before = []
+        for host, ptr in used:
+            before.append(host.copy())
+            assert self.ops.to_device(self.ops.ctx, ptr, ffi.cast("void *", host.ctypes.data), host.nbytes,
+                                      ffi.NULL) == 0, ffi.string(lib.lt_errmsg()).decode()
+        rc = getattr(lib, "lt_cuops_" + fn)(self.ops, ffi.NULL, *args)
+        if rc != 0:
+            raise RuntimeError(ffi.string(lib.lt_errmsg()).decode())
+        for (host, ptr), old in zip(used, before):
+            now = np.empty_like(host)
+            assert self.ops.to_host(self.ops.ctx, ffi.cast("void *", now.ctypes.data), ptr, now.nbytes,
+                                    ffi.NULL) == 0, ffi.string(lib.lt_errmsg()).decode()
+            changed = now != old
+            host[changed] = now[changed]
+        Device.live_scratch_is_zero(self)
+
+    def close(self):
+        st = ffi.new("lt_cuda_alloc_stats *")
+        assert lib.lt_cuda_alloc_stats_get(self.alloc, 0, st) == 0
+        lib.lt_cuda_alloc_destroy(self.alloc)
+        for *_, p in self.keep:
+            lib.lt_cuda_alloc_free(self.memory, p[0])
+        lib.lt_cuda_alloc_destroy(self.memory)
+        return st
+
+
+_count = ffi.new("int *")
+lib.lt_cuda_device_count(_count)
+# every test below runs on the emulator; with a GPU, again on it (ids [gpu]); none skips for want of one
+BACKENDS = ["emulator"] + (["gpu"] if _count[0] > 0 else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def dev(request):
+    d = Device(request.getfixturevalue("simt")) if request.param == "emulator" else GpuDevice()
+    yield d
+    d.close()
+
+
 @pytest.fixture
-def dev(simt):
+def emu(simt):
+    """The emulator alone, for the tests of host-side descriptions (addresses compared with NumPy's)."""
     d = Device(simt)
     yield d
     d.close()
@@ -115,7 +254,8 @@ def descriptor_offsets(d):
     return (idx * np.array(strides)[:, None]).sum(0)
 
 
-def test_descriptions_address_every_element_as_numpy_does(dev, rng):
+def test_descriptions_address_every_element_as_numpy_does(emu, rng):
+    dev = emu
     for _ in range(60):
         shape = rand_shape(rng, int(rng.integers(1, 7)), 5)
         kind = LAYOUTS[int(rng.integers(4))]
@@ -141,7 +281,8 @@ def test_descriptions_address_every_element_as_numpy_does(dev, rng):
             assert d.strides[i] != d.strides[i + 1] * d.sizes[i + 1]
 
 
-def test_descriptions_refuse_what_the_kernels_cannot_take(dev):
+def test_descriptions_refuse_what_the_kernels_cannot_take(emu):
+    dev = emu
     # 9 dimensions, none of which merges with the next
     mem = np.zeros(4 ** 9, np.float32)
     v = np.lib.stride_tricks.as_strided(mem, (2,) * 9, tuple(4 ** k * 4 * 3 for k in range(9)[::-1]))
@@ -197,6 +338,7 @@ def sparse_pair(step, a, b):
 
 
 def test_copy_takes_the_64_bit_path_when_an_offset_passes_2_to_the_31(dev):
+    dev.needs_memory(2 ** 31)
     src, big = sparse_pair(2 ** 31, 7, 9)
     out = np.full(2, 0x5A, np.uint8)
     dev.call("copy", dev.tensor(out), dev.tensor(src, big))
@@ -266,6 +408,29 @@ def pointwise_ref(op, t, xs, a, b):
         return np.asarray(r).astype(A).astype(NP[t])
 
 
+def round_to(q, dtype):
+    """The exact rational q rounded to the nearest value of a binary float type, ties to even (no double
+    rounding through float64 on the way)."""
+    f = dtype(float(q))
+    cands = [np.nextafter(f, dtype(-np.inf)), f, np.nextafter(f, dtype(np.inf))]
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+    return min(cands, key=lambda c: (abs(Fraction(float(c)) - q), int(np.array(c).view(bits)) & 1))
+
+
+def fused_ref(op, t, xs, a):
+    """cadd / addcmul with their last multiply and add rounded once: what NVRTC's default contraction into a
+    fused multiply-add computes (nvcc built cutorch's kernels the same way)."""
+    A = ACC[t]
+    x, y = np.asarray(xs[0]).astype(A), np.asarray(xs[1]).astype(A)
+    if op == "cadd":
+        m, z = np.full_like(y, A(a)), y
+    else:
+        m, z = (A(a) * y).astype(A), np.asarray(xs[2]).astype(A)
+    out = [round_to(Fraction(float(xi)) + Fraction(float(mi)) * Fraction(float(zi)), A)
+           for xi, mi, zi in zip(x.reshape(-1), m.reshape(-1), z.reshape(-1))]
+    return np.array(out, A).reshape(x.shape).astype(NP[t])
+
+
 POINTWISE = [("adds", 1, True), ("muls", 1, True), ("divs", 1, False), ("pows", 1, False), ("clamp", 1, True),
              ("sqrt", 1, False), ("rsqrt", 1, False), ("exp", 1, False), ("log", 1, False), ("abs", 1, False),
              ("neg", 1, False), ("sign", 1, False), ("tanh", 1, False), ("sigmoid", 1, False),
@@ -297,7 +462,12 @@ def test_pointwise_against_numpy(dev, rng, op, arity, ints):
         dev.call("pointwise", op.encode(), dev.tensor(ov, ob), *ins, a, b)
         want = pointwise_ref(op, t, [v for v, _ in views], a, b)
         where = "%s %s x%s -> %s" % (op, t, kinds, okind)
-        if op in EXACT or t in INTS:
+        if op in ("cadd", "addcmul") and t in FLOATS:
+            # on a GPU x + a*y is one fused multiply-add; NumPy and the emulator round twice: either, per element
+            fused = fused_ref(op, t, [v for v, _ in views], a)
+            got = ov.astype(np.float64)
+            assert ((got == want.astype(np.float64)) | (got == fused.astype(np.float64))).all(), where
+        elif op in EXACT or t in INTS:
             assert np.array_equal(ov.astype(np.float64), want.astype(np.float64)), where
         else:
             tol = {"Float": 4e-7, "Double": 1e-15, "Half": 1e-3}[t]
@@ -327,15 +497,16 @@ def test_pointwise_in_place_and_errors(dev, rng):
 
 
 def test_a_failing_launch_is_an_error_not_a_silent_skip(dev):
-    # the emulator refuses an unknown kernel: the error reaches the caller with its text
+    # a refusal, the host layer's or the launcher's, reaches the caller with its text
     x = np.zeros(4, np.float16)
     with pytest.raises(RuntimeError, match="not defined for Long"):
         dev.call("pointwise", b"exp", dev.tensor(np.zeros(4, np.int64)), dev.tensor(np.zeros(4, np.int64)),
                  ffi.NULL, ffi.NULL, 0, 0)
+    threads = dev.ops.threads_per_block
     dev.ops.threads_per_block = 48
     with pytest.raises(RuntimeError, match="multiple of 32"):
         dev.call("fill", dev.tensor(x), 1.0)
-    dev.ops.threads_per_block = 64
+    dev.ops.threads_per_block = threads
     saved = dev.ops.launch
     dev.ops.launch = ffi.NULL
     with pytest.raises(RuntimeError, match="no launcher"):
@@ -415,9 +586,10 @@ def test_reduce_along_a_dimension(dev, rng, op):
             shape = list(rand_shape(rng, nd))
             dim = int(rng.integers(nd))
             kind = LAYOUTS[int(rng.integers(3))]  # contig, transposed, narrowed
-            if form == "block":  # a long dimension of stride 1: one block per slice
+            threads = dev.ops.threads_per_block
+            if form == "block":  # a dimension of stride 1 and at least a block's threads long: a block per slice
                 kind, dim = "contig", nd - 1
-                shape[dim] = int(rng.integers(64, 200))
+                shape[dim] = int(rng.integers(threads, threads + 136))
             shape = tuple(shape)
             if op in ("max", "min"):  # small integers: ties, the first must win
                 x = values(rng, t, shape, 0, 4)
@@ -436,7 +608,7 @@ def test_reduce_along_a_dimension(dev, rng, op):
                 args.append(ffi.NULL)
             dev.call("reduce_dim", op.encode(), *args, dev.tensor(xv, xb), dim)
             kernel = [n for _, n, _, _, _ in dev.launches if n.startswith("lt_reduce_dim")][-1]
-            assert kernel.startswith("lt_reduce_dimblk_" if form == "block" and shape[dim] >= 64 else "lt_reduce_dim_")
+            assert kernel.startswith("lt_reduce_dimblk_" if form == "block" else "lt_reduce_dim_")
             v = np.asarray(xv)
             where = "%s %s %s dim %d %s" % (op, t, shape, dim, kind)
             if op in ("max", "min"):
@@ -459,6 +631,7 @@ def test_reduce_along_a_dimension(dev, rng, op):
 
 
 def test_reduce_dim_takes_the_64_bit_path_for_a_long_stride_of_the_reduced_dimension(dev):
+    dev.needs_memory(2 ** 32)
     # the slices themselves start at offset 0: only the reduced dimension's stride, 2^32 (0 in 32 bits),
     # passes the 32-bit range
     x, big = sparse_pair(2 ** 32, 3, 4)
@@ -626,3 +799,100 @@ def test_every_launch_packs_the_kernels_own_signature(dev, rng):
     st = dev.close()
     assert st.active_blocks == 0 and st.allocs >= 1
     dev.close = lambda: st  # the fixture's close: already done
+
+
+# ----------------------------------------------------------------------------- matrix products
+MATRIX_LAYOUTS = ["contig", "transposed", "narrowed", "expanded"]   # row-major, column-major, neither, stride 0
+
+
+@pytest.mark.parametrize("t", ["Float", "Double"])
+def test_addmm_against_numpy(dev, rng, t):
+    """out = beta m + alpha a b for every layout of each operand (BLAS reads row- and column-major ones as they
+    lie, others through copies; a row-major out as the transposed product), out the same tensor as m or not,
+    beta 0 over NaN, sizes of 1 (whose strides BLAS must not see)."""
+    dt = NP[t]
+    for trial in range(24):
+        r, k, c = (int(v) for v in rng.integers(1, 9, 3))
+        if trial % 6 == 5:
+            r, c = (1, c) if trial % 12 == 5 else (r, 1)
+        a = rng.uniform(-2, 2, (r, k)).astype(dt)
+        b = rng.uniform(-2, 2, (k, c)).astype(dt)
+        m = rng.uniform(-2, 2, (r, c)).astype(dt)
+        ka, kb, km = (MATRIX_LAYOUTS[int(rng.integers(4))] for _ in range(3))
+        av, _, abase = make_input(ka, a, dt)
+        bv, _, bbase = make_input(kb, b, dt)
+        mv, _, mbase = make_input(km if km != "expanded" else "contig", m, dt)
+        alpha = float(rng.uniform(-2, 2))
+        beta = [0.0, 1.0, float(rng.uniform(-2, 2))][trial % 3]
+        in_place = trial % 4 == 0
+        if beta == 0:
+            mv[...] = np.nan   # BLAS does not read C when beta is 0
+        want = alpha * (np.asarray(av).astype(np.float64) @ np.asarray(bv).astype(np.float64))
+        if beta != 0:
+            want = want + beta * mv.astype(np.float64)
+        if in_place:
+            ov, ob, mask = mv, mbase, None
+            mt = ot = dev.tensor(mv, mbase)
+        else:
+            ko = ["contig", "transposed", "narrowed"][int(rng.integers(3))]
+            ob, ov, mask = make_output(ko, (r, c), dt)
+            mt, ot = dev.tensor(mv, mbase), dev.tensor(ov, ob)
+        dev.call("addmm", ot, beta, mt, alpha, dev.tensor(av, abase), dev.tensor(bv, bbase))
+        eps = 2.0 ** -24 if t == "Float" else 2.0 ** -53
+        bound = eps * (k + 3) * 2 * (abs(alpha) * np.abs(np.asarray(av)).astype(np.float64) @ np.abs(np.asarray(bv))
+                                     + (abs(beta) * np.abs(mv.astype(np.float64)) if beta else 0) + 1e-30)
+        where = (t, (r, k, c), ka, kb, km, in_place, beta)
+        assert np.isfinite(ov).all(), where
+        assert (np.abs(ov.astype(np.float64) - want) <= bound).all(), where
+        if mask is not None:
+            assert_untouched(ob, mask)
+
+
+def test_addmm_reads_row_and_column_major_operands_without_copies(emu):
+    """The layouts BLAS can read go to gemm as they lie: no copy kernel runs; a row-major result is the
+    transposed product (gemm sees c x r)."""
+    dev = emu
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(20, dtype=np.float32).reshape(4, 5)
+    out = np.zeros((3, 5), np.float32)
+    dev.call("addmm", dev.tensor(out), 0.0, dev.tensor(out), 1.0, dev.tensor(a), dev.tensor(b))
+    assert np.array_equal(out, a @ b)
+    assert dev.gemms[-1] == ("n", "n", 5, 3, 4, 5, 4, 5) and not dev.launches
+    fa, fb, fo = np.asfortranarray(a), np.asfortranarray(b), np.zeros((5, 3), np.float32).T
+    dev.call("addmm", dev.tensor(fo, fo.base), 0.0, dev.tensor(fo, fo.base), 1.0, dev.tensor(fa), dev.tensor(fb))
+    assert np.array_equal(fo, a @ b) and dev.gemms[-1] == ("n", "n", 3, 5, 4, 3, 4, 3) and not dev.launches
+    dev.call("addmm", dev.tensor(out), 0.0, dev.tensor(out), 1.0, dev.tensor(fa), dev.tensor(b))
+    assert dev.gemms[-1][:2] == ("n", "t") and not dev.launches
+    # a view that is neither: copied first
+    wide = np.zeros((3, 8), np.float32)
+    wide[:, ::2] = a
+    dev.call("addmm", dev.tensor(out), 0.0, dev.tensor(out), 1.0, dev.tensor(wide[:, ::2], wide), dev.tensor(b))
+    assert np.array_equal(out, a @ b) and dev.launches and dev.launches[-1][1].startswith("lt_copy_Float_Float")
+
+
+def test_addmm_with_no_products_and_errors(dev):
+    m = np.full((2, 3), 2.0, np.float32)
+    out = np.zeros((2, 3), np.float32)
+    dev.call("addmm", dev.tensor(out), 1.5, dev.tensor(m), 1.0, dev.tensor(np.zeros((2, 0), np.float32)),
+             dev.tensor(np.zeros((0, 3), np.float32)))
+    assert np.array_equal(out, np.full((2, 3), 3.0, np.float32))
+    dev.call("addmm", dev.tensor(out), 0.0, dev.tensor(m), 1.0, dev.tensor(np.zeros((2, 0), np.float32)),
+             dev.tensor(np.zeros((0, 3), np.float32)))
+    assert not out.any()
+    x = dev.tensor(np.zeros((2, 3), np.float32))
+    with pytest.raises(RuntimeError, match=r"size mismatch, m1: \[2 x 3\], m2: \[2 x 3\]"):
+        dev.call("addmm", x, 1.0, x, 1.0, x, x)
+    with pytest.raises(RuntimeError, match="matrices expected, got 1D, 2D"):
+        dev.call("addmm", x, 1.0, x, 1.0, dev.tensor(np.zeros(3, np.float32)), x)
+    with pytest.raises(RuntimeError, match="should be \\[2 x 2\\]"):
+        dev.call("addmm", x, 1.0, x, 1.0, x, dev.tensor(np.zeros((3, 2), np.float32)))
+    with pytest.raises(RuntimeError, match="every operand must be a Float tensor, not Double"):
+        dev.call("addmm", x, 1.0, x, 1.0, x, dev.tensor(np.zeros((3, 3), np.float64)))
+    i = dev.tensor(np.zeros((2, 2), np.int32))
+    with pytest.raises(RuntimeError, match="not defined for Int"):
+        dev.call("addmm", i, 1.0, i, 1.0, i, i)
+    saved = dev.ops.gemm
+    dev.ops.gemm = ffi.NULL
+    with pytest.raises(RuntimeError, match="no matrix product on this device"):
+        dev.call("addmm", x, 1.0, x, 1.0, x, dev.tensor(np.zeros((3, 3), np.float32)))
+    dev.ops.gemm = saved

@@ -225,4 +225,5 @@ def test_data_parallel_table_over_cuda_types(cu, rng):
     end""")
     tout, diff, tg, gnorm = f(cu.from_numpy(x))
     assert (tout, tg) == ("torch.CudaTensor", "torch.CudaTensor")
-    assert diff == 0 and gnorm > 0
+    # a 2-row slice and the 4-row batch may take different sgemm kernels (oneDNN picks by shape): last bits
+    assert diff <= 1e-6 and gnorm > 0

@@ -34,12 +34,25 @@ typedef struct lt_cuops {
   int device;                /* the allocator's device number */
   int threads_per_block;     /* 0: 256; a multiple of 32, at most 1024 */
   int max_blocks;            /* grid cap of the grid-stride kernels; 0: 1024 */
+  /* C = alpha op(A) op(B) + beta C on stream, column-major, as BLAS's gemm (cuBLAS on a GPU): type is the
+   * host type LT_FLOAT or LT_DOUBLE, trans 'n' or 't', sizes and leading dimensions in elements, each below
+   * 2^31. beta == 0 does not read C. NULL: matrix products are refused. 0, or -1 with lt_fail. */
+  int (*gemm)(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n, int64_t k,
+              double alpha, const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+              int64_t ldc);
 } lt_cuops;
 
 /* The operand a kernel gets for t: sizes and strides with size-1 dimensions dropped and dimensions that
  * are contiguous with each other merged; *max_offset (if not NULL) the largest element offset. More than 8
  * dimensions left, or a negative stride, is an error. */
 int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset);
+
+/* out = beta m + alpha (a b), Torch7's addmm: 2-D Float or Double tensors of one type, a [r x k], b [k x c],
+ * m and out [r x c]; out may be m. Any strides: operands BLAS can read as they lie (column-major, or
+ * row-major as the transpose) go to gemm directly, others through contiguous scratch copies; a row-major
+ * out is computed as out^T = b^T a^T. beta == 0 ignores m's values (NaN included), as BLAS does. */
+int lt_cuops_addmm(const lt_cuops *ops, void *stream, lt_tensor *out, double beta, const lt_tensor *m, double alpha,
+                   const lt_tensor *a, const lt_tensor *b);
 
 /* dst = src converted to dst's type (any of the 8 element types each); same number of elements. */
 int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src);

@@ -35,8 +35,21 @@ static struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int resolved;   /* 1 once every driver function above was found */
 
+typedef struct { void **slot; const char *name; } symbol;
+
+/* Each of syms from library `which`, once (*done set when all were found). */
+static int find_symbols(int which, const symbol *syms, size_t n, int *done) {
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  for (size_t i = 0; !*done && i < n; i++)
+    if (!(*syms[i].slot = lt_cuda_symbol(which, syms[i].name))) rc = -1;
+  if (rc == 0) *done = 1;
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
 static int resolve(void) {
-  static const struct { void **slot; const char *name; } syms[] = {
+  static const symbol syms[] = {
     {(void **)&drv.mem_alloc, "cuMemAlloc_v2"}, {(void **)&drv.mem_free, "cuMemFree_v2"},
     {(void **)&drv.event_create, "cuEventCreate"}, {(void **)&drv.event_record, "cuEventRecord"},
     {(void **)&drv.event_query, "cuEventQuery"}, {(void **)&drv.event_destroy, "cuEventDestroy_v2"},
@@ -47,13 +60,7 @@ static int resolve(void) {
   int count = 0;
   if (lt_cuda_device_count(&count) || count == 0)
     return lt_fail("cuda: no CUDA device: %s", lt_cuda_library_info(LT_CUDA_DRIVER));
-  pthread_mutex_lock(&lock);
-  int rc = 0;
-  for (size_t i = 0; !resolved && i < sizeof syms / sizeof syms[0]; i++)
-    if (!(*syms[i].slot = lt_cuda_symbol(LT_CUDA_DRIVER, syms[i].name))) rc = -1;
-  if (rc == 0) resolved = 1;
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return find_symbols(LT_CUDA_DRIVER, syms, sizeof syms / sizeof syms[0], &resolved);
 }
 
 static int failed(const char *what, int device, int code) {
@@ -318,6 +325,68 @@ static int cu_to_device(void *ctx, void *dst, const void *src, int64_t bytes, vo
   return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
 }
 
+/* ---------------------------------------------------------------- cuBLAS */
+
+static struct {
+  int (*create)(void **);
+  int (*set_stream)(void *, void *);
+  int (*sgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
+               const float *, float *, int);
+  int (*dgemm)(void *, int, int, int, int, int, const double *, const double *, int, const double *, int,
+               const double *, double *, int);
+} blas;
+static int blas_resolved;
+
+static int blas_resolve(void) {
+  static const symbol syms[] = {
+    {(void **)&blas.create, "cublasCreate_v2"}, {(void **)&blas.set_stream, "cublasSetStream_v2"},
+    {(void **)&blas.sgemm, "cublasSgemm_v2"}, {(void **)&blas.dgemm, "cublasDgemm_v2"}};
+  return find_symbols(LT_CUDA_CUBLAS, syms, sizeof syms / sizeof syms[0], &blas_resolved);
+}
+
+static const char *blas_status(int s) {
+  switch (s) {
+    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "a cuBLAS error";
+  }
+}
+
+/* One cuBLAS handle per (thread, device), as cutorch kept them: a handle is not for two threads at once. */
+static __thread void *blas_handles[LT_CUDA_MAX_DEVICES];
+
+static int cu_gemm(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                   double alpha, const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+                   int64_t ldc) {
+  int device = (int)(intptr_t)ctx;
+  if (lt_cuda_set_device(device)) return -1;
+  void **h = &blas_handles[device];
+  int st;
+  if (!*h && (st = blas.create(h)) != 0) {
+    *h = NULL;
+    return lt_fail("cuda: cublasCreate on device %d: %s (%d)", device, blas_status(st), st);
+  }
+  if ((st = blas.set_stream(*h, stream)) != 0)
+    return lt_fail("cuda: cublasSetStream on device %d: %s (%d)", device, blas_status(st), st);
+  const int ta = transa == 't' ? 1 : 0, tb = transb == 't' ? 1 : 0;   /* CUBLAS_OP_N, CUBLAS_OP_T */
+  if (type == LT_FLOAT) {
+    const float al = (float)alpha, be = (float)beta;
+    st = blas.sgemm(*h, ta, tb, (int)m, (int)n, (int)k, &al, a, (int)lda, b, (int)ldb, &be, c, (int)ldc);
+  } else {
+    st = blas.dgemm(*h, ta, tb, (int)m, (int)n, (int)k, &alpha, a, (int)lda, b, (int)ldb, &beta, c, (int)ldc);
+  }
+  if (st != 0)
+    return lt_fail("cuda: cublas%cgemm (%c%c, %lld x %lld x %lld) on device %d: %s (%d)", type == LT_FLOAT ? 'S' : 'D',
+                   transa, transb, (long long)m, (long long)n, (long long)k, device, blas_status(st), st);
+  return 0;
+}
+
 int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc) {
   if (resolve()) return -1;
   if (!alloc) return lt_fail("cuda: lt_cuda_ops_init needs an allocator");
@@ -333,5 +402,7 @@ int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc) {
   ops->device = device;
   ops->threads_per_block = 256;
   ops->max_blocks = 8 * (sms > 0 ? sms : 1);   /* 8 blocks of 256 threads fill a multiprocessor */
+  /* matrix products where cuBLAS loads; without it everything else still runs, addmm says why not */
+  if (blas_resolve() == 0) ops->gemm = cu_gemm;
   return 0;
 }

@@ -621,3 +621,138 @@ int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad
   int rc = launch(ops, stream, "dropout", kernel, grid, &a);
   return scratch_free(ops, copy, rc);
 }
+
+/* ---------------------------------------------------------------- matrix products */
+
+/* A 2-D view: its first element, sizes and strides in elements. */
+typedef struct { char *data; int64_t rows, cols, s0, s1; } matrix;
+
+static matrix as_matrix(const lt_tensor *t) {
+  matrix x = {(char *)t->storage->data + t->offset * lt_elemsize(t->type), t->size[0], t->size[1], t->stride[0],
+              t->stride[1]};
+  return x;
+}
+
+static matrix transposed(matrix x) {
+  matrix y = {x.data, x.cols, x.rows, x.s1, x.s0};
+  return y;
+}
+
+/* The leading dimension with which BLAS reads x as a column-major matrix, or 0 when it cannot (BLAS wants
+ * unit steps down a column and ld >= max(1, rows); a size-1 dimension's stride does not matter). */
+static int64_t column_major_ld(matrix x) {
+  const int64_t need = x.rows > 1 ? x.rows : 1;
+  if (x.rows > 1 && x.s0 != 1) return 0;
+  const int64_t ld = x.cols > 1 ? x.s1 : need;
+  return ld >= need ? ld : 0;
+}
+
+/* An lt_tensor over x's memory (storage st), for the copy kernels. */
+static void matrix_tensor(matrix x, int type, lt_storage *st, lt_tensor *t) {
+  memset(st, 0, sizeof *st), memset(t, 0, sizeof *t);
+  st->data = x.data, st->size = 1 + (x.rows - 1) * x.s0 + (x.cols - 1) * x.s1, st->type = type;
+  t->storage = st, t->type = type, t->ndim = 2;
+  t->size[0] = x.rows, t->size[1] = x.cols, t->stride[0] = x.s0, t->stride[1] = x.s1;
+}
+
+/* Scratch holding x column-major (ld = rows), its values copied in when copy_in; *x is repointed at it. */
+static int column_major_copy(const lt_cuops *ops, void *stream, int type, matrix *x, int copy_in, void **mem) {
+  if (scratch(ops, stream, x->rows * x->cols * lt_elemsize(type), mem)) return -1;
+  matrix c = {*mem, x->rows, x->cols, 1, x->rows};
+  if (copy_in) {
+    lt_storage ss, ds;
+    lt_tensor src, dst;
+    matrix_tensor(*x, type, &ss, &src);
+    matrix_tensor(c, type, &ds, &dst);
+    if (lt_cuops_copy(ops, stream, &dst, &src)) return -1;
+  }
+  *x = c;
+  return 0;
+}
+
+/* x as gemm reads it: 'n' (column-major as it lies), 't' (its transpose is), or a column-major copy. */
+static int gemm_operand(const lt_cuops *ops, void *stream, int type, matrix *x, char *trans, int64_t *ld,
+                        void **mem) {
+  *mem = NULL;
+  if ((*ld = column_major_ld(*x))) return *trans = 'n', 0;
+  if ((*ld = column_major_ld(transposed(*x)))) return *trans = 't', 0;
+  if (column_major_copy(ops, stream, type, x, 1, mem)) return -1;
+  *trans = 'n', *ld = x->rows > 1 ? x->rows : 1;
+  return 0;
+}
+
+static int same_view(const lt_tensor *x, const lt_tensor *y) {
+  if (x->storage->data != y->storage->data || x->offset != y->offset || x->ndim != y->ndim) return 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (x->size[d] != y->size[d] || x->stride[d] != y->stride[d]) return 0;
+  return 1;
+}
+
+int lt_cuops_addmm(const lt_cuops *ops, void *stream, lt_tensor *out, double beta, const lt_tensor *m, double alpha,
+                   const lt_tensor *a, const lt_tensor *b) {
+  static const char fn[] = "cuda addmm";
+  char x[256], y[256];
+  if (check_ops(ops, fn)) return -1;
+  if (!ops->gemm) return lt_fail("%s: no matrix product on this device (cuBLAS is not loaded)", fn);
+  if (a->ndim != 2 || b->ndim != 2)
+    return lt_fail("%s: matrices expected, got %dD, %dD tensors", fn, a->ndim, b->ndim);
+  if (m->ndim != 2 || out->ndim != 2)
+    return lt_fail("%s: the added matrix and the result must be 2D, got %dD and %dD", fn, m->ndim, out->ndim);
+  const int type = lt_host_type(a->type);
+  if (type != LT_FLOAT && type != LT_DOUBLE)
+    return lt_fail("%s: not defined for %s tensors (Float and Double only)", fn, tname(a->type));
+  const lt_tensor *all[3] = {b, m, out};
+  for (int i = 0; i < 3; i++)
+    if (all[i]->type != a->type)
+      return lt_fail("%s: every operand must be a %s tensor, not %s", fn, tname(a->type), tname(all[i]->type));
+  if (a->size[1] != b->size[0])
+    return lt_fail("%s: size mismatch, m1: %s, m2: %s", fn, lt_shape_str(a, x, sizeof x), lt_shape_str(b, y, sizeof y));
+  if (m->size[0] != a->size[0] || m->size[1] != b->size[1] || out->size[0] != m->size[0] ||
+      out->size[1] != m->size[1])
+    return lt_fail("%s: the result and the added matrix should be [%lld x %lld], not %s and %s", fn,
+                   (long long)a->size[0], (long long)b->size[1], lt_shape_str(out, x, sizeof x),
+                   lt_shape_str(m, y, sizeof y));
+  const int64_t rows = a->size[0], cols = b->size[1], k = a->size[1];
+  if (rows == 0 || cols == 0) return 0;
+  if (beta != 0 && !same_view(out, m) && lt_cuops_copy(ops, stream, out, m)) return -1;
+  if (k == 0)   /* no products: beta m alone */
+    return beta == 0 ? lt_cuops_fill(ops, stream, out, 0) : lt_cuops_pointwise(ops, stream, "muls", out, out, NULL,
+                                                                                NULL, beta, 0);
+  matrix C = as_matrix(out), A = as_matrix(a), B = as_matrix(b);
+  void *cmem = NULL, *amem = NULL, *bmem = NULL;
+  const matrix C_out = C;
+  int rc = -1;
+  if (!column_major_ld(C)) {
+    if (column_major_ld(transposed(C))) {   /* out^T = b^T a^T, column-major as out lies */
+      matrix t = A;
+      C = transposed(C), A = transposed(B), B = transposed(t);
+    } else if (column_major_copy(ops, stream, a->type, &C, beta != 0, &cmem)) {
+      goto done;
+    }
+  }
+  char ta, tb;
+  int64_t lda, ldb, ldc = column_major_ld(C);
+  if (gemm_operand(ops, stream, a->type, &A, &ta, &lda, &amem) ||
+      gemm_operand(ops, stream, a->type, &B, &tb, &ldb, &bmem))
+    goto done;
+  const int64_t dims[6] = {C.rows, C.cols, k, lda, ldb, ldc};
+  for (int i = 0; i < 6; i++)
+    if (dims[i] >= INT_MAX) {
+      lt_fail("%s: a size or leading dimension of %lld is beyond BLAS's 32-bit int", fn, (long long)dims[i]);
+      goto done;
+    }
+  if (ops->gemm(ops->ctx, stream, type, ta, tb, C.rows, C.cols, k, alpha, A.data, lda, B.data, ldb, beta, C.data, ldc))
+    goto done;
+  if (cmem) {   /* back into out's own layout */
+    lt_storage ss, ds;
+    lt_tensor src, dst;
+    matrix_tensor(C, a->type, &ss, &src);
+    matrix_tensor(C_out, a->type, &ds, &dst);
+    if (lt_cuops_copy(ops, stream, &dst, &src)) goto done;
+  }
+  rc = 0;
+done:
+  rc = scratch_free(ops, cmem, rc);
+  rc = scratch_free(ops, amem, rc);
+  return scratch_free(ops, bmem, rc);
+}

@@ -1,0 +1,72 @@
+/* An emulated libcublas for the emulated driver (emulated_driver.c, whose device memory is host memory): the
+ * few cuBLAS entry points native/src/cuda_device.c calls, with the checks cuBLAS makes of its arguments, so
+ * that cu_gemm (handles per thread and device, operation codes, float and double scalars, status codes) runs
+ * in CI as it runs on a GPU. gemm is the plain triple loop in double: an oracle, not a fast path.
+ * cublasGetProperty answers version 13.1.0, so the C layer takes it for cuBLAS 13. Statuses as cuBLAS's:
+ * 0 success, 1 not initialized, 7 invalid value. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7 };
+
+typedef struct { int magic; void *stream; } handle;
+static const int MAGIC = 0x6c744842;
+
+EXPORT int cublasGetProperty(int which, int *value) {
+  static const int version[3] = {13, 1, 0};
+  if (which < 0 || which > 2) return INVALID_VALUE;
+  *value = version[which];
+  return SUCCESS;
+}
+
+EXPORT int cublasCreate_v2(void **h) {
+  handle *p = malloc(sizeof *p);
+  if (!p) return NOT_INITIALIZED;
+  p->magic = MAGIC, p->stream = NULL;
+  *h = p;
+  return SUCCESS;
+}
+
+EXPORT int cublasDestroy_v2(void *h) {
+  free(h);
+  return SUCCESS;
+}
+
+EXPORT int cublasSetStream_v2(void *h, void *stream) {
+  if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
+  ((handle *)h)->stream = stream;
+  return SUCCESS;
+}
+
+/* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; cuBLAS's argument rules */
+static int gemm(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
+                int ldb, double beta, void *c, int ldc, int dbl) {
+  if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
+  const int arows = ta ? k : m, brows = tb ? n : k;
+  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (arows > 1 ? arows : 1) ||
+      ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))
+    return INVALID_VALUE;
+#define AT(p, i, j, ld) (dbl ? ((const double *)(p))[(int64_t)(j) * (ld) + (i)] : ((const float *)(p))[(int64_t)(j) * (ld) + (i)])
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < m; i++) {
+      double s = 0;
+      for (int l = 0; l < k; l++) s += (ta ? AT(a, l, i, lda) : AT(a, i, l, lda)) * (tb ? AT(b, j, l, ldb) : AT(b, l, j, ldb));
+      double r = alpha * s + (beta != 0 ? beta * AT(c, i, j, ldc) : 0);
+      if (dbl) ((double *)c)[(int64_t)j * ldc + i] = r;
+      else ((float *)c)[(int64_t)j * ldc + i] = (float)r;
+    }
+#undef AT
+  return SUCCESS;
+}
+
+EXPORT int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
+                          const float *b, int ldb, const float *beta, float *c, int ldc) {
+  return gemm(h, ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc, 0);
+}
+
+EXPORT int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *a,
+                          int lda, const double *b, int ldb, const double *beta, double *c, int ldc) {
+  return gemm(h, ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc, 1);
+}
