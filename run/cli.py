@@ -33,6 +33,7 @@ BENCHMARKS = {
     "dpt": ("run.bench_dpt", "nn.DataParallelTable: Torch7's baseline vs the optimized one"),
     "data": ("run.bench_data", "in-memory vs per-file loader: images/s and data wait"),
     "train": ("run.bench_train", "the paper's three optimizations on and off, weak scaling over ranks"),
+    "cuda": ("run.bench_cuda", "on a GPU: our kernels' launch cost and bandwidth, PyTorch CUDA's training step"),
 }
 
 

@@ -186,3 +186,22 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     # all run but the two 64-bit index cases, whose 2 and 4 GiB views do not fit the emulated 1 GiB
     assert r.returncode == 0 and " passed, 2 skipped" in r.stdout and "failed" not in r.stdout, \
         r.stdout[-3000:] + r.stderr[-2000:]
+    # luatorch bench cuda's measurements, on tiny sizes, with PyTorch's CPU tensors as the shared buffers (the
+    # emulated device's memory is the host's): what a GPU machine's few minutes would otherwise find broken
+    code = ("import torch\nfrom run import bench_cuda as B\no = B.Ours()\n"
+            "r = (B.launch_records(torch, o, 2, 10, device='cpu') + B.bandwidth_records(torch, o, 2, 1 << 10, "
+            "device='cpu') + B.gemm_records(torch, o, 1, [24], device='cpu'))\n"
+            "print('records', sorted({x['what'] for x in r}), len(r))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=os.path.dirname(here), timeout=600)
+    assert r.returncode == 0 and "records ['bandwidth', 'gemm', 'launch'] 8" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+@pytest.mark.skipif(GPUS > 0, reason="this machine has a GPU")
+def test_bench_cuda_says_why_when_it_finds_no_device():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "run.cli", "bench", "cuda"], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 2 and "luatorch bench cuda: no CUDA device" in r.stdout, r.stdout + r.stderr

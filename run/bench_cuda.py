@@ -1,0 +1,344 @@
+"""`luatorch bench cuda`: the GPU path on a real GPU, side by side with PyTorch CUDA in one process.
+
+    luatorch bench cuda [--models resnet50,googlenet_bn] [--batch 64,128] [--iters 20] [--json PATH]
+
+What it measures (one JSON record each, `what` naming the kind):
+- `device`: the GPU, the driver and the CUDA libraries found.
+- `compile`: NVRTC's compile of each kernel file for the device's architecture (or its cache read).
+- `launch`: host microseconds per kernel launch of our host layer (lt_cuops, from Python through cffi) and
+  of PyTorch's, for fill and cadd on a one-element tensor: launches queued back to back, one synchronize at
+  the end; interleaved rounds, medians with ranges.
+- `bandwidth`: GB/s (bytes read plus written) of our kernels and PyTorch's on the same device buffers (we
+  operate on PyTorch's allocations): contiguous copy, transposed copy, float->half copy, cadd, sum; our
+  result checked against PyTorch's each round.
+- `gemm`: TFLOP/s of our addmm (the host layer's layout logic over cuBLAS's sgemm) against torch.addmm, TF32
+  off on both sides, results compared each round.
+- `train_step`: PyTorch CUDA eager's training step (forward, backward, SGD with momentum) of the paper's
+  networks built by our Lua models and converted with their weights (the very networks `luatorch train` runs),
+  images/s and host CPU milliseconds per iteration, with TF32 on and off. Our side of this record
+  (`ours_images_per_s`) stays null until cutorch's tensors live in device memory and cudnn's modules call
+  cuDNN (docs/results/cuda.md says what is built).
+
+Without a GPU it says so and exits 2.
+"""
+import argparse
+import os
+import time
+
+import numpy as np
+
+from run.benchutil import median, print_table, write_json
+
+
+def _loadavg():
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+class Ours:
+    """lt_cuops on device 0: our launcher, our caching allocator for scratch, operands over any device address."""
+
+    def __init__(self):
+        from pytorch_bridge.native import ffi, lib
+
+        self.ffi, self.lib = ffi, lib
+        backend = lib.lt_cuda_device_backend()
+        if backend == ffi.NULL:
+            raise RuntimeError(self.err())
+        self.alloc = lib.lt_cuda_alloc_new(backend)
+        self.ops = ffi.new("lt_cuops *")
+        if lib.lt_cuda_ops_init(self.ops, 0, self.alloc):
+            raise RuntimeError(self.err())
+        sync = lib.lt_cuda_symbol(0, b"cuCtxSynchronize")
+        self._sync = ffi.cast("int(*)(void)", sync)
+        self.keep = []
+
+    def err(self):
+        return self.ffi.string(self.lib.lt_errmsg()).decode()
+
+    def synchronize(self):
+        rc = self._sync()
+        if rc:
+            raise RuntimeError("cuCtxSynchronize failed (%d)" % rc)
+
+    def tensor(self, t):
+        """Our operand over a PyTorch CUDA tensor's memory (same device, same default stream)."""
+        from pytorch_bridge.cuda import device_tensor
+
+        name = {"torch.float32": "Float", "torch.float16": "Half", "torch.float64": "Double",
+                "torch.int64": "Long"}[str(t.dtype)]
+        lt, st = device_tensor(self.ffi, t.data_ptr() - t.storage_offset() * t.element_size(), name,
+                               list(t.shape), list(t.stride()), t.storage_offset(),
+                               t.untyped_storage().nbytes() // t.element_size())
+        self.keep.append((lt, st, t))
+        return lt
+
+    def call(self, fn, *args):
+        if getattr(self.lib, "lt_cuops_" + fn)(self.ops, self.ffi.NULL, *args):
+            raise RuntimeError(self.err())
+
+
+def device_record(torch):
+    from pytorch_bridge import cuda
+    from pytorch_bridge.native import ffi, lib
+
+    p = ffi.new("lt_cuda_device_props *")
+    assert lib.lt_cuda_device_properties(0, p) == 0
+    libs = cuda.describe(lib, ffi, load=True)
+    return {"what": "device", "name": ffi.string(p.name).decode(), "compute_capability": "%d.%d" % (p.major, p.minor),
+            "multiprocessors": p.multiprocessors, "memory_bytes": int(p.total_memory),
+            "libraries": {k: v[1] for k, v in libs.items()}, "torch": torch.__version__,
+            "torch_cuda": torch.version.cuda, "torch_cudnn": torch.backends.cudnn.version()}
+
+
+def compile_records(arch):
+    """Each kernel file's image for this device: compile (or cache read) seconds, bytes."""
+    from pytorch_bridge.native import ffi, lib
+    from pytorch_bridge import cuda
+
+    files = sorted(f[:-3] for f in os.listdir(cuda.kernel_dir()) if f.endswith(".cu"))
+    out = []
+    for f in files:
+        image, n, cached = ffi.new("char **"), ffi.new("int64_t *"), ffi.new("int *")
+        t0 = time.perf_counter()
+        if lib.lt_cuda_kernel_image(f.encode(), arch.encode(), ffi.NULL, image, n, cached):
+            raise RuntimeError(ffi.string(lib.lt_errmsg()).decode())
+        out.append({"what": "compile", "file": f, "arch": arch, "bytes": int(n[0]), "cached": bool(cached[0]),
+                    "seconds": round(time.perf_counter() - t0, 3)})
+        lib.lt_cuda_free(image[0])
+    return out
+
+
+def launch_records(torch, ours, rounds, n, device="cuda"):
+    """Host microseconds per launch, ours and PyTorch's, queued back to back (one synchronize per round)."""
+    ffi = ours.ffi
+    x = torch.zeros(1, device=device)
+    y = torch.ones(1, device=device)
+    lx, ly = ours.tensor(x), ours.tensor(y)
+    cases = {
+        ("fill", "ours"): lambda: ours.call("fill", lx, 1.5),
+        ("fill", "pytorch"): lambda: x.fill_(1.5),
+        ("cadd", "ours"): lambda: ours.call("pointwise", b"cadd", lx, lx, ly, ffi.NULL, 0.5, 0.0),
+        ("cadd", "pytorch"): lambda: x.add_(y, alpha=0.5),
+    }
+    for fn in cases.values():   # first launches load modules and warm caches
+        fn()
+    ours.synchronize()
+    times = {k: [] for k in cases}
+    keys = list(cases)
+    for r in range(rounds):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            fn = cases[k]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            queued = time.perf_counter() - t0
+            ours.synchronize()
+            times[k].append(queued / n * 1e6)
+    recs = []
+    for op in ("fill", "cadd"):
+        o, p = times[(op, "ours")], times[(op, "pytorch")]
+        recs.append({"what": "launch", "op": op, "launches_per_round": n, "rounds": rounds,
+                     "ours_us": round(median(o), 3), "ours_range_us": [round(min(o), 3), round(max(o), 3)],
+                     "pytorch_us": round(median(p), 3), "pytorch_range_us": [round(min(p), 3), round(max(p), 3)],
+                     "ratio": round(median(o) / median(p), 3), "via": "Python -> cffi (ours), Python -> ATen (PyTorch)"})
+    return recs
+
+
+def bandwidth_records(torch, ours, rounds, elements, device="cuda"):
+    ffi = ours.ffi
+    side = int(elements ** 0.5)
+    a = torch.randn(elements, device=device)
+    b = torch.randn(elements, device=device)
+    o = torch.empty(elements, device=device)
+    h = torch.empty(elements, device=device, dtype=torch.float16)
+    sq = a[:side * side].view(side, side)
+    sqo = o[:side * side].view(side, side)
+    la, lb, lo_, lh = ours.tensor(a), ours.tensor(b), ours.tensor(o), ours.tensor(h)
+    lsq_t, lsqo = ours.tensor(sq.t()), ours.tensor(sqo)
+    res = ffi.new("double *")
+    f4 = 4 * elements
+    cases = {
+        "copy": (2 * f4, lambda: ours.call("copy", lo_, la), lambda: o.copy_(a), lambda: torch.equal(o, a)),
+        "copy_transposed": (2 * 4 * side * side, lambda: ours.call("copy", lsqo, lsq_t), lambda: sqo.copy_(sq.t()),
+                            lambda: torch.equal(sqo, sq.t())),
+        "copy_float_to_half": (f4 + 2 * elements, lambda: ours.call("copy", lh, la), lambda: h.copy_(a),
+                               lambda: torch.equal(h, a.half())),
+        "cadd": (3 * f4, lambda: ours.call("pointwise", b"cadd", lo_, la, lb, ffi.NULL, 0.5, 0.0),
+                 lambda: torch.add(a, b, alpha=0.5, out=o), lambda: torch.equal(o, a + 0.5 * b)),
+        "sum": (f4, lambda: ours.call("reduce", b"sum", la, 0.0, res), lambda: a.sum().item(),
+                lambda: abs(res[0] - a.double().sum().item()) <= 1e-5 * a.abs().sum().item()),
+    }
+    recs = []
+    sync = ours.synchronize   # the context PyTorch and we share
+    for name, (nbytes, mine, theirs, same) in cases.items():
+        mine()
+        sync()
+        assert same(), "%s: our result differs from PyTorch's" % name
+        theirs()
+        t = {"ours": [], "pytorch": []}
+        for r in range(rounds):
+            for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
+                sync()
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                t[who].append(time.perf_counter() - t0)
+            mine()
+            sync()
+            assert same(), "%s: our result differs from PyTorch's" % name
+        gb = lambda s: nbytes / s / 1e9  # noqa: E731
+        recs.append({"what": "bandwidth", "op": name, "bytes": nbytes, "rounds": rounds,
+                     "ours_GBps": round(gb(median(t["ours"])), 1), "pytorch_GBps": round(gb(median(t["pytorch"])), 1),
+                     "ours_range_GBps": [round(gb(max(t["ours"])), 1), round(gb(min(t["ours"])), 1)],
+                     "pytorch_range_GBps": [round(gb(max(t["pytorch"])), 1), round(gb(min(t["pytorch"])), 1)],
+                     "ratio": round(median(t["pytorch"]) / median(t["ours"]), 3)})
+    return recs
+
+
+def gemm_records(torch, ours, rounds, sizes, device="cuda"):
+    """addmm through our host layer (cuBLAS's sgemm on a GPU) against torch.addmm on the same matrices, TF32
+    off on both sides (our handles never enable it); TFLOP/s, and the results compared every round."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    recs = []
+    for n in sizes:
+        g = torch.Generator(device=device).manual_seed(n)
+        a = torch.randn(n, n, device=device, generator=g)
+        b = torch.randn(n, n, device=device, generator=g)
+        m = torch.randn(n, n, device=device, generator=g)
+        o, p = torch.empty_like(m), torch.empty_like(m)
+        lo, lm, la, lb = ours.tensor(o), ours.tensor(m), ours.tensor(a), ours.tensor(b)
+        mine = lambda: ours.call("addmm", lo, 0.5, lm, 1.0, la, lb)  # noqa: E731
+        theirs = lambda: torch.addmm(m, a, b, beta=0.5, out=p)  # noqa: E731
+        t = {"ours": [], "pytorch": []}
+        for r in range(rounds + 1):
+            for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
+                ours.synchronize()
+                t0 = time.perf_counter()
+                fn()
+                ours.synchronize()
+                if r:   # round 0 warms up (cuBLAS's heuristics, PyTorch's handle)
+                    t[who].append(time.perf_counter() - t0)
+            err = (o - p).abs().max().item() / (a.abs() @ b.abs()).max().item()
+            assert err < 1e-5, "addmm %d: ours and PyTorch's differ by %.3g of the magnitude" % (n, err)
+        tf = lambda s: 2.0 * n ** 3 / s / 1e12  # noqa: E731
+        recs.append({"what": "gemm", "op": "addmm float32 %d^3" % n, "n": n, "rounds": rounds, "tf32": False,
+                     "ours_TFLOPs": round(tf(median(t["ours"])), 2), "pytorch_TFLOPs": round(tf(median(t["pytorch"])), 2),
+                     "ours_range_TFLOPs": [round(tf(max(t["ours"])), 2), round(tf(min(t["ours"])), 2)],
+                     "pytorch_range_TFLOPs": [round(tf(max(t["pytorch"])), 2), round(tf(min(t["pytorch"])), 2)],
+                     "ratio": round(median(t["pytorch"]) / median(t["ours"]), 3), "max_relative_difference": err})
+    return recs
+
+
+def train_records(torch, models, batches, iters, warmup, device="cuda"):
+    from pytorch_bridge import Runtime
+    from pytorch_bridge.interop import to_torch
+    from run.bench_model import MODELS
+
+    recs = []
+    for model in models:
+        build, size, classes = MODELS[model]
+        rt = Runtime()
+        net_lua = rt.execute("require 'nn'; torch.manualSeed(1); local m = " + build + "; return m:float()")
+        googlenet = model == "googlenet_bn"
+        loss_fn = torch.nn.functional.nll_loss if googlenet else torch.nn.functional.cross_entropy
+        for batch in batches:
+            for tf32 in (True, False):
+                torch.backends.cudnn.allow_tf32 = tf32
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                torch.backends.cudnn.benchmark = True
+                net = to_torch(rt, net_lua, np.float32).to(device).train()
+                opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, dampening=0.9, weight_decay=1e-4)
+                g = torch.Generator(device=device).manual_seed(0)
+                x = torch.randn(batch, 3, size, size, device=device, generator=g)
+                y = torch.randint(0, classes, (batch,), device=device, generator=g)
+                sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+                walls, cpus = [], []
+                for i in range(warmup + iters):
+                    sync()
+                    w0, c0 = time.perf_counter(), time.thread_time()
+                    opt.zero_grad(set_to_none=True)
+                    loss = loss_fn(net(x), y)
+                    loss.backward()
+                    opt.step()
+                    c1 = time.thread_time()
+                    sync()
+                    if i >= warmup:
+                        walls.append(time.perf_counter() - w0)
+                        cpus.append(c1 - c0)
+                assert torch.isfinite(loss).item(), "%s: the loss is not finite" % model
+                recs.append({"what": "train_step", "model": model, "batch": batch, "tf32": tf32,
+                             "memory_format": "NCHW", "iters": iters,
+                             "pytorch_images_per_s": round(batch / median(walls), 1),
+                             "pytorch_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
+                             "pytorch_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
+                             "ours_images_per_s": None, "loadavg": _loadavg()})
+                print("train_step %s batch %d tf32 %s: PyTorch %.1f img/s, host CPU %.1f ms/iter" % (
+                    model, batch, tf32, recs[-1]["pytorch_images_per_s"], recs[-1]["pytorch_host_cpu_ms_per_iter"]),
+                    flush=True)
+                del net, opt, x, y, loss
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+    return recs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="luatorch bench cuda", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="resnet50,googlenet_bn", help="train_step networks ('' for none)")
+    ap.add_argument("--batch", default="64,128")
+    ap.add_argument("--iters", type=int, default=20, help="timed training steps per configuration")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds of the launch and bandwidth cases")
+    ap.add_argument("--launches", type=int, default=5000, help="launches per round")
+    ap.add_argument("--elements", type=int, default=1 << 26, help="float32 elements of the bandwidth buffers")
+    ap.add_argument("--gemm", default="1024,4096", help="square addmm sizes (float32)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+
+    from pytorch_bridge.native import ffi, lib
+
+    n = ffi.new("int *")
+    lib.lt_cuda_device_count(n)
+    if n[0] == 0:
+        print("luatorch bench cuda: no CUDA device: %s" % ffi.string(lib.lt_cuda_library_info(0)).decode())
+        return 2
+    try:
+        import torch
+    except ImportError:
+        print("luatorch bench cuda: PyTorch with CUDA is the side-by-side reference: pip install torch")
+        return 2
+    if not torch.cuda.is_available():
+        print("luatorch bench cuda: this PyTorch sees no GPU (a CPU build?): it is the side-by-side reference")
+        return 2
+    torch.cuda.init()   # PyTorch's primary context first; ours retains the same one
+    load_before = _loadavg()
+    dev = device_record(torch)
+    dev["loadavg_before"] = load_before
+    print("device: %s (compute capability %s, %d SMs, %.0f GiB)" % (
+        dev["name"], dev["compute_capability"], dev["multiprocessors"], dev["memory_bytes"] / 2**30), flush=True)
+    records = [dev]
+    arch = "sm_" + dev["compute_capability"].replace(".", "")
+    comp = compile_records(arch)
+    records += comp
+    print("kernels for %s: %d files, %.1f s (%d from the cache)" % (
+        arch, len(comp), sum(r["seconds"] for r in comp), sum(r["cached"] for r in comp)), flush=True)
+    ours = Ours()
+    launches = launch_records(torch, ours, args.rounds, args.launches)
+    records += launches
+    print_table(["launch", "ours us", "PyTorch us", "ours/PyTorch"],
+                [[r["op"], r["ours_us"], r["pytorch_us"], r["ratio"]] for r in launches])
+    bw = bandwidth_records(torch, ours, args.rounds, args.elements)
+    records += bw
+    print_table(["kernel", "ours GB/s", "PyTorch GB/s", "ours/PyTorch speed"],
+                [[r["op"], r["ours_GBps"], r["pytorch_GBps"], r["ratio"]] for r in bw])
+    gemms = gemm_records(torch, ours, args.rounds, [int(v) for v in args.gemm.split(",") if v])
+    records += gemms
+    print_table(["matrix product", "ours TFLOP/s", "PyTorch TFLOP/s", "ours/PyTorch speed"],
+                [[r["op"], r["ours_TFLOPs"], r["pytorch_TFLOPs"], r["ratio"]] for r in gemms])
+    models = [m for m in args.models.split(",") if m]
+    if models:
+        records += train_records(torch, models, [int(b) for b in args.batch.split(",")], args.iters, args.warmup)
+    records[0]["loadavg_after"] = _loadavg()
+    if args.json:
+        write_json(args.json, records)
+    return 0
