@@ -5,9 +5,10 @@
 What it measures (one JSON record each, `what` naming the kind):
 - `device`: the GPU, the driver and the CUDA libraries found.
 - `compile`: NVRTC's compile of each kernel file for the device's architecture (or its cache read).
-- `launch`: host microseconds per kernel launch of our host layer (lt_cuops, from Python through cffi) and
-  of PyTorch's, for fill and cadd on a one-element tensor: launches queued back to back, one synchronize at
-  the end; interleaved rounds, medians with ranges.
+- `launch`: host microseconds per kernel launch of our host layer (lt_cuops) from LuaJIT through the FFI, as
+  cutorch's Lua code calls it, and from Python through cffi, and of PyTorch's, for fill and cadd on a
+  one-element tensor: launches queued back to back, one synchronize at the end; interleaved rounds, medians
+  with ranges.
 - `bandwidth`: GB/s (bytes read plus written) of our kernels and PyTorch's on the same device buffers (we
   operate on PyTorch's allocations): contiguous copy, transposed copy, float->half copy, cadd, sum; our
   result checked against PyTorch's each round.
@@ -108,17 +109,72 @@ def compile_records(arch):
     return out
 
 
+# The same launches from LuaJIT, as cutorch's Lua code will make them: the host layer through the FFI
+# (torch.C), its own lt_cuops and scratch allocator on device 0, operands over the given device addresses;
+# n launches back to back, timed in Lua (the synchronize is the caller's).
+_LUA_LAUNCHES = r"""
+local ffi = require 'ffi'
+local C = torch.C
+local M = {}
+local function check(rc) if rc ~= 0 then error(ffi.string(C.lt_errmsg()), 2) end end
+function M.setup(x_addr, y_addr)
+   local backend = C.lt_cuda_device_backend()
+   if backend == nil then error(ffi.string(C.lt_errmsg())) end
+   local s = {ops = ffi.new('lt_cuops[1]'), alloc = C.lt_cuda_alloc_new(backend)}
+   check(C.lt_cuda_ops_init(s.ops, 0, s.alloc))
+   local FLOAT = C.LT_CUDA_FLOAT   -- torch.CudaTensor's element type
+   local function operand(addr)
+      local st = ffi.new('lt_storage[1]')
+      st[0].data, st[0].size, st[0].type, st[0].refcount = ffi.cast('void *', addr), 1, FLOAT, 1
+      local t = ffi.new('lt_tensor[1]')
+      t[0].storage, t[0].type, t[0].ndim, t[0].size[0], t[0].stride[0] = st, FLOAT, 1, 1, 1
+      return {st = st, t = t}
+   end
+   s.x, s.y = operand(x_addr), operand(y_addr)
+   return s
+end
+function M.fill(s, n)
+   local ops, t, timer = s.ops, s.x.t, torch.Timer()
+   for _ = 1, n do check(C.lt_cuops_fill(ops, nil, t, 1.5)) end
+   return timer:time().real
+end
+function M.cadd(s, n)
+   local ops, x, y, timer = s.ops, s.x.t, s.y.t, torch.Timer()
+   for _ = 1, n do check(C.lt_cuops_pointwise(ops, nil, 'cadd', x, x, y, nil, 0.5, 0)) end
+   return timer:time().real
+end
+return M
+"""
+
+
 def launch_records(torch, ours, rounds, n, device="cuda"):
-    """Host microseconds per launch, ours and PyTorch's, queued back to back (one synchronize per round)."""
+    """Host microseconds per launch, queued back to back (one synchronize per round): our host layer from
+    LuaJIT (FFI) and from Python (cffi), and PyTorch's from Python."""
+    from pytorch_bridge import Runtime
+
     ffi = ours.ffi
     x = torch.zeros(1, device=device)
     y = torch.ones(1, device=device)
     lx, ly = ours.tensor(x), ours.tensor(y)
+    rt = Runtime()
+    lua = rt.execute(_LUA_LAUNCHES)
+    ls = rt.call(lua.setup, x.data_ptr(), y.data_ptr())
+
+    def timed(fn):
+        def run():
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            return time.perf_counter() - t0
+        return run
+
     cases = {
-        ("fill", "ours"): lambda: ours.call("fill", lx, 1.5),
-        ("fill", "pytorch"): lambda: x.fill_(1.5),
-        ("cadd", "ours"): lambda: ours.call("pointwise", b"cadd", lx, lx, ly, ffi.NULL, 0.5, 0.0),
-        ("cadd", "pytorch"): lambda: x.add_(y, alpha=0.5),
+        ("fill", "lua"): lambda: rt.call(lua.fill, ls, n),
+        ("fill", "python"): timed(lambda: ours.call("fill", lx, 1.5)),
+        ("fill", "pytorch"): timed(lambda: x.fill_(1.5)),
+        ("cadd", "lua"): lambda: rt.call(lua.cadd, ls, n),
+        ("cadd", "python"): timed(lambda: ours.call("pointwise", b"cadd", lx, lx, ly, ffi.NULL, 0.5, 0.0)),
+        ("cadd", "pytorch"): timed(lambda: x.add_(y, alpha=0.5)),
     }
     for fn in cases.values():   # first launches load modules and warm caches
         fn()
@@ -127,20 +183,20 @@ def launch_records(torch, ours, rounds, n, device="cuda"):
     keys = list(cases)
     for r in range(rounds):
         for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            fn = cases[k]
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            queued = time.perf_counter() - t0
+            queued = cases[k]()
             ours.synchronize()
             times[k].append(queued / n * 1e6)
     recs = []
     for op in ("fill", "cadd"):
-        o, p = times[(op, "ours")], times[(op, "pytorch")]
-        recs.append({"what": "launch", "op": op, "launches_per_round": n, "rounds": rounds,
-                     "ours_us": round(median(o), 3), "ours_range_us": [round(min(o), 3), round(max(o), 3)],
-                     "pytorch_us": round(median(p), 3), "pytorch_range_us": [round(min(p), 3), round(max(p), 3)],
-                     "ratio": round(median(o) / median(p), 3), "via": "Python -> cffi (ours), Python -> ATen (PyTorch)"})
+        rec = {"what": "launch", "op": op, "launches_per_round": n, "rounds": rounds,
+               "via": "ours from LuaJIT (FFI) and from Python (cffi); PyTorch from Python (ATen)"}
+        for who, key in (("lua", "ours_lua"), ("python", "ours"), ("pytorch", "pytorch")):
+            t = times[(op, who)]
+            rec[key + "_us"] = round(median(t), 3)
+            rec[key + "_range_us"] = [round(min(t), 3), round(max(t), 3)]
+        rec["ratio"] = round(rec["ours_us"] / rec["pytorch_us"], 3)
+        rec["ratio_lua"] = round(rec["ours_lua_us"] / rec["pytorch_us"], 3)
+        recs.append(rec)
     return recs
 
 
@@ -325,8 +381,8 @@ def main(argv=None):
     ours = Ours()
     launches = launch_records(torch, ours, args.rounds, args.launches)
     records += launches
-    print_table(["launch", "ours us", "PyTorch us", "ours/PyTorch"],
-                [[r["op"], r["ours_us"], r["pytorch_us"], r["ratio"]] for r in launches])
+    print_table(["launch", "ours from Lua us", "ours from Python us", "PyTorch us", "Lua/PyTorch"],
+                [[r["op"], r["ours_lua_us"], r["ours_us"], r["pytorch_us"], r["ratio_lua"]] for r in launches])
     bw = bandwidth_records(torch, ours, args.rounds, args.elements)
     records += bw
     print_table(["kernel", "ours GB/s", "PyTorch GB/s", "ours/PyTorch speed"],
