@@ -2,6 +2,7 @@
 the on-disk cache ahead of the first run (compile)."""
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -49,30 +50,59 @@ def info(args):
     return 0
 
 
+def _compile_one(file, arch, cache):
+    """(image bytes, from the cache, seconds) of one kernel file for arch: lt_cuda_kernel_image, the compile
+    the GPU launcher and cutorch.kernels run. cffi releases the GIL for the call, so threads compile at once."""
+    from pytorch_bridge.native import ffi, lib
+
+    image, n, cached = ffi.new("char **"), ffi.new("int64_t *"), ffi.new("int *")
+    t0 = time.perf_counter()
+    if lib.lt_cuda_kernel_image(file.encode(), arch.encode(), ffi.NULL if cache is None else cache.encode(), image, n,
+                                cached):
+        raise RuntimeError(ffi.string(lib.lt_errmsg()).decode())
+    out = ffi.buffer(image[0], n[0])[:]
+    lib.lt_cuda_free(image[0])
+    return out, bool(cached[0]), time.perf_counter() - t0
+
+
 def compile_all(args):
+    import concurrent.futures
     from pytorch_bridge import cuda
     from pytorch_bridge.data.pack import Progress
 
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     if not archs:
         usage_error("luatorch cuda compile", "--arch needs at least one architecture (e.g. sm_90)")
+    if args.jobs < 1:
+        usage_error("luatorch cuda compile", "--jobs must be at least 1 (got %d)" % args.jobs)
     rt = _runtime()
     kernels = rt.require("cutorch.kernels")
-    n_files = len(rt.call(kernels.files))
-    bar = Progress(n_files * len(archs), "NVRTC", enabled=not args.quiet)
-    opt = rt.table(cache=False) if args.no_cache else (rt.table(cache=args.cache) if args.cache is not None
-                                                        else rt.table())
+    listed = rt.call(kernels.files)
+    files = [str(listed[i]) for i in range(1, len(listed) + 1)]
+    cache = "" if args.no_cache else args.cache   # None: the registered folder; "": none
+    jobs = [(f, a) for a in archs for f in files]
+    bar = Progress(len(jobs), "NVRTC", enabled=not args.quiet)
     t0 = time.time()
-    found = rt.call(kernels.compileAll, rt.table_from(archs), opt, lambda done, total, record: bar.add(1))
+    found = {}
+    # NVRTC compiles in parallel threads; the biggest files first, so that none is left alone at the end
+    order = sorted(jobs, key=lambda j: -os.path.getsize(os.path.join(cuda.kernel_dir(), j[0])))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(args.jobs, len(jobs))) as pool:
+        futures = {pool.submit(_compile_one, f, a, cache): (f, a) for f, a in order}
+        for fut in concurrent.futures.as_completed(futures):
+            found[futures[fut]] = fut.result()
+            bar.add(1)
     bar.close()
-    records = [{"file": r["file"], "arch": r["arch"], "bytes": int(r["bytes"]), "cached": bool(r["cached"]),
-                "seconds": round(float(r["seconds"]), 3), "kernels": list(r["kernels"].values())}
-               for r in found.values()]
-    files = sorted({r["file"] for r in records})
+    records = []
+    for f, a in jobs:
+        image, cached, seconds = found[(f, a)]
+        entries = rt.call(kernels.entries, image) if a.startswith("sm_") else {}
+        names = [str(entries[i]) for i in range(1, len(entries) + 1)]
+        records.append({"file": f, "arch": a, "bytes": len(image), "cached": cached, "seconds": round(seconds, 3),
+                        "kernels": names})
     wall = time.time() - t0
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"records": records, "seconds": round(wall, 2)}, out, indent=1)
+            json.dump({"records": records, "seconds": round(wall, 2), "jobs": args.jobs}, out, indent=1)
     if not args.quiet:
         print("%-22s %s" % ("file", "  ".join("%-22s" % a for a in archs)))
         for f in files:
@@ -83,8 +113,9 @@ def compile_all(args):
                                                                  else "")))
             print("%-22s %s" % (f, "  ".join(cells)))
     total = sum(len(r["kernels"]) for r in records)
-    print("compiled %d files x %d architectures (%d kernels) in %.1f s; cache: %s" % (
-        len(files), len(archs), total, wall, "off" if args.no_cache else (args.cache or cuda.cache_dir() or "off")))
+    print("compiled %d files x %d architectures (%d kernels) in %.1f s with %d threads; cache: %s" % (
+        len(files), len(archs), total, wall, min(args.jobs, len(jobs)),
+        "off" if args.no_cache else (args.cache or cuda.cache_dir() or "off")))
     return 0
 
 
@@ -100,6 +131,8 @@ def main(argv):
     p.add_argument("--no-cache", action="store_true", help="compile without reading or writing the cache")
     p.add_argument("--json", default=None, help="write the per-file records here")
     p.add_argument("--quiet", action="store_true", help="only the summary line")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="files compiled at once, each by NVRTC on a thread of its own (default: the cores, %(default)s)")
     args = ap.parse_args(argv)
     if args.what == "info":
         return info(args)
