@@ -153,13 +153,16 @@ def test_minsky_platform_parses_and_an_allreduce_runs_on_it(tmp_path):
     env = {**os.environ, "LUATORCH_CACHE": str(tmp_path / "cache"), "PYTHONPATH": ROOT}
     r = subprocess.run([sys.executable, "-m", "run.cli", "simulate", "allreduce", "--platform", "minsky", "--np", "8",
                         "--sizes", "4000,8M", "--algorithms", "multicolor,ring,mpi:ompi", "--iters", "1",
-                        "--warmup", "0", "--verify-mib", "1", "--quiet", "--json", str(out)],
+                        "--warmup", "0", "--verify-mib", "1", "--network-only", "--quiet", "--json", str(out)],
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     recs = {(x["algorithm"], x["bytes"]): x for x in json.loads(out.read_text())}
     assert all(recs[(a, 4000)]["correct"] is True for a in ("multicolor", "ring", "mpi:ompi"))
-    # 8 MiB over EDR: a ring moves 2 x 7/8 of it per node at 12.5 GB/s x 0.97, at least 1.21 ms
-    assert 1.21e3 < recs[("ring", 8 << 20)]["time_us_median"] < 2.0e3
+    # 8 MiB over EDR: a ring moves 2 x 7/8 of it per node at 12.5 GB/s x 0.97, at least 1.21 ms. The 8 MiB case
+    # is the network's time alone (--network-only; the 4000-byte case still sums and is checked): with the host
+    # time SMPI benchmarks it came out 2,061 us on an idle machine and 2,404 us in a loaded CI run, as much as
+    # halving the link's speed would add; network-only it is 1,233 us, the same on every run
+    assert 1.21e3 < recs[("ring", 8 << 20)]["time_us_median"] < 1.4e3
 
 
 @needs_smpi
