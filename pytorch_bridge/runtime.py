@@ -268,6 +268,11 @@ class Runtime:
         if not addr:
             return np.zeros(shape if shape else (0,), dtype)
         ptr = native.ffi.cast("lt_storage *", addr)
+        if native.lib.lt_storage_is_device(ptr):   # GPU memory (cutorch's GPU backend) has no host address
+            native.lib.lt_storage_unpin(ptr)
+            native.lib.lt_storage_release(ptr)
+            raise ValueError("to_numpy: the tensor is in GPU memory (%s elements); copy it to the host first: "
+                             "rt.to_numpy(t:float())" % tname)
         if not shape:  # an empty tensor: nothing to view
             native.lib.lt_storage_unpin(ptr)
             native.lib.lt_storage_release(ptr)

@@ -222,3 +222,31 @@ def simt_builder(tmp_path_factory):
     b = Builder(cxx, str(tmp_path_factory.mktemp("simt_build")))
     yield b
     b.pool.shutdown(wait=True)
+
+
+# ----------------------------------------------------------------------------- the emulated driver
+def emulated_cuda_env(simt, outdir, files, guard=False):
+    """The environment of a process whose libcuda.so.1 and libcublas are tests/cuda_host/emulated_driver.c and
+    emulated_cublas.c (built into outdir), with the kernels of native/cuda/<files>.cu in the SIMT emulator;
+    guard: device memory the host cannot touch (LT_EMULATED_CUDA_GUARD). The kernel cache is the session's, so
+    the emulated device's CUBINs are compiled once. Skips without NVRTC or a C compiler."""
+    from pytorch_bridge.native import lib
+
+    if lib.lt_cuda_version(2) <= 0:   # LT_CUDA_NVRTC: the C layer compiles the real CUBINs first
+        pytest.skip("NVRTC is not installed")
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        pytest.skip("no C compiler for the emulated driver")
+    built = {}
+    for name in ("driver", "cublas"):
+        built[name] = os.path.join(str(outdir), "lib%s_emulated.so" % name)
+        p = subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                            "-fvisibility=hidden", os.path.join(SIMT_DIR, "emulated_%s.c" % name), "-o",
+                            built[name], "-ldl"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    env = dict(os.environ, LUATORCH_CUDA_DRIVER=built["driver"], LUATORCH_CUDA_CUBLAS=built["cublas"],
+               LT_EMULATED_CUDA_KERNELS=":".join(simt.get(m).path for m in files),
+               LUATORCH_CUDA_CACHE=os.path.join(simt.outdir, "nvrtc-cache"))   # the session's: NVRTC once
+    if guard:
+        env["LT_EMULATED_CUDA_GUARD"] = "1"
+    return env

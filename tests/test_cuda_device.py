@@ -151,27 +151,14 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     emulated_cublas.c): the backend, the NVRTC compile for the device's compute capability (8.0 there), the
     CUBIN's kernels looked up by name and launched with the host layer's params, all on the CPU (the kernels
     in the SIMT emulator)."""
-    if lib.lt_cuda_version(NVRTC) <= 0:
-        pytest.skip("NVRTC is not installed")
-    import shutil
     import subprocess
     import sys
 
-    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
-    if not cc:
-        pytest.skip("no C compiler for the emulated driver")
+    from simt_emulator import emulated_cuda_env
+
     here = os.path.dirname(os.path.abspath(__file__))
-    built = {}
-    for name in ("driver", "cublas"):   # libcuda.so.1 and libcublas of tests/cuda_host/
-        built[name] = str(tmp_path / ("lib%s_emulated.so" % name))
-        p = subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                            "-fvisibility=hidden", os.path.join(here, "cuda_host", "emulated_%s.c" % name), "-o",
-                            built[name], "-ldl"], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
     files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout")
-    env = dict(os.environ, LUATORCH_CUDA_DRIVER=built["driver"], LUATORCH_CUDA_CUBLAS=built["cublas"],
-               LT_EMULATED_CUDA_KERNELS=":".join(simt.get(m).path for m in files),
-               LUATORCH_CUDA_CACHE=str(tmp_path / "cache"))
+    env = emulated_cuda_env(simt, tmp_path, files)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
                         "-k", "device_operations or without_a_gpu"], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=1200)

@@ -17,9 +17,16 @@ CUDA_TYPES = {"CudaByte": np.uint8, "CudaChar": np.int8, "CudaShort": np.int16, 
               "CudaLong": np.int64, "Cuda": np.float32, "CudaDouble": np.float64}
 
 
+@pytest.fixture(autouse=True)
+def cpu_backend(monkeypatch):
+    """These are the CPU backend's tests, on a GPU machine too (test_cutorch_gpu.py has the GPU's)."""
+    monkeypatch.setenv("LUATORCH_CUTORCH", "cpu")
+
+
 @pytest.fixture
 def cu(rt):
     rt.execute("require 'cutorch'")
+    assert rt.eval("cutorch.backend") == "cpu"
     return rt
 
 

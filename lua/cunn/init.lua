@@ -1,9 +1,15 @@
 -- `cunn` for luatorch: nn plus nn.DataParallelTable, whose "GPUs" are CPU
--- workers (each a pthread with its own LuaJIT state, see lua/threads).
+-- workers (each a pthread with its own LuaJIT state, see lua/threads); on cutorch's
+-- GPU backend, also the GPU versions of nn's modules that have one (cunn/gpu.lua).
 require 'cutorch'   -- as in Torch7: cunn's modules run on cutorch's types
 require 'nn'
 cunn = cunn or {}
 if not nn.DataParallelTable then
    dofile(package.searchpath('cunn.DataParallelTable', package.path))
+end
+-- on cutorch's GPU backend: GPU versions of nn's modules that have one (once per Lua state)
+if cutorch.backend == 'gpu' and not cunn._gpu then
+   cunn._gpu = true
+   dofile(package.searchpath('cunn.gpu', package.path))
 end
 return cunn

@@ -1,4 +1,11 @@
--- `cutorch` for a machine without a GPU: Torch7's cutorch API over host memory.
+-- `cutorch`: Torch7's cutorch API, on a GPU when there is one (lua/cutorch/gpu.lua), else over host memory.
+--
+-- LUATORCH_CUTORCH chooses: 'gpu' takes the GPU backend (a CUDA device and NVRTC, pip install
+-- 'luatorch[cuda]') or fails saying why; 'cpu' the CPU backend; 'auto', the default, is the CPU backend for
+-- now: convolution and batch norm have no GPU kernels yet, so the paper's networks would stop at their first
+-- layer on the GPU backend, where the CPU backend trains them (auto will take a GPU when present once they
+-- do). cutorch.backend
+-- says which it is. The rest of this comment is the CPU backend; gpu.lua says what changes on a GPU.
 --
 -- torch.CudaTensor and the other Cuda types are real tensor types of their
 -- own (ids 8..15 in the C core, see native/include/lt_core.h): they print,
@@ -171,6 +178,10 @@ function cutorch.setRNGState(s) return torch.setRNGState(s) end
 -- cutorch's state pointer, which C extensions took; there is none.
 function cutorch.getState() return nil end
 
+-- Staged methods exist on the GPU backend only (gpu.lua): here every method runs on the host anyway.
+function cutorch.setHostFallback() end
+function cutorch.hostFallbacks() return {} end
+
 -- Pinned ("host") tensors are plain CPU tensors here.
 local function sizeOf(...)
    local a = ...
@@ -182,5 +193,21 @@ for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte'} do
    cutorch['createCudaHost' .. name .. 'Tensor'] = function(...) return torch[name .. 'Tensor'](sizeOf(...)) end
 end
 cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
+
+-- ---------------------------------------------------------------- the backend
+
+cutorch.backend = 'cpu'
+local choice = os.getenv('LUATORCH_CUTORCH') or 'auto'
+if choice ~= 'auto' and choice ~= 'gpu' and choice ~= 'cpu' then
+   error('LUATORCH_CUTORCH must be auto, gpu or cpu, got "' .. choice .. '"', 0)
+end
+if choice == 'gpu' then
+   local ok, why = pcall(require('cutorch.gpu'), cutorch)
+   if not ok then
+      cutorch._loaded = false
+      error("require 'cutorch': the GPU backend does not start (LUATORCH_CUTORCH=" .. choice .. '): ' ..
+            tostring(why), 0)
+   end
+end
 
 return cutorch

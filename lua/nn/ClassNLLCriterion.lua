@@ -17,11 +17,13 @@ function ClassNLLCriterion:__init(weights, sizeAverage, ignoreIndex)
    self.target = torch.LongTensor(1):zero()
 end
 
--- Targets may be a number or a tensor of any type; the kernel takes a LongTensor.
-function ClassNLLCriterion:_longTarget(target)
-   if torch.typename(target) == 'torch.LongTensor' then return target end
+-- Targets may be a number or a tensor of any type; the kernel takes a LongTensor (the GPU's, cunn/gpu.lua, a
+-- CudaLongTensor: longType).
+function ClassNLLCriterion:_longTarget(target, longType)
+   longType = longType or 'torch.LongTensor'
+   if torch.typename(target) == longType then return target end
    -- (the buffer changes type when the module is converted, e.g. by :float())
-   self.target = torch.typename(self.target) == 'torch.LongTensor' and self.target or torch.LongTensor()
+   self.target = torch.typename(self.target) == longType and self.target or torch.getmetatable(longType).new()
    if type(target) == 'number' then
       self.target:resize(1)
       self.target[1] = target

@@ -19,6 +19,11 @@ local function fileExists(path)
    return f ~= nil
 end
 
+-- A storage in GPU memory (LT_STORAGE_DEVICE of lt_cuda_storage.h): no host address for its elements.
+local function onDevice(s) return bit.band(s._c.flags, 8) ~= 0 end
+torch._storageOnDevice = onDevice
+local elementBuf = ffi.new('double[1]')
+
 local storageTypes = {unpack(torch._types)}
 storageTypes[#storageTypes + 1] = torch._halfType
 
@@ -103,6 +108,10 @@ for _, ty in ipairs(storageTypes) do
    mt._wrap = wrap
    mt._ty = ty
 
+   -- GPU memory (cutorch's GPU backend): elements go through the driver, tables through a host copy
+   local hostName = 'torch.' .. (ty.hostName or ty.name) .. 'Storage'
+   local function host(self) return onDevice(self) and methods.type(self, hostName) or self end
+
    function methods.size(self) return tonumber(self._c.size) end
    function methods.data(self) return ffi.cast(ptrtype, self._c.data) end
    function methods.cdata(self) return self._c end
@@ -130,6 +139,7 @@ for _, ty in ipairs(storageTypes) do
          check(C.lt_storage_copy(self._c, 0, src._c, 0, src._c.size), 2)
       elseif type(src) == 'table' then
          if #src ~= self:size() then error('copy: table size does not match storage size', 2) end
+         if onDevice(self) then return methods.copy(self, torch.getmetatable(hostName).__constructor(src)) end
          local d = ffi.cast(ptrtype, self._c.data)
          for i = 1, #src do d[i - 1] = toElement(src[i]) end
       else
@@ -139,6 +149,7 @@ for _, ty in ipairs(storageTypes) do
    end
 
    function methods.totable(self)
+      if onDevice(self) then return host(self):totable() end
       local t, d = {}, ffi.cast(ptrtype, self._c.data)
       for i = 0, tonumber(self._c.size) - 1 do t[i + 1] = tonumber(fromElement(d[i])) end
       return t
@@ -146,6 +157,7 @@ for _, ty in ipairs(storageTypes) do
 
    function methods.string(self)
       if ty.name ~= 'Byte' and ty.name ~= 'Char' then error('string: only for Byte and Char storages', 2) end
+      if onDevice(self) then return host(self):string() end
       return ffi.string(self._c.data, self._c.size)
    end
 
@@ -177,6 +189,10 @@ for _, ty in ipairs(storageTypes) do
          if k < 1 or k > c.size or k ~= math.floor(k) then
             error(string.format('index %s out of bounds for a storage of size %d', tostring(k), tonumber(c.size)), 2)
          end
+         if onDevice(self) then
+            check(C.lt_cuda_storage_get(c, k - 1, elementBuf), 2)
+            return elementBuf[0]
+         end
          return fromElement(ffi.cast(ptrtype, c.data)[k - 1])
       end
       return nil
@@ -188,6 +204,7 @@ for _, ty in ipairs(storageTypes) do
          if k < 1 or k > c.size or k ~= math.floor(k) then
             error(string.format('index %s out of bounds for a storage of size %d', tostring(k), tonumber(c.size)), 2)
          end
+         if onDevice(self) then return check(C.lt_cuda_storage_set(c, k - 1, v), 2) end
          ffi.cast(ptrtype, c.data)[k - 1] = toElement(v)
       else
          error(string.format('cannot set field %s of a %s', tostring(k), name), 2)

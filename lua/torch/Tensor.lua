@@ -37,6 +37,29 @@ torch._newTensor = newTensor
 
 local function typeOfTensor(t) return torch._typesById[t._c.type] end
 
+-- A tensor whose storage is GPU memory (cutorch's GPU backend: LT_STORAGE_DEVICE of lt_cuda_storage.h)
+-- has no host address for its elements: single elements go through the driver.
+local STORAGE_DEVICE = 8
+local function onDevice(t)
+   local s = t._c.storage
+   return s ~= nil and bit.band(s.flags, STORAGE_DEVICE) ~= 0
+end
+torch._onDevice = onDevice
+local elementBuf = ffi.new('double[1]')
+
+-- The element at 0-based element offset off from the tensor's first, as a Lua number; and its assignment.
+local function elementAt(t, off)
+   if onDevice(t) then
+      check(C.lt_cuda_storage_get(t._c.storage, t._c.offset + off, elementBuf), 3)
+      return elementBuf[0]
+   end
+   return tonumber(ffi.cast(typeOfTensor(t).ptr, C.lt_tensor_data(t._c))[off])
+end
+local function setElementAt(t, off, v)
+   if onDevice(t) then return check(C.lt_cuda_storage_set(t._c.storage, t._c.offset + off, v), 3) end
+   ffi.cast(typeOfTensor(t).ptr, C.lt_tensor_data(t._c))[off] = v
+end
+
 local function isTensorArg(x) return torch.isTensor(x) end
 
 -- Read sizes given as numbers (varargs) or one LongStorage/table into sizebuf; returns n.
@@ -349,7 +372,7 @@ function M.select(self, dim, index)
          error(string.format('select: index %s out of range (1D tensor of size %d)', tostring(index),
                              tonumber(c.size[0])), 2)
       end
-      return tonumber(M.data(self)[(index - 1) * c.stride[0]])
+      return elementAt(self, (index - 1) * c.stride[0])
    end
    local d = checkdim(self, dim, 'select')
    if type(index) ~= 'number' or index < 1 or index > c.size[d] or index ~= math.floor(index) then
@@ -753,7 +776,7 @@ torch._elementOffset = elementOffset   -- HalfTensor's indexing (Half.lua)
 
 local function indexGet(self, k)
    if torch.isStorage(k) then
-      return tonumber(M.data(self)[elementOffset(self, k)])
+      return elementAt(self, elementOffset(self, k))
    end
    if type(k) == 'number' then
       local c = self._c
@@ -768,7 +791,7 @@ end
 
 local function indexSet(self, k, v)
    if torch.isStorage(k) then
-      M.data(self)[elementOffset(self, k)] = v
+      setElementAt(self, elementOffset(self, k), v)
       return
    end
    if type(k) == 'number' then
@@ -780,7 +803,7 @@ local function indexSet(self, k, v)
             error(string.format('index %s out of range (size %d)', tostring(k), tonumber(c.size[0])), 2)
          end
          if type(v) ~= 'number' then error('assigning a non-number to a tensor element', 2) end
-         M.data(self)[(k - 1) * c.stride[0]] = v
+         setElementAt(self, (k - 1) * c.stride[0], v)
          return
       end
       local slice = M.select(self, 1, k)
@@ -792,9 +815,15 @@ local function indexSet(self, k, v)
    error('cannot set field ' .. tostring(k) .. ' of a ' .. torch.typename(self), 2)
 end
 
+-- Per-type replacements of shared methods (cutorch's GPU backend gives its Cuda types their own), which
+-- win over M whenever the methods are installed again.
+local overrides = {}         -- lt_type id -> {name = function}
+torch._tensorOverrides = overrides
+
 function torch._installTensorMethods()
-   for _, mt in pairs(tensorMTs) do
+   for id, mt in pairs(tensorMTs) do
       for k, v in pairs(M) do rawset(mt, k, v) end
+      for k, v in pairs(overrides[id] or {}) do rawset(mt, k, v) end
    end
 end
 

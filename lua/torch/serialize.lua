@@ -23,10 +23,14 @@ for _, ty in ipairs(serializedTypes) do
    local smt = torch.getmetatable(ty.storagename)
    local tmt = torch.getmetatable(ty.tensorname)
 
+   -- GPU memory (cutorch's GPU backend) is written and read through a host storage of the host type.
+   local hostStorage = 'torch.' .. (ty.hostName or ty.name) .. 'Storage'
+
    function smt.write(self, file)
       local n = tonumber(self._c.size)
       file:writeLong(n)
-      file:_writeRaw(kind, self._c.data, n)
+      local host = torch._storageOnDevice(self) and self:type(hostStorage) or self
+      file:_writeRaw(kind, host._c.data, n)
    end
 
    function smt.read(self, file)
@@ -35,7 +39,13 @@ for _, ty in ipairs(serializedTypes) do
       if n < 0 or n ~= math.floor(n) then t7error(at, 'expected a storage size, got %.0f', n) end
       file:_checkCount(n, kind, at, ty.name:lower() .. ' elements for a ' .. ty.storagename)
       self:resize(n)
-      file:_readRaw(kind, self._c.data, n)
+      if torch._storageOnDevice(self) then
+         local host = torch.getmetatable(hostStorage).__constructor(n)
+         file:_readRaw(kind, host._c.data, n)
+         self:copy(host)
+      else
+         file:_readRaw(kind, self._c.data, n)
+      end
    end
 
    function tmt.write(self, file)

@@ -36,6 +36,8 @@ typedef struct lt_storage {
   int64_t pins;          /* live numpy views of this memory: resize refused while > 0 */
   void (*release)(void *ctx);  /* for FOREIGN storages: drops the owner */
   void *release_ctx;
+  int32_t device;        /* with LT_STORAGE_DEVICE (lt_cuda_storage.h): the GPU (0-based) data is on */
+  int32_t pad_;
 } lt_storage;
 
 /* A strided view of a storage. Dimensions beyond ndim are unused. Torch7 has

@@ -40,5 +40,6 @@
 #include "lt_threads.h" /* pthread pool with one LuaJIT state per worker, barriers, channels, mutexes */
 #include "lt_cuda_alloc.h" /* cutorch: stream-ordered caching allocator over a device-memory backend */
 #include "lt_cuda_ops.h" /* cutorch: tensor math on a device, through a kernel launcher */
+#include "lt_cuda_storage.h" /* cutorch: storages in GPU memory, and their copies */
 
 #endif

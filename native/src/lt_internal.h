@@ -44,6 +44,16 @@ int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * themselves, so a CudaTensor and a FloatTensor do not mix (as in cutorch). */
 static inline int lt_host_type(int type) { return type >= LT_CUDA_BYTE ? type - LT_CUDA_BYTE : type; }
 
+/* cuda_storage.c: the storage and copy paths of device memory (lt_cuda_storage.h), called where the host
+ * code would otherwise read or write a device storage's data. */
+lt_storage *lt_cuda_storage_new_if_device(int type, int64_t size, int *handled);
+void lt_cuda_storage_free_data(lt_storage *s);
+int lt_cuda_storage_resize(lt_storage *s, int64_t size);
+int lt_cuda_storage_fill(lt_storage *s, double value);
+int lt_cuda_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t src_off, int64_t n);
+int lt_cuda_tensor_copy(lt_tensor *dst, const lt_tensor *src);
+int lt_cuda_tensor_fill(lt_tensor *t, double value);
+
 /* Run the body (the variadic argument, so it may contain commas) with `scalar_t` typedef'd to the C type of lt_type TYPE. */
 #define LT_DISPATCH(TYPE, ...)                                              \
   switch (lt_host_type(TYPE)) {                                                           \

@@ -65,11 +65,17 @@ static inline int nn_is_floating(const lt_tensor *t) {
 }
 
 /* The tensors an exported kernel cannot start without (input, and gradOutput or target): a Lua table passed
- * where one belongs arrives as NULL (its ._c is nil), an error naming the first missing one, not a crash.
+ * where one belongs arrives as NULL (its ._c is nil), an error naming the first missing one, not a crash;
+ * a tensor in device memory, an error naming it.
  * NN_NEED(input); NN_NEED(input, gradOutput); at the top of the kernel. */
 static inline int nn_need(const char *fn, const char *an, const void *a, const char *bn, const void *b) {
   const char *missing = !a ? an : !b ? bn : NULL;
-  return missing ? lt_fail("%s: %s must be a tensor, got none (a table?)", fn, missing) : 0;
+  if (missing) return lt_fail("%s: %s must be a tensor, got none (a table?)", fn, missing);
+  /* these are host kernels: a tensor in GPU memory (cutorch's GPU backend) has no host address to read */
+  const char *on_gpu = lt_tensor_is_device(a) ? an : lt_tensor_is_device(b) ? bn : NULL;
+  return on_gpu ? lt_fail("%s: %s is in GPU memory, and this module has no GPU version (require 'cunn' for the "
+                          "modules that have one); convert the module and its input with :float() to run it on the "
+                          "CPU", fn, on_gpu) : 0;
 }
 #define NN_NEED_1(a) nn_need(__func__, #a, (a), #a, (a))
 #define NN_NEED_2(a, b) nn_need(__func__, #a, (a), #b, (b))

@@ -49,6 +49,9 @@ lt_storage *lt_storage_new(int type, int64_t size) {
   if (type < 0 || type >= LT_NTYPES) { lt_fail("unknown storage type %d", type); return NULL; }
   if (size < 0) { lt_fail("storage size must be non-negative, got %lld", (long long)size); return NULL; }
   if (size > (INT64_MAX / 8)) { lt_fail("storage size %lld is too large", (long long)size); return NULL; }
+  int on_device = 0;
+  lt_storage *d = lt_cuda_storage_new_if_device(type, size, &on_device);
+  if (on_device) return d;
   lt_storage *s = calloc(1, sizeof *s);
   if (!s) { lt_fail("out of memory allocating a storage"); return NULL; }
   s->type = type;
@@ -116,7 +119,8 @@ void lt_storage_retain(lt_storage *s) {
 void lt_storage_release(lt_storage *s) {
   if (!s) return;
   if (__atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (s->flags & LT_STORAGE_OWNED) free(s->data);
+  if (s->flags & LT_STORAGE_DEVICE) lt_cuda_storage_free_data(s);
+  else if (s->flags & LT_STORAGE_OWNED) free(s->data);
   if ((s->flags & LT_STORAGE_FOREIGN) && s->release) s->release(s->release_ctx);
   free(s);
 }
@@ -136,6 +140,7 @@ int lt_storage_resize(lt_storage *s, int64_t size) {
   if (__atomic_load_n(&s->pins, __ATOMIC_RELAXED) > 0)
     return lt_fail("cannot resize a storage while numpy views of it are alive (%lld elements, %lld requested)",
                    (long long)s->size, (long long)size);
+  if (s->flags & LT_STORAGE_DEVICE) return lt_cuda_storage_resize(s, size);
   int es = elemsizes[s->type];
   void *p = NULL;
   if (size > 0) {
@@ -151,6 +156,7 @@ int lt_storage_resize(lt_storage *s, int64_t size) {
 }
 
 int lt_storage_fill(lt_storage *s, double value) {
+  if (s->flags & LT_STORAGE_DEVICE) return lt_cuda_storage_fill(s, value);
   int64_t n = s->size;
   if (lt_host_type(s->type) == LT_HALF) {
     uint16_t v = lt_float_to_half((float)value);
@@ -170,6 +176,7 @@ int lt_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t s
   if (n < 0 || dst_off < 0 || src_off < 0 || dst_off + n > dst->size || src_off + n > src->size)
     return lt_fail("storage copy out of range (%lld elements from offset %lld of %lld into offset %lld of %lld)",
                    (long long)n, (long long)src_off, (long long)src->size, (long long)dst_off, (long long)dst->size);
+  if ((dst->flags | src->flags) & LT_STORAGE_DEVICE) return lt_cuda_storage_copy(dst, dst_off, src, src_off, n);
   if (dst->type == src->type) {
     memmove((char *)dst->data + dst_off * elemsizes[dst->type], (char *)src->data + src_off * elemsizes[src->type],
             n * elemsizes[dst->type]);

@@ -226,6 +226,7 @@ int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
     return lt_fail("inconsistent tensor size: copying %lld elements into %lld", (long long)lt_tensor_nelement(src),
                    (long long)n);
   if (n == 0) return 0;
+  if (lt_tensor_is_device(dst) || lt_tensor_is_device(src)) return lt_cuda_tensor_copy(dst, src);
   int contiguous = lt_tensor_is_contiguous(dst) && lt_tensor_is_contiguous(src);
   if (contiguous && dst->type == src->type) {
     memmove(lt_tensor_data(dst), lt_tensor_data(src), n * lt_elemsize(dst->type));
@@ -262,6 +263,7 @@ int lt_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
 int lt_tensor_fill(lt_tensor *t, double value) {
   int64_t n = lt_tensor_nelement(t);
   if (n == 0) return 0;
+  if (lt_tensor_is_device(t)) return lt_cuda_tensor_fill(t, value);
   if (lt_host_type(t->type) == LT_HALF) return lt_tensor_fill_half(t, value);
   LT_DISPATCH(t->type, {
     scalar_t v = (scalar_t)value;

@@ -3,7 +3,10 @@
  * that cu_gemm (handles per thread and device, operation codes, float and double scalars, status codes) runs
  * in CI as it runs on a GPU. gemm is the plain triple loop in double: an oracle, not a fast path.
  * cublasGetProperty answers version 13.1.0, so the C layer takes it for cuBLAS 13. Statuses as cuBLAS's:
- * 0 success, 1 not initialized, 7 invalid value. */
+ * 0 success, 1 not initialized, 7 invalid value. Under the driver's LT_EMULATED_CUDA_GUARD, gemm opens the
+ * guarded device memory to itself through the driver's emulated_device_access, as a kernel launch does. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -41,8 +44,32 @@ EXPORT int cublasSetStream_v2(void *h, void *stream) {
 }
 
 /* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; cuBLAS's argument rules */
+/* The emulated driver's emulated_device_access (already loaded by the C layer), or none. */
+static void device_access(int open) {
+  static void (*access)(int);
+  static int looked;
+  if (!looked) {
+    const char *path = getenv("LUATORCH_CUDA_DRIVER");
+    void *driver = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    access = driver ? (void (*)(int))dlsym(driver, "emulated_device_access") : NULL;
+    looked = 1;
+  }
+  if (access) access(open);
+}
+
+static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
+                     const void *b, int ldb, double beta, void *c, int ldc, int dbl);
+
 static int gemm(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
                 int ldb, double beta, void *c, int ldc, int dbl) {
+  device_access(1);
+  int rc = gemm_body(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dbl);
+  device_access(0);
+  return rc;
+}
+
+static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
+                     const void *b, int ldb, double beta, void *c, int ldc, int dbl) {
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
   const int arows = ta ? k : m, brows = tb ? n : k;
   if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (arows > 1 ? arows : 1) ||

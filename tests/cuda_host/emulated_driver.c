@@ -6,11 +6,19 @@
  * that name, from the libraries named in LT_EMULATED_CUDA_KERNELS (paths, ':'-separated).
  *
  * One device, compute capability 8.0, 2 multiprocessors, 1 GiB; launches, copies and events complete at
- * once (every stream is synchronous). CUresult values as CUDA's: 0 success, 1 invalid value, 2 out of
+ * once (every stream is synchronous).
+ *
+ * LT_EMULATED_CUDA_GUARD=1 makes device memory unreachable from the host, as a GPU's is: it comes from one
+ * arena mapped PROT_NONE, opened only while this driver copies or runs a kernel (and while the emulated
+ * cuBLAS multiplies, through emulated_device_access), so host code that dereferences a device pointer
+ * crashes the test instead of passing unnoticed. Without it device memory is plain host memory, which
+ * tests that share buffers with the host (bench cuda's) rely on. CUresult values as CUDA's: 0 success, 1 invalid value, 2 out of
  * memory, 101 invalid device, 200 invalid image, 500 not found, 719 launch failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,12 +114,94 @@ EXPORT int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   return OK;
 }
 
-/* Device memory: host memory with its size just before it (for the accounting). */
+/* ---- guarded device memory (LT_EMULATED_CUDA_GUARD=1): first-fit blocks of one PROT_NONE arena ---- */
+enum { MAX_BLOCKS = 16384 };
+static int guard = -1;
+static char *arena;
+static struct { size_t off, size; int used; } blocks[MAX_BLOCKS];
+static int nblocks, opened;
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int guarded(void) {
+  if (__atomic_load_n(&guard, __ATOMIC_ACQUIRE) >= 0) return guard;
+  pthread_mutex_lock(&arena_lock);
+  if (guard < 0) {
+    const char *g = getenv("LT_EMULATED_CUDA_GUARD");
+    int on = g && *g && strcmp(g, "0");
+    if (on) {
+      arena = mmap(NULL, (size_t)MEMORY, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (arena == MAP_FAILED) on = 0, arena = NULL;
+      blocks[0].off = 0, blocks[0].size = (size_t)MEMORY, blocks[0].used = 0, nblocks = 1;
+    }
+    __atomic_store_n(&guard, on, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&arena_lock);
+  return guard;
+}
+
+/* Open (1) or close (0) the arena to the host; nested opens from several threads are counted. */
+EXPORT void emulated_device_access(int open) {
+  if (!guarded()) return;
+  pthread_mutex_lock(&arena_lock);
+  if (open && opened++ == 0) mprotect(arena, (size_t)MEMORY, PROT_READ | PROT_WRITE);
+  if (!open && --opened == 0) mprotect(arena, (size_t)MEMORY, PROT_NONE);
+  pthread_mutex_unlock(&arena_lock);
+}
+
+static int arena_alloc(size_t n, unsigned long long *p) {
+  n = (n + 511) / 512 * 512;
+  pthread_mutex_lock(&arena_lock);
+  int rc = OUT_OF_MEMORY;
+  for (int i = 0; i < nblocks; i++) {
+    if (blocks[i].used || blocks[i].size < n) continue;
+    if (blocks[i].size > n) {   /* split: the rest becomes a free block after it */
+      if (nblocks == MAX_BLOCKS) break;
+      memmove(&blocks[i + 2], &blocks[i + 1], (size_t)(nblocks - i - 1) * sizeof blocks[0]);
+      blocks[i + 1].off = blocks[i].off + n, blocks[i + 1].size = blocks[i].size - n, blocks[i + 1].used = 0;
+      blocks[i].size = n;
+      nblocks++;
+    }
+    blocks[i].used = 1;
+    *p = (unsigned long long)(uintptr_t)(arena + blocks[i].off);
+    rc = OK;
+    break;
+  }
+  pthread_mutex_unlock(&arena_lock);
+  return rc;
+}
+
+static int arena_free(unsigned long long p, size_t *n) {
+  pthread_mutex_lock(&arena_lock);
+  int rc = INVALID_VALUE;
+  for (int i = 0; i < nblocks; i++) {
+    if (!blocks[i].used || (uintptr_t)(arena + blocks[i].off) != p) continue;
+    *n = blocks[i].size;
+    blocks[i].used = 0;
+    for (int j = i; j >= i - 1 && j >= 0; j--)   /* merge with the free neighbours */
+      while (j + 1 < nblocks && !blocks[j].used && !blocks[j + 1].used) {
+        blocks[j].size += blocks[j + 1].size;
+        memmove(&blocks[j + 1], &blocks[j + 2], (size_t)(nblocks - j - 2) * sizeof blocks[0]);
+        nblocks--;
+      }
+    rc = OK;
+    break;
+  }
+  pthread_mutex_unlock(&arena_lock);
+  return rc;
+}
+
+/* Device memory: host memory with its size just before it (for the accounting), or guarded arena blocks. */
 EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
   if (n == 0) return INVALID_VALUE;
+  if (guarded()) n = (n + 511) / 512 * 512;   /* the block's size, which cuMemFree gives back */
   if (__atomic_add_fetch(&in_use, (long long)n, __ATOMIC_RELAXED) > MEMORY) {
     __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
     return OUT_OF_MEMORY;
+  }
+  if (guarded()) {
+    int rc = arena_alloc(n, p);
+    if (rc != OK) __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+    return rc;
   }
   char *m = aligned_alloc(512, 512 + (n + 511) / 512 * 512);
   if (!m) return OUT_OF_MEMORY;
@@ -121,8 +211,13 @@ EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
 }
 EXPORT int cuMemFree_v2(unsigned long long p) {
   if (!p) return OK;
-  char *m = (char *)(uintptr_t)p - 512;
   size_t n;
+  if (guarded()) {
+    if (arena_free(p, &n) != OK) return INVALID_VALUE;
+    __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+    return OK;
+  }
+  char *m = (char *)(uintptr_t)p - 512;
   memcpy(&n, m, sizeof n);
   __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
   free(m);
@@ -141,12 +236,16 @@ EXPORT int cuStreamSynchronize(void *stream) { (void)stream; return OK; }
 EXPORT int cuCtxSynchronize(void) { return OK; }
 EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *stream) {
   (void)stream;
+  emulated_device_access(1);
   memcpy(dst, (const void *)(uintptr_t)src, n);
+  emulated_device_access(0);
   return OK;
 }
 EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *stream) {
   (void)stream;
+  emulated_device_access(1);
   memcpy((void *)(uintptr_t)dst, src, n);
+  emulated_device_access(0);
   return OK;
 }
 
@@ -201,7 +300,9 @@ EXPORT int cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsig
   function *f = fp;
   if (shared || extra) return INVALID_VALUE;   /* the kernels use neither */
   char err[512] = "";
+  emulated_device_access(1);
   int rc = f->launch(f->name, NULL, gx, gy, gz, bx, by, bz, params, err, (int)sizeof err);
+  emulated_device_access(0);
   if (rc) {
     fprintf(stderr, "emulated driver: %s: %s\n", f->name, err);
     return LAUNCH_FAILED;

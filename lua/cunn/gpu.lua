@@ -1,0 +1,151 @@
+-- cunn on cutorch's GPU backend: nn's layers whose inputs are in GPU memory.
+--
+-- Installed by `require 'cunn'` when cutorch.backend is 'gpu', as Torch7's cunn gave nn's modules their CUDA
+-- code. Modules written with tensor methods (nn.Linear: addmm, addmv, addr; MSECriterion: add, dot; the
+-- containers and shape modules) need nothing here: cutorch's device methods carry them. The modules below
+-- call host kernels on CPU tensors; on GPU tensors they run our device kernels (native/cuda through lt_cuops)
+-- or compositions of cutorch's device methods. Every other module with a host kernel refuses GPU memory by
+-- name (native/src/nn_internal.h) until it has its GPU version.
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+
+local function onGPU(t) return torch.isTensor(t) and torch._onDevice(t) end
+
+local function opsOf(t)
+   local o = C.lt_cuda_storage_ops(t._c.storage.device)
+   if o == nil then check(-1, 3) end
+   return o
+end
+
+-- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory.
+local function onDevice(class, name, gpu)
+   local host = class[name]
+   class[name] = function(self, input, ...)
+      if onGPU(input) then return gpu(self, input, ...) end
+      return host(self, input, ...)
+   end
+end
+
+-- ---------------------------------------------------------------- Threshold (and ReLU)
+
+-- y = x > th ? x : v is clamp(x, th, inf) when v == th (ReLU: 0, 0); the gradient passes where y > th, and
+-- sign(y - th) is 1 exactly there, 0 elsewhere.
+local function thresholdOK(self)
+   if self.val ~= self.threshold then
+      error(string.format('%s on the GPU: only value == threshold (ReLU) has a GPU version yet (got threshold %g, '
+                          .. 'value %g)', torch.type(self), self.threshold, self.val), 3)
+   end
+end
+onDevice(nn.Threshold, 'updateOutput', function(self, input)
+   thresholdOK(self)
+   if self.inplace then
+      input:clamp(self.threshold, math.huge)
+      self.output:set(input)
+   else
+      self.output:clamp(input, self.threshold, math.huge)
+   end
+   return self.output
+end)
+onDevice(nn.Threshold, 'updateGradInput', function(self, input, gradOutput)
+   thresholdOK(self)
+   self._gpuMask = self._gpuMask or self.output.new()
+   self._gpuMask:add(self.output, -self.threshold):sign()
+   if self.inplace then
+      gradOutput:cmul(self._gpuMask)
+      self.gradInput:set(gradOutput)
+   else
+      self.gradInput:cmul(gradOutput, self._gpuMask)
+   end
+   return self.gradInput
+end)
+
+-- ---------------------------------------------------------------- Tanh, Sigmoid
+
+onDevice(nn.Tanh, 'updateOutput', function(self, input)
+   self.output:tanh(input)
+   return self.output
+end)
+onDevice(nn.Tanh, 'updateGradInput', function(self, input, gradOutput)
+   -- g (1 - y^2) = g - g y^2
+   self.gradInput:cmul(self.output, self.output)
+   self.gradInput:addcmul(gradOutput, -1, gradOutput, self.gradInput)
+   return self.gradInput
+end)
+
+onDevice(nn.Sigmoid, 'updateOutput', function(self, input)
+   self.output:sigmoid(input)
+   return self.output
+end)
+onDevice(nn.Sigmoid, 'updateGradInput', function(self, input, gradOutput)
+   -- g y (1 - y)
+   self.gradInput:mul(self.output, -1):add(1):cmul(self.output):cmul(gradOutput)
+   return self.gradInput
+end)
+
+-- ---------------------------------------------------------------- LogSoftMax, ClassNLLCriterion
+
+onDevice(nn.LogSoftMax, 'updateOutput', function(self, input)
+   input = input:contiguous()
+   self.output:resizeAs(input)
+   check(C.lt_cuops_logsoftmax_forward(opsOf(input), nil, self.output._c, input._c), 2)
+   return self.output
+end)
+onDevice(nn.LogSoftMax, 'updateGradInput', function(self, input, gradOutput)
+   gradOutput = gradOutput:contiguous()
+   self.gradInput:resizeAs(input)
+   check(C.lt_cuops_logsoftmax_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
+   return self.gradInput
+end)
+
+-- cutorch's ClassNLLCriterion takes targets of any Cuda type (or a number): the kernels take a CudaLongTensor.
+local function deviceTarget(self, target) return self:_longTarget(target, 'torch.CudaLongTensor') end
+local function deviceWeights(self, input)
+   if not self.weights then return nil end
+   if not onGPU(self.weights) then self.weights = self.weights:type(input:type()) end
+   return self.weights._c
+end
+local loss, totalWeight = ffi.new('double[1]'), ffi.new('double[1]')
+onDevice(nn.ClassNLLCriterion, 'updateOutput', function(self, input, target)
+   local t = deviceTarget(self, target)
+   check(C.lt_cuops_classnll_forward(opsOf(input), nil, input._c, t._c, deviceWeights(self, input),
+                                     self.sizeAverage and 1 or 0, self.ignoreIndex, loss, totalWeight), 2)
+   self.output, self._gpuTotalWeight = loss[0], totalWeight[0]
+   return self.output, self._gpuTotalWeight
+end)
+onDevice(nn.ClassNLLCriterion, 'updateGradInput', function(self, input, target)
+   local t = deviceTarget(self, target)
+   if not self._gpuTotalWeight then self:updateOutput(input, target) end
+   self.gradInput:resizeAs(input)
+   check(C.lt_cuops_classnll_backward(opsOf(input), nil, self.gradInput._c, t._c, deviceWeights(self, input),
+                                      self.sizeAverage and 1 or 0, self.ignoreIndex, self._gpuTotalWeight), 2)
+   return self.gradInput
+end)
+
+-- ---------------------------------------------------------------- Dropout
+
+-- The mask from the device's Philox4x32-10 stream (cutorch.manualSeed), so it differs from the CPU's draws.
+onDevice(nn.Dropout, 'updateOutput', function(self, input)
+   if self.inplace then self.output:set(input) else self.output:resizeAs(input) end
+   if self.p > 0 and (self.train or self.stochastic_inference) then
+      self.noise = onGPU(self.noise) and self.noise or input.new()
+      self.noise:resizeAs(input)
+      local seed, offset = cutorch._philoxDraws(input:nElement())
+      check(C.lt_cuops_dropout_forward(opsOf(input), nil, self.output._c, input._c, self.noise._c, self.p,
+                                       self.v2 and 0 or 1, seed, offset), 2)
+   else
+      if not self.inplace then self.output:copy(input) end
+      if self.p > 0 and not self.v2 then self.output:mul(1 - self.p) end
+   end
+   return self.output
+end)
+onDevice(nn.Dropout, 'updateGradInput', function(self, input, gradOutput)
+   if self.inplace then self.gradInput:set(gradOutput) else self.gradInput:resizeAs(gradOutput) end
+   if self.train and self.p > 0 then
+      check(C.lt_cuops_dropout_backward(opsOf(gradOutput), nil, self.gradInput._c, gradOutput._c, self.noise._c), 2)
+   else
+      if not self.inplace then self.gradInput:copy(gradOutput) end
+      if self.p > 0 and not self.v2 then self.gradInput:mul(1 - self.p) end
+   end
+   return self.gradInput
+end)

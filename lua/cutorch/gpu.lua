@@ -1,0 +1,349 @@
+-- cutorch's GPU backend: the Cuda types in GPU memory.
+--
+-- Installed by cutorch/init.lua when it selects the GPU (see there). From then on every storage of a Cuda
+-- type is made in the current device's memory (native/src/cuda_storage.c: one caching allocator, the
+-- device's default stream), and the Cuda tensor classes get methods of their own:
+--   * geometry (size, view, narrow, transpose, ...) as on the CPU: it never touches the elements;
+--   * copy, fill, zero, clone, type conversions, :float()/:cuda(): the C core moves the bytes between
+--     host and device and converts on the device;
+--   * the math the training step and optim use (pointwise with scalars and tensors, addcmul/addcdiv,
+--     unary functions, whole and per-dimension reductions, addmm/mm over cuBLAS): our kernels of
+--     native/cuda, through lt_cuops;
+--   * every other method runs staged: the storages of its tensor arguments are copied to host memory,
+--     the CPU method runs there, and what it wrote goes back to the device. Correct, slow, and counted
+--     (cutorch.hostFallbacks()); the first staged call of each method says so on stderr once, and
+--     LUATORCH_CUDA_FALLBACK=error makes them errors instead.
+-- nn's host kernels refuse tensors in GPU memory by name (nn_need in native/src/nn_internal.h).
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+local M = torch._tensorMethods
+local onDevice = torch._onDevice
+
+return function(cutorch)
+   check(C.lt_cuda_storage_enable(), 2)
+   local nDevices
+   do
+      local n = ffi.new('int[1]')
+      check(C.lt_cuda_device_count(n))
+      nDevices = n[0]
+   end
+
+   -- ------------------------------------------------------------ devices (cutorch numbers them from 1)
+
+   local function checkDevice(fname, d)
+      if type(d) ~= 'number' or d ~= math.floor(d) or d < 1 or d > nDevices then
+         error(string.format('%s: device %s is out of range: this machine has %d GPU%s', fname, tostring(d),
+                             nDevices, nDevices == 1 and '' or 's'), 3)
+      end
+   end
+
+   cutorch.backend = 'gpu'
+   function cutorch.getDeviceCount() return nDevices end
+   function cutorch.getDevice() return C.lt_cuda_storage_device() + 1 end
+   function cutorch.setDevice(d)
+      checkDevice('cutorch.setDevice', d)
+      check(C.lt_cuda_storage_set_device(d - 1), 2)
+   end
+   function cutorch.withDevice(d, fn)
+      local previous = cutorch.getDevice()
+      cutorch.setDevice(d)
+      local results = table.pack(pcall(fn))
+      cutorch.setDevice(previous)
+      if not results[1] then error(results[2], 0) end
+      return table.unpack(results, 2, results.n)
+   end
+
+   function cutorch.getMemoryUsage(d)
+      d = d or cutorch.getDevice()
+      checkDevice('cutorch.getMemoryUsage', d)
+      local free, total = ffi.new('int64_t[1]'), ffi.new('int64_t[1]')
+      check(C.lt_cuda_mem_info(d - 1, free, total), 2)
+      return tonumber(free[0]), tonumber(total[0])
+   end
+
+   function cutorch.getDeviceProperties(d)
+      checkDevice('cutorch.getDeviceProperties', d)
+      local p = ffi.new('lt_cuda_device_props')
+      check(C.lt_cuda_device_properties(d - 1, p), 2)
+      local free = cutorch.getMemoryUsage(d)
+      return {name = ffi.string(p.name), totalGlobalMem = tonumber(p.total_memory), freeGlobalMem = free,
+              major = p.major, minor = p.minor, multiProcessorCount = p.multiprocessors, warpSize = p.warp_size,
+              maxThreadsPerBlock = p.max_threads_per_block, sharedMemPerBlock = tonumber(p.shared_memory_per_block),
+              clockRate = p.clock_khz, memoryClockRate = p.memory_clock_khz, memoryBusWidth = p.memory_bus_width,
+              l2CacheSize = p.l2_cache_bytes, integrated = p.integrated, pciBusID = p.pci_bus_id,
+              canMapHostMemory = 1, computeMode = 0, deviceOverlap = 1}
+   end
+
+   function cutorch.getDriverVersion() return C.lt_cuda_version(C.LT_CUDA_DRIVER) end
+   function cutorch.getRuntimeVersion() return C.lt_cuda_version(C.LT_CUDA_RUNTIME) end
+   function cutorch.isCachingAllocatorEnabled() return true end
+   cutorch.hasHalf = true
+   function cutorch.synchronize() check(C.lt_cuda_storage_synchronize(cutorch.getDevice() - 1), 2) end
+   function cutorch.synchronizeAll() check(C.lt_cuda_storage_synchronize(-1), 2) end
+   function cutorch.streamSynchronize() cutorch.synchronize() end
+   function cutorch.getPeerToPeerAccess() return false end
+
+   -- The caching allocator's counters for a device: bytes allocated, reserved, cached, and its peaks.
+   function cutorch.getAllocatorStats(d)
+      d = d or cutorch.getDevice()
+      checkDevice('cutorch.getAllocatorStats', d)
+      local s = ffi.new('lt_cuda_alloc_stats')
+      check(C.lt_cuda_alloc_stats_get(C.lt_cuda_storage_allocator(), d - 1, s), 2)
+      local out = {}
+      for _, k in ipairs {'allocated_bytes', 'requested_bytes', 'reserved_bytes', 'pending_bytes', 'cached_bytes',
+                          'peak_allocated_bytes', 'peak_reserved_bytes', 'active_blocks', 'segments', 'allocs',
+                          'frees', 'cache_hits', 'backend_mallocs', 'backend_frees'} do
+         out[k] = tonumber(s[k])
+      end
+      return out
+   end
+   function cutorch.emptyCache() check(C.lt_cuda_alloc_empty_cache(C.lt_cuda_storage_allocator(), -1), 2) end
+
+   -- The seed and counter of the device's Philox4x32-10 stream (nn.Dropout's masks, lua/cunn/gpu.lua); one for
+   -- this Lua state, as cutorch kept one generator per device.
+   local philox = {seed = torch.initialSeed(), offset = 0}
+   function cutorch.manualSeed(s)
+      philox.seed, philox.offset = s, 0
+   end
+   cutorch.manualSeedAll = cutorch.manualSeed
+   function cutorch.initialSeed() return philox.seed end
+   function cutorch.seed()
+      cutorch.manualSeed(torch.random())
+      return philox.seed
+   end
+   cutorch.seedAll = cutorch.seed
+   -- seed and first counter for n more draws
+   function cutorch._philoxDraws(n)
+      local offset = philox.offset
+      philox.offset = philox.offset + n
+      return philox.seed, offset
+   end
+
+   -- A tensor or storage is on the device its memory is on.
+   for _, ty in ipairs(torch._types) do
+      if ty.cuda then
+         rawset(torch.getmetatable(ty.tensorname), 'getDevice', function(t)
+            local s = t._c.storage
+            return (s ~= nil and onDevice(t)) and s.device + 1 or cutorch.getDevice()
+         end)
+         rawset(torch.getmetatable(ty.storagename), 'getDevice', function(s)
+            return torch._storageOnDevice(s) and s._c.device + 1 or cutorch.getDevice()
+         end)
+      end
+   end
+
+   -- ------------------------------------------------------------ staged methods
+
+   local fallbacks = {}      -- method name -> staged calls
+   local warned = {}
+   local fallbackMode = os.getenv('LUATORCH_CUDA_FALLBACK') or 'warn'
+   if fallbackMode ~= 'warn' and fallbackMode ~= 'quiet' and fallbackMode ~= 'error' then
+      error('LUATORCH_CUDA_FALLBACK must be warn, quiet or error, got "' .. fallbackMode .. '"', 0)
+   end
+   -- 'warn' (the default: one line on stderr per method, the first time), 'quiet', or 'error'
+   function cutorch.setHostFallback(mode)
+      if mode ~= 'warn' and mode ~= 'quiet' and mode ~= 'error' then
+         error("cutorch.setHostFallback: 'warn', 'quiet' or 'error' expected, got " .. tostring(mode), 2)
+      end
+      fallbackMode = mode
+   end
+   function cutorch.hostFallbacks()
+      local out = {}
+      for k, v in pairs(fallbacks) do out[k] = v end
+      return out
+   end
+
+   local cudaType = {}
+   for _, ty in ipairs(torch._types) do if ty.cuda then cudaType[ty.id] = true end end
+
+   -- A Cuda tensor that lives (or, empty, would live) in device memory.
+   local function deviceTensor(x)
+      return torch.isTensor(x) and cudaType[x._c.type] and (x._c.storage == nil or onDevice(x))
+   end
+   local function anyDevice(...)
+      for i = 1, select('#', ...) do
+         local x = select(i, ...)
+         if deviceTensor(x) and x._c.storage ~= nil then return true end
+         if type(x) == 'table' and not torch.isTensor(x) then
+            for _, y in pairs(x) do if deviceTensor(y) and y._c.storage ~= nil then return true end end
+         end
+      end
+      return false
+   end
+
+   local depth = 0   -- staged calls in progress on this Lua state: inner ones run as they are
+   local function key(s) return tostring(ffi.cast('uintptr_t', s)) end
+
+   -- fn(...) with the device tensors among its arguments (and one level into table arguments) replaced by
+   -- host copies of their whole storages (aliasing kept); afterwards each storage's host copy goes back,
+   -- arguments take the geometry the call gave their copies, and results are mapped back to the device.
+   local function runStaged(name, fn, ...)
+      local mirrors, pairsOf = {}, {}   -- storage key -> {dev, host}; {device tensor, host tensor}
+      local function toHost(x)
+         if not deviceTensor(x) then return x end
+         local c = x._c
+         local m = torch._newTensor(c.type)
+         if c.storage ~= nil then
+            local k = key(c.storage)
+            local e = mirrors[k]
+            if not e then
+               local host = C.lt_storage_new(c.type, c.storage.size)
+               if host == nil then check(-1, 4) end
+               e = {dev = c.storage, host = host}
+               mirrors[k] = e
+               check(C.lt_storage_copy(host, 0, c.storage, 0, c.storage.size), 4)
+            end
+            check(C.lt_tensor_set_storage(m._c, e.host, c.offset, c.ndim, c.size, c.stride), 4)
+         end
+         pairsOf[#pairsOf + 1] = {x, m}
+         return m
+      end
+      -- host memory for every Cuda storage made from here until the call's results go back
+      C.lt_cuda_storage_host_scope(1)
+      local n = select('#', ...)
+      local args = {...}
+      local mirrored, why = pcall(function()
+         for i = 1, n do
+            local x = args[i]
+            if type(x) == 'table' and not torch.isTensor(x) then
+               local copy = {}
+               for k, v in pairs(x) do copy[k] = toHost(v) end
+               args[i] = copy
+            else
+               args[i] = toHost(x)
+            end
+         end
+      end)
+      if not mirrored then
+         C.lt_cuda_storage_host_scope(-1)
+         for _, e in pairs(mirrors) do C.lt_storage_release(e.host) end
+         error(why, 0)
+      end
+      depth = depth + 1
+      local results = table.pack(pcall(fn, unpack(args, 1, n)))
+      C.lt_cuda_storage_host_scope(-1)
+      depth = depth - 1
+      local function cleanup()
+         for _, e in pairs(mirrors) do C.lt_storage_release(e.host) end
+      end
+      if not results[1] then
+         cleanup()
+         error(results[2], 0)
+      end
+      -- the host copies go back (a storage the call resized is resized on the device first)
+      for _, e in pairs(mirrors) do
+         if e.host.size ~= e.dev.size then check(C.lt_storage_resize(e.dev, e.host.size), 3) end
+         check(C.lt_storage_copy(e.dev, 0, e.host, 0, e.host.size), 3)
+      end
+      -- set device tensor d to host tensor h's geometry over the device storage h's memory stands for
+      local function place(d, h)
+         local hc = h._c
+         if hc.storage == nil then
+            C.lt_tensor_clear(d._c)
+            return d
+         end
+         local e = mirrors[key(hc.storage)]
+         local s = e and e.dev or nil
+         if not s then   -- memory the call made: a new device storage with its contents
+            s = C.lt_storage_new(hc.type, hc.storage.size)
+            if s == nil then check(-1, 4) end
+            mirrors[key(hc.storage)] = {dev = s, host = hc.storage}
+            C.lt_storage_retain(hc.storage)   -- released with the mirrors
+            check(C.lt_storage_copy(s, 0, hc.storage, 0, hc.storage.size), 4)
+            check(C.lt_tensor_set_storage(d._c, s, hc.offset, hc.ndim, hc.size, hc.stride), 4)
+            C.lt_storage_release(s)           -- d holds it now (and any later result on it)
+            return d
+         end
+         check(C.lt_tensor_set_storage(d._c, s, hc.offset, hc.ndim, hc.size, hc.stride), 4)
+         return d
+      end
+      local byHost = {}
+      for _, p in ipairs(pairsOf) do
+         place(p[1], p[2])
+         byHost[p[2]] = p[1]
+      end
+      local function back(r)
+         if torch.isTensor(r) and cudaType[r._c.type] then
+            return byHost[r] or place(torch._newTensor(r._c.type), r)
+         end
+         if type(r) == 'table' and not torch.isTensor(r) and getmetatable(r) == nil then
+            for k, v in pairs(r) do r[k] = back(v) end
+         end
+         return r
+      end
+      for i = 2, results.n do results[i] = back(results[i]) end
+      cleanup()
+      return unpack(results, 2, results.n)
+   end
+
+   local function staged(name, fn)
+      return function(...)
+         if depth > 0 or not anyDevice(...) then return fn(...) end
+         if fallbackMode == 'error' then
+            error(string.format("%s has no GPU kernel yet (LUATORCH_CUDA_FALLBACK=error; unset it to run it "
+                                .. "staged through host memory)", name), 2)
+         end
+         fallbacks[name] = (fallbacks[name] or 0) + 1
+         if fallbackMode == 'warn' and not warned[name] then
+            warned[name] = true
+            io.stderr:write(string.format("cutorch: %s has no GPU kernel yet: it runs on the CPU, through host "
+                                          .. "copies of its tensors' storages (cutorch.hostFallbacks() counts "
+                                          .. "these; LUATORCH_CUDA_FALLBACK=quiet or error)\n", name))
+         end
+         return runStaged(name, fn, ...)
+      end
+   end
+   cutorch._staged = staged
+
+   -- ------------------------------------------------------------ the methods
+
+   local device = require('cutorch.gpu_math')(cutorch, deviceTensor)
+
+   -- Methods that never read or write elements, or do it only through the C core's copy, fill and resize
+   -- (which handle device memory themselves).
+   local direct = {}
+   for name in ([[cdata clone contiguous copy data dim elementSize expand expandAs fill isContiguous
+                  isSameSizeAs isSetTo isSize isTensor nDimension nElement narrow numel permute resize resizeAs
+                  select set size squeeze storage storageOffset stride sub t transpose type typeAs unfold view
+                  viewAs zero split chunk unsqueeze byte char short int long float double half cuda cudaDouble
+                  cudaByte cudaChar cudaShort cudaInt cudaLong cudaHalf new getDevice]]):gmatch('%S+') do
+      direct[name] = true
+   end
+   for _, ty in ipairs(torch._types) do
+      if ty.cuda then
+         local overrides = {}
+         for name, fn in pairs(M) do
+            if not direct[name] then
+               local fallback = staged('torch.' .. ty.name .. 'Tensor:' .. name, fn)
+               local fast = device[name]
+               overrides[name] = fast and function(...)
+                  if depth == 0 then
+                     local r = table.pack(fast(...))
+                     if r[1] then return unpack(r, 2, r.n) end
+                  end
+                  return fallback(...)
+               end or fallback
+            end
+         end
+         torch._tensorOverrides[ty.id] = overrides
+      end
+   end
+   torch._installTensorMethods()
+
+   -- torch.add(r, x, y) and the other functional forms run staged (their C calls take host memory); the
+   -- operators have device versions for + - * / and unary minus; printing prints a host copy.
+   for name, fn in pairs(torch) do
+      if type(fn) == 'function' and M[name] and not direct[name] then torch[name] = staged('torch.' .. name, fn) end
+   end
+   for name, fn in pairs(torch._tensorOps) do
+      torch._tensorOps[name] = device[name] and function(a, b)
+         if depth == 0 and (deviceTensor(a) or deviceTensor(b)) then
+            local done, r = device[name](a, b)
+            if done then return r end
+         end
+         return staged('tensor ' .. name, fn)(a, b)
+      end or staged('tensor ' .. name, fn)
+   end
+   if torch._tensorToString then torch._tensorToString = staged('tostring', torch._tensorToString) end
+end

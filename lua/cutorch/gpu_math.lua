@@ -1,0 +1,289 @@
+-- The tensor math of cutorch's GPU backend that runs on the device: our kernels (native/cuda) through
+-- lt_cuops (native/src/cuda_ops.c), and cuBLAS for addmm/mm.
+--
+-- Each function takes a method's arguments (self first) and returns true and the method's results when it
+-- ran them on the device, or false when this form of the call is not one it handles (a host tensor
+-- among the operands, operands on two devices, a type or argument form it does not take): the caller
+-- then runs the method staged (gpu.lua), which also gives Torch7's errors for bad arguments.
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+local M = torch._tensorMethods
+
+return function(cutorch, deviceTensor)
+   local D = {}
+
+   local FLOAT = {[C.LT_CUDA_FLOAT] = true, [C.LT_CUDA_DOUBLE] = true, [C.LT_CUDA_HALF] = true}
+   -- the pointwise operations the kernels also define for integer types
+   local INTEGER_OK = {adds = true, muls = true, clamp = true, cadd = true, cmul = true}
+
+   local function live(t) return deviceTensor(t) and t._c.storage ~= nil end
+   local function isNum(v) return type(v) == 'number' end
+   local function isT(v) return torch.isTensor(v) end
+
+   local function opsOf(t)
+      local o = C.lt_cuda_storage_ops(t._c.storage.device)
+      if o == nil then check(-1, 4) end
+      return o
+   end
+
+   -- r (a device tensor, possibly empty) gets x's shape; true if r, x and the others are on one device.
+   local function prepare(r, x, ...)
+      if not deviceTensor(r) or not live(x) then return false end
+      local ty = x._c.type
+      if r._c.type ~= ty then return false end
+      local n = M.nElement(x)
+      for i = 1, select('#', ...) do
+         local y = select(i, ...)
+         if not live(y) or y._c.type ~= ty or M.nElement(y) ~= n then return false end
+      end
+      if r ~= x and (r._c.storage == nil or not M.isSameSizeAs(r, x)) then M.resizeAs(r, x) end
+      local dev = x._c.storage.device
+      if n > 0 and r._c.storage.device ~= dev then return false end
+      for i = 1, select('#', ...) do
+         if select(i, ...)._c.storage.device ~= dev then return false end
+      end
+      return true
+   end
+
+   -- r = op(x[, y[, z]]; a, b) on the device
+   local function pointwise(op, r, x, y, z, a, b)
+      if not (FLOAT[x and isT(x) and x._c.type] or INTEGER_OK[op]) then return false end
+      local ok
+      if z then ok = prepare(r, x, y, z) elseif y then ok = prepare(r, x, y) else ok = prepare(r, x) end
+      if not ok then return false end
+      if M.nElement(x) > 0 then
+         check(C.lt_cuops_pointwise(opsOf(x), nil, op, r._c, x._c, y and y._c or nil, z and z._c or nil, a or 0,
+                                    b or 0), 4)
+      end
+      return true, r
+   end
+
+   -- add and csub: (v) (y) (v, y) (x, v) (x, y) (x, v, y), sign -1 for csub
+   local function addLike(sign)
+      return function(self, a, b, c, extra)
+         if extra ~= nil then return false end
+         if isNum(a) and b == nil then return pointwise('adds', self, self, nil, nil, sign * a) end
+         if isT(a) and b == nil then return pointwise('cadd', self, self, a, nil, sign) end
+         if isNum(a) and isT(b) and c == nil then return pointwise('cadd', self, self, b, nil, sign * a) end
+         if isT(a) and isNum(b) and c == nil then return pointwise('adds', self, a, nil, nil, sign * b) end
+         if isT(a) and isT(b) and c == nil then return pointwise('cadd', self, a, b, nil, sign) end
+         if isT(a) and isNum(b) and isT(c) then return pointwise('cadd', self, a, c, nil, sign * b) end
+         return false
+      end
+   end
+   D.add = addLike(1)
+   D.csub = addLike(-1)
+
+   -- mul, div, pow by a number: (v) (x, v)
+   for name, op in pairs {mul = 'muls', div = 'divs', pow = 'pows'} do
+      D[name] = function(self, a, b, extra)
+         if extra ~= nil then return false end
+         if isNum(a) and b == nil then return pointwise(op, self, self, nil, nil, a) end
+         if isT(a) and isNum(b) then return pointwise(op, self, a, nil, nil, b) end
+         return false
+      end
+   end
+
+   -- cmul, cdiv: (y) (x, y)
+   for name, op in pairs {cmul = 'cmul', cdiv = 'cdiv'} do
+      D[name] = function(self, a, b, extra)
+         if extra ~= nil then return false end
+         if isT(a) and b == nil then return pointwise(op, self, self, a) end
+         if isT(a) and isT(b) then return pointwise(op, self, a, b) end
+         return false
+      end
+   end
+
+   -- addcmul, addcdiv: (y, z) (v, y, z) (x, y, z) (x, v, y, z)
+   for name, op in pairs {addcmul = 'addcmul', addcdiv = 'addcdiv'} do
+      D[name] = function(self, a, b, c, d, extra)
+         if extra ~= nil then return false end
+         if isT(a) and isT(b) and c == nil then return pointwise(op, self, self, a, b, 1) end
+         if isNum(a) and isT(b) and isT(c) and d == nil then return pointwise(op, self, self, b, c, a) end
+         if isT(a) and isT(b) and isT(c) and d == nil then return pointwise(op, self, a, b, c, 1) end
+         if isT(a) and isNum(b) and isT(c) and isT(d) then return pointwise(op, self, a, c, d, b) end
+         return false
+      end
+   end
+
+   -- unary functions: () in place, (x) into self
+   for _, name in ipairs {'sqrt', 'rsqrt', 'exp', 'log', 'abs', 'neg', 'sign', 'tanh', 'sigmoid'} do
+      D[name] = function(self, a, extra)
+         if extra ~= nil then return false end
+         if a == nil then return pointwise(name, self, self) end
+         if isT(a) then return pointwise(name, self, a) end
+         return false
+      end
+   end
+
+   D.clamp = function(self, a, b, c, extra)
+      if extra ~= nil then return false end
+      if isNum(a) and isNum(b) and c == nil then return pointwise('clamp', self, self, nil, nil, a, b) end
+      if isT(a) and isNum(b) and isNum(c) then return pointwise('clamp', self, a, nil, nil, b, c) end
+      return false
+   end
+
+   -- ------------------------------------------------------------ reductions
+
+   local result = ffi.new('double[1]')
+
+   -- sum prod mean max min: () -> a number; (dim) -> a new tensor with dim of size 1 (max and min: and the
+   -- 1-based indices, a CudaLongTensor)
+   for _, op in ipairs {'sum', 'prod', 'mean', 'max', 'min'} do
+      D[op] = function(self, dim, extra)
+         if extra ~= nil or not live(self) then return false end
+         if dim == nil then
+            if M.nElement(self) == 0 and (op == 'max' or op == 'min' or op == 'mean') then return false end
+            check(C.lt_cuops_reduce(opsOf(self), nil, op, self._c, 0, result), 3)
+            return true, result[0]
+         end
+         if not isNum(dim) or dim < 1 or dim > self._c.ndim or dim ~= math.floor(dim) then return false end
+         local size = M.size(self)
+         size[dim] = 1
+         local out = self.new():resize(size)
+         local ind
+         if op == 'max' or op == 'min' then
+            if self:size(dim) == 0 then return false end
+            ind = torch.CudaLongTensor():resize(size)
+         end
+         if out._c.storage ~= nil and out._c.storage.device ~= self._c.storage.device then return false end
+         if ind and ind._c.storage ~= nil and ind._c.storage.device ~= self._c.storage.device then return false end
+         check(C.lt_cuops_reduce_dim(opsOf(self), nil, op, out._c, ind and ind._c or nil, self._c, dim - 1), 3)
+         if ind then return true, out, ind end
+         return true, out
+      end
+   end
+
+   -- norm: (p) over all elements, default 2
+   D.norm = function(self, p, extra)
+      if extra ~= nil or not live(self) or not FLOAT[self._c.type] then return false end
+      if p ~= nil and not isNum(p) then return false end
+      check(C.lt_cuops_reduce(opsOf(self), nil, 'norm', self._c, p or 2, result), 3)
+      return true, result[0]
+   end
+
+   -- ------------------------------------------------------------ matrix products (cuBLAS)
+
+   local GEMM = {[C.LT_CUDA_FLOAT] = true, [C.LT_CUDA_DOUBLE] = true}
+
+   local function addmm(self, beta, m, alpha, a, b)
+      if not (live(m) and live(a) and live(b) and deviceTensor(self)) or not GEMM[m._c.type] then return false end
+      local ty = m._c.type
+      if a._c.type ~= ty or b._c.type ~= ty or self._c.type ~= ty then return false end
+      if a._c.ndim ~= 2 or b._c.ndim ~= 2 or m._c.ndim ~= 2 then return false end
+      local rows, cols = a:size(1), b:size(2)
+      if a:size(2) ~= b:size(1) or m:size(1) ~= rows or m:size(2) ~= cols then return false end
+      if self ~= m then
+         if not (self._c.storage ~= nil and self:isSize(m:size())) then M.resizeAs(self, m) end
+         if beta ~= 0 then M.copy(self, m) end
+      end
+      local dev = m._c.storage.device
+      for _, t in ipairs {self, a, b} do
+         if t._c.storage ~= nil and t._c.storage.device ~= dev then return false end
+      end
+      check(C.lt_cuops_addmm(opsOf(m), nil, self._c, beta, self._c, alpha, a._c, b._c), 4)
+      return true, self
+   end
+
+   -- Torch7's argument forms of addmm, addmv and addr: [v1,] [M,] [v2,] x, y, where M defaults to self and a
+   -- lone number before x and y is v2 (nn.Linear's gradWeight:addmm(scale, gradOutput:t(), input)). Returns
+   -- beta, M, alpha, x, y; nil for a form it does not take (then the method runs staged).
+   local function productForm(self, a, b, c, d, e, extra)
+      if extra ~= nil then return nil end
+      if isT(a) and isT(b) and c == nil then return 1, self, 1, a, b end
+      if isNum(a) and isT(b) and isT(c) and d == nil then return 1, self, a, b, c end
+      if isT(a) and isT(b) and isT(c) and d == nil then return 1, a, 1, b, c end
+      if isNum(a) and isNum(b) and isT(c) and isT(d) and e == nil then return a, self, b, c, d end
+      if isNum(a) and isT(b) and isNum(c) and isT(d) and isT(e) then return a, b, c, d, e end
+      return nil
+   end
+
+   D.addmm = function(self, ...)
+      local beta, m, alpha, x, y = productForm(self, ...)
+      if not beta then return false end
+      return addmm(self, beta, m, alpha, x, y)
+   end
+
+   -- matrix-vector and outer products as matrix products of (n x 1) and (1 x n) views
+   local function column(t) return t:view(t:size(1), 1) end
+   D.addmv = function(self, ...)
+      local beta, m, alpha, mat, vec = productForm(self, ...)
+      if not beta or not (live(mat) and live(vec) and live(m)) or vec._c.ndim ~= 1 or m._c.ndim ~= 1 then
+         return false
+      end
+      if self ~= m then
+         if not (self._c.storage ~= nil and self:isSameSizeAs(m)) then M.resizeAs(self, m) end
+         if beta ~= 0 then M.copy(self, m) end
+      end
+      if self._c.ndim ~= 1 or not M.isContiguous(self) or not M.isContiguous(vec) then return false end
+      local out = column(self)
+      local done = addmm(out, beta, out, alpha, mat, column(vec))
+      return done and true, self
+   end
+   D.addr = function(self, ...)
+      local beta, m, alpha, x, y = productForm(self, ...)
+      if not beta or not (live(x) and live(y)) or x._c.ndim ~= 1 or y._c.ndim ~= 1 then return false end
+      if not (M.isContiguous(x) and M.isContiguous(y)) then return false end
+      return addmm(self, beta, m, alpha, column(x), y:view(1, y:size(1)))
+   end
+
+   D.mm = function(self, a, b, extra)
+      if extra ~= nil or not (live(a) and live(b)) or a._c.ndim ~= 2 or b._c.ndim ~= 2 then return false end
+      if not deviceTensor(self) or self._c.type ~= a._c.type then return false end
+      if not (self._c.storage ~= nil and self._c.ndim == 2 and self:size(1) == a:size(1) and self:size(2) == b:size(2)) then
+         M.resize(self, a:size(1), b:size(2))
+      end
+      return addmm(self, 0, self, 1, a, b)
+   end
+
+   -- dot: the sum of squares when both are one tensor (MSECriterion's), else the sum of a product
+   D.dot = function(self, other, extra)
+      if extra ~= nil or not (live(self) and live(other)) or not FLOAT[self._c.type] then return false end
+      if other._c.type ~= self._c.type or M.nElement(other) ~= M.nElement(self) then return false end
+      if other ~= self then
+         local product = self.new()
+         if not pointwise('cmul', product, self, other) then return false end
+         return D.sum(product)
+      end
+      check(C.lt_cuops_reduce(opsOf(self), nil, 'sumsq', self._c, 0, result), 3)
+      return true, result[0]
+   end
+
+   -- totable: the values of a host copy in the host type
+   D.totable = function(self)
+      if not live(self) then return false end
+      return true, M.totable(M.type(self, 'torch.' .. torch._typesById[self._c.type].hostName .. 'Tensor'))
+   end
+
+   -- ------------------------------------------------------------ operators: new results
+
+   D.__add = function(a, b)
+      if isNum(a) then a, b = b, a end
+      if not live(a) then return false end
+      return D.add(a.new(), a, b)
+   end
+   D.__sub = function(a, b)
+      if not live(a) then return false end
+      if isNum(b) then return D.add(a.new(), a, -b) end
+      if isT(b) then return D.add(a.new(), a, -1, b) end
+      return false
+   end
+   D.__mul = function(a, b)
+      if isNum(a) then a, b = b, a end
+      if not live(a) then return false end
+      if isNum(b) then return D.mul(a.new(), a, b) end
+      if isT(b) and a._c.ndim == 2 and b._c.ndim == 2 then return D.mm(a.new(), a, b) end
+      return false
+   end
+   D.__div = function(a, b)
+      if not (live(a) and isNum(b)) then return false end
+      return D.div(a.new(), a, b)
+   end
+   D.__unm = function(a)
+      if not live(a) then return false end
+      return D.mul(a.new(), a, -1)
+   end
+
+   return D
+end

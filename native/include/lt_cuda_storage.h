@@ -1,0 +1,40 @@
+/* cutorch's storages in GPU memory (native/src/cuda_storage.c).
+ *
+ * Off by default: storages of the Cuda types are host memory and every kernel runs the host code (the CPU
+ * fallback). cutorch turns device storages on when it selects the GPU backend; from then on a new storage
+ * of a Cuda type is memory of the calling thread's current device, from one process-wide caching allocator
+ * over the driver (zero-filled, as our host storages are), and is given back to that allocator when its last
+ * reference goes. Such a storage carries LT_STORAGE_DEVICE and its device number; lt_storage_fill,
+ * lt_storage_copy, lt_storage_resize, lt_tensor_copy and lt_tensor_fill see the flag and run on the device
+ * (copies between host and device memory stage through contiguous buffers). Every other host kernel
+ * must not be given such a tensor: nn's kernels refuse it by name. All work goes to each device's default
+ * stream, in order; copies to the host return once their data has arrived. Devices are numbered from 0. */
+
+enum { LT_STORAGE_DEVICE = 8 };   /* storage flag: data is device memory of storage->device */
+
+/* Turn device storages on: the driver, a device and NVRTC must be there (0, or -1 and why). Idempotent. */
+int lt_cuda_storage_enable(void);
+int lt_cuda_storage_enabled(void);
+/* The calling thread's current device (new device storages go there); setting it makes the device's
+ * primary context current on this thread. */
+int lt_cuda_storage_set_device(int device);
+int lt_cuda_storage_device(void);
+/* While > 0 on a thread, new Cuda-type storages made by that thread are host memory again (for code that
+ * must run the host kernels on Cuda-typed tensors, such as a staged fallback). Returns the new depth. */
+int lt_cuda_storage_host_scope(int delta);
+
+int lt_storage_is_device(const lt_storage *s);
+int lt_tensor_is_device(const lt_tensor *t);
+/* The operations (kernel launcher, copies, gemm) for device, made on first use over the shared allocator. */
+const lt_cuops *lt_cuda_storage_ops(int device);
+lt_cuda_allocator *lt_cuda_storage_allocator(void);
+/* Wait for all work queued on device (-1: every device touched so far). */
+int lt_cuda_storage_synchronize(int device);
+/* The element at a 0-based storage offset of a device storage, read to / written from the host as a double
+ * (what t[i] and s[i] do in Lua). */
+int lt_cuda_storage_get(lt_storage *s, int64_t index, double *value);
+int lt_cuda_storage_set(lt_storage *s, int64_t index, double value);
+/* Bytes between a device storage and host memory: n elements from element offset off (host side: host
+ * bytes of the storage's element type). The storage format's reader and writer use these. */
+int lt_cuda_storage_read(lt_storage *s, int64_t off, int64_t n, void *host);
+int lt_cuda_storage_write(lt_storage *s, int64_t off, int64_t n, const void *host);

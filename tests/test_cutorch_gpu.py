@@ -1,0 +1,468 @@
+"""cutorch's GPU backend (lua/cutorch/gpu.lua, native/src/cuda_storage.c): the Cuda types in device memory.
+
+The tests below need the GPU backend (LUATORCH_CUTORCH=gpu and a CUDA device) and skip without it; .ci/gpu-check
+runs them on a GPU machine. In CI the last
+test runs them in a process whose libcuda is tests/cuda_host/emulated_driver.c with LT_EMULATED_CUDA_GUARD=1:
+device memory there is an arena the host cannot read, so any host code that touched a device pointer (instead of
+going through the driver's copies and kernels) would crash the run. Oracles: numpy on the same values, and the
+CPU backend's own methods for the staged ones."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytorch_bridge import LuaError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOST_OF = {"Cuda": "Float", "CudaDouble": "Double", "CudaLong": "Long", "CudaInt": "Int", "CudaByte": "Byte"}
+DTYPE = {"Float": np.float32, "Double": np.float64, "Long": np.int64, "Int": np.int32, "Byte": np.uint8}
+
+
+@pytest.fixture
+def gpu(rt):
+    rt.execute("require 'cutorch'")
+    if rt.eval("cutorch.backend") != "gpu":
+        pytest.skip("cutorch's GPU backend is not on (LUATORCH_CUTORCH=gpu on a GPU machine; the last test of this "
+                    "file runs these on the emulated driver)")
+    rt.execute("cutorch.setHostFallback('quiet')")
+    return rt
+
+
+def to_device(rt, array, cuda_name):
+    """A torch.<cuda_name>Tensor with array's values (copied from a host tensor of the same element type)."""
+    host = rt.from_numpy(np.ascontiguousarray(array, dtype=DTYPE[HOST_OF[cuda_name]]))
+    return rt.eval("function(t, n) return t:type('torch.' .. n .. 'Tensor') end")(host, cuda_name)
+
+
+def to_host(rt, t):
+    """numpy values of a Cuda tensor, through a host tensor of its element type."""
+    host = rt.eval("""function(t)
+       local hostName = t:type():gsub('Cuda', ''):gsub('^torch%.Tensor$', 'torch.FloatTensor')
+       if hostName == 'torch.Tensor' then hostName = 'torch.FloatTensor' end
+       return t:type(hostName)
+    end""")(t)
+    return rt.to_numpy(host).copy()
+
+
+def on_device(rt, t):
+    return bool(rt.eval("function(t) return torch.C.lt_tensor_is_device(t._c) ~= 0 end")(t))
+
+
+def fallbacks(rt):
+    return dict(rt.eval("function() local o = {} for k, v in pairs(cutorch.hostFallbacks()) do o[k] = v end "
+                        "return o end")().items())
+
+
+LAYOUTS = {
+    "contiguous": "function(t) return t end",
+    "transposed": "function(t) return t:t() end",
+    "narrowed": "function(t) return t:narrow(2, 2, t:size(2) - 3) end",
+    "strided": "function(t) return t:unfold(1, 1, 2):select(3, 1) end",   # every other row
+}
+
+
+def view_of(array, layout):
+    return {"contiguous": lambda a: a, "transposed": lambda a: a.T, "narrowed": lambda a: a[:, 1:a.shape[1] - 2],
+            "strided": lambda a: a[::2]}[layout](array)
+
+
+def test_the_backend_is_the_gpu_and_storages_are_device_memory(gpu, rng):
+    rt = gpu
+    assert rt.eval("cutorch.getDeviceCount()") >= 1
+    assert rt.eval("cutorch.getDevice()") == 1
+    props = rt.eval("cutorch.getDeviceProperties(1)")
+    assert props["major"] >= 3 and props["totalGlobalMem"] > 0 and props["multiProcessorCount"] >= 1
+    free, total = rt.eval("{cutorch.getMemoryUsage(1)}").values()
+    assert 0 < free <= total
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    t = to_device(rt, x, "Cuda")
+    assert on_device(rt, t) and rt.eval("function(t) return t:getDevice() end")(t) == 1
+    assert not on_device(rt, rt.eval("function(t) return t:float() end")(t))
+    assert rt.eval("function(t) return t:storage():getDevice() end")(t) == 1
+    np.testing.assert_array_equal(to_host(rt, t), x)
+    with pytest.raises(LuaError, match="out of range"):
+        rt.execute("cutorch.setDevice(%d)" % (rt.eval("cutorch.getDeviceCount()") + 1))
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_copies_between_host_and_device_in_any_layout_and_type(gpu, rng, layout):
+    rt = gpu
+    view = rt.eval(LAYOUTS[layout])
+    for src_name, dst_name in [("Cuda", "CudaDouble"), ("CudaDouble", "Cuda"), ("Cuda", "CudaLong"),
+                               ("CudaLong", "CudaByte"), ("CudaDouble", "CudaInt"), ("CudaInt", "Cuda")]:
+        src_host = HOST_OF[src_name]
+        x = (rng.standard_normal((6, 7)) * 50).astype(DTYPE[src_host])
+        if src_host in ("Long", "Int"):
+            x = rng.integers(0, 200, (6, 7)).astype(DTYPE[src_host])
+        d = to_device(rt, x, src_name)
+        src_view = view(d)
+        want = view_of(x, layout)
+        # device -> device with conversion, into a destination of another layout (a transposed contiguous one)
+        dst = rt.eval("function(v, n) local o = torch[n .. 'Tensor'](v:size(2), v:size(1)):t() "
+                      "return o:copy(v) end")(src_view, dst_name)
+        got = to_host(rt, dst)
+        dst_dtype = DTYPE[HOST_OF[dst_name]]
+        if HOST_OF[dst_name] == "Byte":
+            np.testing.assert_array_equal(got, want.astype(np.int64).astype(np.uint8))
+        else:
+            np.testing.assert_array_equal(got, want.astype(dst_dtype))
+        # device view -> host, and host view -> device view (a NaN-poisoned destination)
+        np.testing.assert_array_equal(to_host(rt, src_view), want)
+        poisoned = to_device(rt, np.zeros(x.shape, DTYPE[src_host]), src_name)
+        rt.eval("function(t) if t:type():match('Cuda') and not t:type():match('Long') and "
+                "not t:type():match('Int') then t:fill(0 / 0) end end")(poisoned)
+        host_view = rt.eval("function(v, t) return v(t) end")(view, rt.from_numpy(x.copy()))
+        target = view(poisoned)
+        rt.eval("function(a, b) a:copy(b) end")(target, host_view)
+        np.testing.assert_array_equal(to_host(rt, target), want)
+    assert fallbacks(rt) == {}
+
+
+def test_elements_storages_and_tables(gpu, rng):
+    rt = gpu
+    x = rng.standard_normal((4, 3))
+    t = to_device(rt, x, "CudaDouble")
+    assert rt.eval("function(t) return t[2][3] end")(t) == x[1, 2]
+    assert rt.eval("function(t) return t[torch.LongStorage{4, 1}] end")(t) == x[3, 0]
+    rt.eval("function(t) t[2][3] = 7.5; t[torch.LongStorage{1, 1}] = -2; t[3] = 4 end")(t)
+    x[1, 2], x[0, 0], x[2, :] = 7.5, -2, 4
+    np.testing.assert_array_equal(to_host(rt, t), x)
+    s = rt.eval("function(t) return t:storage() end")(t)
+    assert rt.eval("function(s) return s[5], #s end")(s) == (x.reshape(-1)[4], 12)
+    rt.eval("function(s) s[12] = 99 end")(s)
+    assert to_host(rt, t)[3, 2] == 99
+    assert list(rt.eval("function(t) return t[1]:totable() end")(t).values()) == list(x[0])
+    assert list(rt.eval("function(s) return s:totable() end")(s).values())[11] == 99
+    rt.eval("function(s) s:copy({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) end")(s)
+    np.testing.assert_array_equal(to_host(rt, t), np.arange(1, 13).reshape(4, 3))
+    # a storage grown on the device keeps its elements; a new one is zero-filled
+    rt.eval("function(s) s:resize(20) end")(s)
+    assert list(rt.eval("function(s) return s:totable() end")(s).values())[:12] == list(range(1, 13))
+    np.testing.assert_array_equal(to_host(rt, rt.eval("torch.CudaTensor(3, 3)")), np.zeros((3, 3)))
+    assert fallbacks(rt) == {}
+
+
+POINTWISE = [
+    # (Lua call on x, y, z (device views of the same shapes), numpy of the same)
+    ("x:add(2.5)", lambda x, y, z: x + np.float32(2.5)),
+    ("x:add(y)", lambda x, y, z: x + y),
+    ("x:add(-3, y)", lambda x, y, z: x + np.float32(-3) * y),
+    ("z:add(x, y)", lambda x, y, z: x + y),
+    ("z:add(x, 0.5, y)", lambda x, y, z: x + np.float32(0.5) * y),
+    ("x:csub(y)", lambda x, y, z: x - y),
+    ("x:mul(3)", lambda x, y, z: x * np.float32(3)),
+    ("z:div(x, 4)", lambda x, y, z: x / np.float32(4)),
+    ("x:cmul(y)", lambda x, y, z: x * y),
+    ("z:cdiv(x, y)", lambda x, y, z: x / y),
+    ("x:addcmul(0.5, y, z)", lambda x, y, z: None),   # fused: checked loosely below
+    ("x:addcdiv(2, y, z)", lambda x, y, z: None),
+    ("x:abs()", lambda x, y, z: np.abs(x)),
+    ("z:neg(x)", lambda x, y, z: -x),
+    ("x:clamp(-0.5, 0.5)", lambda x, y, z: np.clip(x, np.float32(-0.5), np.float32(0.5))),
+    ("z:sqrt(y)", lambda x, y, z: np.sqrt(y)),
+    ("z:exp(x)", lambda x, y, z: np.exp(x)),
+    ("z:tanh(x)", lambda x, y, z: np.tanh(x)),
+    ("z:sigmoid(x)", lambda x, y, z: 1 / (1 + np.exp(-x.astype(np.float64)))),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "narrowed"])
+def test_pointwise_methods_run_on_the_device(gpu, rng, layout):
+    rt = gpu
+    view = rt.eval(LAYOUTS[layout])
+    for code, ref in POINTWISE:
+        x = rng.standard_normal((6, 8)).astype(np.float32)
+        y = (rng.random((6, 8)) + 0.5).astype(np.float32)
+        z = (rng.random((6, 8)) + 0.5).astype(np.float32)
+        dx, dy, dz = (view(to_device(rt, a, "Cuda")) for a in (x, y, z))
+        vx, vy, vz = (view_of(a, layout) for a in (x, y, z))
+        rt.eval("function(x, y, z) %s end" % code)(dx, dy, dz)
+        out = to_host(rt, dz if code.startswith("z:") else dx)
+        if code.startswith("x:addc"):
+            v = float(code.split("(")[1].split(",")[0])
+            exact = vx.astype(np.float64) + v * (vy.astype(np.float64) * vz if "cmul" in code else vy.astype(np.float64) / vz)
+            np.testing.assert_allclose(out, exact, rtol=3e-7, atol=1e-6, err_msg=code)
+        else:
+            np.testing.assert_allclose(out, ref(vx, vy, vz), rtol=2e-6, atol=1e-6, err_msg=code)
+    assert fallbacks(rt) == {}, "some pointwise methods did not run on the device"
+
+
+def test_reductions_whole_and_along_a_dimension(gpu, rng):
+    rt = gpu
+    x = rng.standard_normal((5, 9))
+    t = rt.eval("function(t) return t:t() end")(to_device(rt, x, "CudaDouble"))   # a transposed view
+    xt = x.T
+    for op, ref in [("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("max", np.max), ("min", np.min)]:
+        assert rt.eval("function(t) return t:%s() end" % op)(t) == pytest.approx(ref(xt), rel=1e-12, abs=1e-12), op
+        for dim in (1, 2):
+            got = rt.eval("function(t) local v, i = t:%s(%d) return {v, i} end" % (op, dim))(t)
+            np.testing.assert_allclose(to_host(rt, got[1]), ref(xt, axis=dim - 1, keepdims=True), rtol=1e-12,
+                                       atol=1e-12, err_msg="%s(%d)" % (op, dim))
+            if op in ("max", "min"):
+                arg = (np.argmax if op == "max" else np.argmin)(xt, axis=dim - 1)
+                assert rt.eval("function(i) return i:type() end")(got[2]) == "torch.CudaLongTensor"
+                np.testing.assert_array_equal(to_host(rt, got[2]).reshape(-1), arg + 1)
+    assert rt.eval("function(t) return t:norm() end")(t) == pytest.approx(np.linalg.norm(x), rel=1e-12)
+    assert rt.eval("function(t) return t:norm(1) end")(t) == pytest.approx(np.abs(x).sum(), rel=1e-12)
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("name,tol", [("Cuda", 2e-5), ("CudaDouble", 1e-12)])
+def test_matrix_products_over_cublas(gpu, rng, name, tol):
+    rt = gpu
+    a, b, m = rng.standard_normal((7, 5)), rng.standard_normal((5, 6)), rng.standard_normal((7, 6))
+    da, db, dm = (to_device(rt, v, name) for v in (a, b, m))
+    bt = rt.eval("function(b) return b:t():clone():t() end")(db)   # column-major: gemm reads it as it lies
+    forms = [("r:mm(a, b)", a @ b), ("r:addmm(m, a, b)", m + a @ b), ("r:addmm(0.5, m, 2, a, b)", 0.5 * m + 2 * a @ b),
+             ("m:addmm(a, bt)", m + a @ b), ("m:addmm(0, 3, a, b)", 3 * a @ b)]
+    for code, want in forms:
+        out = rt.eval("function(a, b, m, bt) local r = torch.%sTensor() m = m:clone() %s return %s end"
+                      % (name, code, code.split(":")[0]))(da, db, dm, bt)
+        np.testing.assert_allclose(to_host(rt, out), want, rtol=tol, atol=tol, err_msg=code)
+    prod = rt.eval("function(a, b) return a * b end")(da, db)
+    np.testing.assert_allclose(to_host(rt, prod), a @ b, rtol=tol, atol=tol)
+    assert fallbacks(rt) == {}
+
+
+def test_operators_make_device_results(gpu, rng):
+    rt = gpu
+    x, y = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    dx, dy = to_device(rt, x, "Cuda"), to_device(rt, y, "Cuda")
+    for code, want in [("x + y", x + y), ("x - y", x - y), ("2 + x", x + 2), ("x - 1", x - 1), ("x * 3", x * 3),
+                       ("x / 2", x / 2), ("-x", -x)]:
+        r = rt.eval("function(x, y) return %s end" % code)(dx, dy)
+        assert on_device(rt, r), code
+        np.testing.assert_allclose(to_host(rt, r), want, rtol=1e-6, err_msg=code)
+    assert fallbacks(rt) == {}
+
+
+def test_methods_without_a_kernel_run_staged_write_back_and_are_counted(gpu, rng):
+    rt = gpu
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    d = to_device(rt, x, "Cuda")
+    # results: sort's values and indices come back as device tensors
+    got = rt.eval("function(t) local v, i = t:sort(2) return {v, i} end")(d)
+    assert on_device(rt, got[1]) and on_device(rt, got[2])
+    np.testing.assert_array_equal(to_host(rt, got[1]), np.sort(x, axis=1))
+    np.testing.assert_array_equal(to_host(rt, got[2]), np.argsort(x, axis=1, kind="stable") + 1)
+    # in place, on a view: the write reaches the device storage and nothing else moves
+    rt.eval("function(t) t:narrow(1, 2, 2):apply(function(v) return v * 10 end) end")(d)
+    want = x.copy()
+    want[1:3] *= 10
+    np.testing.assert_allclose(to_host(rt, d), want, rtol=1e-6)
+    # a result resized by the call, and one that shares its storage with an argument
+    r = rt.eval("function(t) return torch.cumsum(t, 2) end")(d)
+    assert on_device(rt, r)
+    np.testing.assert_allclose(to_host(rt, r), np.cumsum(want, axis=1), rtol=1e-5)
+    mask = rt.eval("function(t) return t:gt(0) end")(d)
+    assert rt.eval("function(m) return m:type() end")(mask) == "torch.CudaByteTensor" and on_device(rt, mask)
+    np.testing.assert_array_equal(to_host(rt, mask), (want > 0).astype(np.uint8))
+    counts = fallbacks(rt)
+    assert counts.get("torch.CudaTensor:sort") == 1 and counts.get("torch.CudaTensor:apply") == 1, counts
+    # printing a device tensor prints its values
+    text = rt.eval("function(t) return tostring(t) end")(d)
+    assert "torch.CudaTensor of size 4x6" in text
+    # and the error mode refuses instead of staging
+    rt.execute("cutorch.setHostFallback('error')")
+    rt.eval("function(t) staged_input = t end")(d)
+    with pytest.raises(LuaError, match="sort has no GPU kernel yet"):
+        rt.execute("staged_input:sort(2)")
+
+
+def test_save_and_load_through_host_memory(gpu, rng, tmp_path):
+    from pytorch_bridge import t7
+
+    rt = gpu
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    d = to_device(rt, x, "Cuda")
+    path = str(tmp_path / "x.t7")
+    rt.eval("function(t, p) torch.save(p, t:narrow(2, 2, 4)) end")(d, path)
+    back = rt.eval("function(p) return torch.load(p) end")(path)
+    assert on_device(rt, back) and rt.eval("function(t) return t:type() end")(back) == "torch.CudaTensor"
+    np.testing.assert_array_equal(to_host(rt, back), x[:, 1:5])
+    # the file is cutorch's: the independent reader sees a torch.CudaTensor of those values
+    with open(path, "rb") as f:
+        assert b"torch.CudaTensor" in f.read()
+    np.testing.assert_array_equal(t7.load(path), x[:, 1:5])
+
+
+def test_host_kernels_refuse_gpu_memory_by_name(gpu, rng):
+    rt = gpu
+    rt.execute("require 'nn'")
+    with pytest.raises(LuaError, match="input is in GPU memory, and this module has no GPU version .require 'cunn'"):
+        rt.execute("local m = nn.ReLU():cuda() m:forward(torch.CudaTensor(3):fill(-1))")
+    rt.execute("require 'cunn'")
+    rt.execute("local m = nn.ReLU():cuda() assert(m:forward(torch.CudaTensor(3):fill(-1)):sum() == 0)")
+    with pytest.raises(LuaError, match="lt_nn_SoftMax_updateOutput: input is in GPU memory"):
+        rt.execute("local m = nn.SoftMax():cuda() m:forward(torch.CudaTensor(2, 3):fill(-1))")
+    d = to_device(rt, np.ones((2, 2), np.float32), "Cuda")
+    with pytest.raises(ValueError, match="in GPU memory"):
+        rt.to_numpy(d)
+
+
+LAYERS = {
+    "ReLU": ("nn.ReLU()", (5, 7)), "ReLU in place": ("nn.ReLU(true)", (5, 7)), "Tanh": ("nn.Tanh()", (5, 7)),
+    "Sigmoid": ("nn.Sigmoid()", (4, 6)), "LogSoftMax": ("nn.LogSoftMax()", (5, 7)),
+    "Linear": ("nn.Linear(7, 3)", (5, 7)), "Linear on a vector": ("nn.Linear(7, 3)", (7,)),
+    "Sequential": ("nn.Sequential():add(nn.Linear(6, 4)):add(nn.Tanh()):add(nn.Linear(4, 2))", (3, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
+    """Forward, backward and parameter gradients of a module converted with :cuda() (CudaDouble here) against
+    the same module on the CPU in double, on the same input and gradOutput; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    ctor, shape = LAYERS[name]
+    x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    run = rt.eval("""function(x, g)
+       torch.manualSeed(5)
+       local cpu = %s:double()
+       local dev = cpu:clone():type('torch.CudaDoubleTensor')
+       local out = {}
+       for k, m in ipairs {cpu, dev} do
+          local input = k == 1 and x:clone() or x:cudaDouble()
+          m:zeroGradParameters()
+          local y = m:forward(input)
+          local grad = k == 1 and torch.DoubleTensor():resizeAs(y):copy(g:narrow(g:dim(), 1, y:size(y:dim())))
+                               or torch.CudaDoubleTensor():resizeAs(y):copy(g:narrow(g:dim(), 1, y:size(y:dim())))
+          local gi = m:backward(input, grad, 0.5)
+          local _, gp = m:parameters()
+          out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor()}
+       end
+       return out
+    end""" % ctor)
+    out = run(rt.from_numpy(x), rt.from_numpy(g))
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients")):
+        cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("ctor", ["nn.MSECriterion()", "nn.ClassNLLCriterion()",
+                                  "nn.ClassNLLCriterion(torch.DoubleTensor{1, 2, 0.5, 1, 3})"])
+def test_cunn_criterions_against_the_cpu_in_double(gpu, rng, ctor):
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = rng.standard_normal((6, 5))
+    t = rng.standard_normal((6, 5)) if "MSE" in ctor else rng.integers(1, 6, 6).astype(np.float64)
+    out = rt.eval("""function(x, t)
+       local res = {}
+       for k, ty in ipairs {'torch.DoubleTensor', 'torch.CudaDoubleTensor'} do
+          local c = %s:type(ty)
+          local input, target = x:type(ty), t:type(ty)
+          local loss = c:forward(input, target)
+          res[k] = {loss, c:backward(input, target):double()}
+       end
+       return res
+    end""" % ctor)(rt.from_numpy(x), rt.from_numpy(t))
+    assert out[2][1] == pytest.approx(out[1][1], rel=1e-12)
+    np.testing.assert_allclose(rt.to_numpy(out[2][2]), rt.to_numpy(out[1][2]), rtol=1e-12, atol=1e-15)
+    assert fallbacks(rt) == {}
+
+
+def test_a_network_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
+    """Ten steps of SGD with momentum and weight decay (optim.sgd over getParameters) of an MLP with
+    ClassNLLCriterion, on the CPU in float and on the GPU backend from the same start: the losses and the final
+    parameters agree to float rounding, and every step ran on the device."""
+    rt = gpu
+    rt.execute("require 'cunn'; require 'optim'")
+    x = rng.standard_normal((32, 10)).astype(np.float32)
+    y = (x[:, :4].argmax(1) + 1).astype(np.float64)   # classes a linear layer can tell apart
+    train = rt.eval("""function(x, y)
+       torch.manualSeed(3)
+       local base = nn.Sequential():add(nn.Linear(10, 12)):add(nn.ReLU()):add(nn.Linear(12, 4)):add(nn.LogSoftMax())
+       base = base:float()
+       local results = {}
+       for k, ty in ipairs {'torch.FloatTensor', 'torch.CudaTensor'} do
+          local net, crit = base:clone():type(ty), nn.ClassNLLCriterion():type(ty)
+          local input, target = x:type(ty), y:type(ty)
+          local w, dw = net:getParameters()
+          local state, losses = {learningRate = 0.5, momentum = 0.9, weightDecay = 1e-3}, {}
+          for step = 1, 10 do
+             optim.sgd(function(p)
+                dw:zero()
+                local loss = crit:forward(net:forward(input), target)
+                net:backward(input, crit:backward(net.output, target))
+                return loss, dw
+             end, w, state)
+             losses[step] = crit.output
+          end
+          results[k] = {losses, w:float()}
+       end
+       return results
+    end""")
+    r = train(rt.from_numpy(x), rt.from_numpy(y))
+    cpu_losses, gpu_losses = list(r[1][1].values()), list(r[2][1].values())
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-5)
+    assert cpu_losses[-1] < 0.8 * cpu_losses[0]   # it learned something
+    np.testing.assert_allclose(rt.to_numpy(r[2][2]), rt.to_numpy(r[1][2]), rtol=1e-4, atol=1e-5)
+    assert fallbacks(rt) == {}, "the training step left the device"
+
+
+def test_dropout_on_the_device(gpu, rng):
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = rng.random((200, 50)) + 1
+    got = rt.eval("""function(x)
+       cutorch.manualSeed(11)
+       local m = nn.Dropout(0.3):type('torch.CudaDoubleTensor')
+       local input = x:cudaDouble()
+       local y1 = m:forward(input):double()
+       local g = m:backward(input, input:clone():fill(1)):double()
+       local y2 = m:forward(input):double()
+       cutorch.manualSeed(11)
+       local y3 = m:forward(input):double()
+       m:evaluate()
+       local y4 = m:forward(input):double()
+       return {y1, g, y2, y3, y4}
+    end""")(rt.from_numpy(x))
+    y1, g, y2, y3, y4 = (rt.to_numpy(got[i]) for i in range(1, 6))
+    kept = y1 != 0
+    assert 0.65 < kept.mean() < 0.75
+    np.testing.assert_allclose(y1[kept], x[kept] / 0.7, rtol=1e-12)
+    np.testing.assert_array_equal(g != 0, kept)   # the same mask goes back
+    np.testing.assert_allclose(g[kept], 1 / 0.7, rtol=1e-12)
+    assert (y2 != y1).any()                        # a new mask each call,
+    np.testing.assert_array_equal(y3, y1)          # the same one from the same seed
+    np.testing.assert_array_equal(y4, x)           # and none in evaluation
+    assert fallbacks(rt) == {}
+
+
+def test_freed_device_memory_is_reused_by_the_caching_allocator(gpu):
+    rt = gpu
+    stats = rt.eval("""(function()
+       collectgarbage() collectgarbage()
+       local before = cutorch.getAllocatorStats()
+       for i = 1, 20 do
+          local t = torch.CudaTensor(1000, 100):fill(i)
+          t = nil
+          collectgarbage() collectgarbage()   -- freed now: the next one can have its block
+       end
+       local after = cutorch.getAllocatorStats()
+       return {before.backend_mallocs, after.backend_mallocs, after.cache_hits - before.cache_hits,
+               after.allocated_bytes - before.allocated_bytes}
+    end)()""")
+    before, after, hits, live = stats.values()
+    assert after - before <= 1 and hits >= 19 and live == 0, (before, after, hits, live)
+
+
+# ----------------------------------------------------------------------------- on the emulated driver
+
+@pytest.mark.slow
+def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_path):
+    """Every test above, in a process whose CUDA driver and cuBLAS are tests/cuda_host's emulations with
+    LT_EMULATED_CUDA_GUARD=1 (device memory the host cannot touch) and whose kernels run in the SIMT
+    emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'` must take the GPU backend."""
+    from simt_emulator import emulated_cuda_env
+
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout")
+    env = emulated_cuda_env(simt, tmp_path, files, guard=True)
+    env["LUATORCH_CUTORCH"] = "gpu"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
+                        "-k", "not emulated_driver"], capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),
+                       timeout=1800)
+    assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout[-4000:] + r.stderr[-3000:]
