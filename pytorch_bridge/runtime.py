@@ -166,6 +166,25 @@ class _StorageRef:
             self.ptr = None
 
 
+class _DeviceArray:
+    """A tensor in GPU memory as CUDA's array interface (version 3) describes it, for PyTorch, CuPy, Numba or
+    pycuda to view without copying. Keeps the C storage alive and pinned against resize while it lives."""
+
+    __slots__ = ("ptr", "__cuda_array_interface__", "device")
+
+    def __init__(self, ptr, interface, device):
+        self.ptr = ptr
+        self.__cuda_array_interface__ = interface
+        self.device = device
+
+    def __del__(self):
+        lib = native.lib
+        if lib is not None and self.ptr is not None:
+            lib.lt_storage_unpin(self.ptr)
+            lib.lt_storage_release(self.ptr)
+            self.ptr = None
+
+
 class Runtime:
     """One LuaJIT state with luatorch's packages on package.path and torch loaded."""
 
@@ -257,6 +276,29 @@ class Runtime:
         addr = int(native.ffi.cast("uintptr_t", ptr))
         sizes = self.lua.table(*array.shape) if array.size else self.lua.table()
         return self.call(self._bridge.wrapForeign, addr, tname, sizes, self.lua.table(*strides), 0)
+
+    def cuda_array(self, tensor):
+        """An object with `__cuda_array_interface__` (version 3) viewing a tensor in GPU memory (cutorch's GPU
+        backend) without copying: torch.as_tensor(rt.cuda_array(t), device='cuda') or cupy.asarray(...) share
+        its memory. `.device` is the CUDA device number (0-based). Our kernels run on each device's legacy
+        default stream, so the interface names that stream (1): consumers on another stream wait for our work
+        queued so far. The storage stays alive and cannot be resized while the object lives."""
+        addr, tname, sizes, strides, offset = self.call(self._bridge.exportTensor, tensor)
+        dtype = _TYPE_TO_NUMPY[tname]
+        ptr = native.ffi.cast("lt_storage *", addr) if addr else None
+        if ptr is None or not native.lib.lt_storage_is_device(ptr):
+            if ptr is not None:
+                native.lib.lt_storage_unpin(ptr)
+                native.lib.lt_storage_release(ptr)
+            raise ValueError("cuda_array: the tensor is not in GPU memory (%s); rt.to_numpy views host tensors"
+                             % ("it has no storage" if ptr is None else "a host tensor"))
+        shape = tuple(int(sizes[i + 1]) for i in range(len(sizes)))
+        st = tuple(int(strides[i + 1]) * dtype.itemsize for i in range(len(strides)))
+        contiguous = st == tuple(int(np.prod(shape[i + 1:])) * dtype.itemsize for i in range(len(shape)))
+        data = int(native.ffi.cast("uintptr_t", ptr.data)) + offset * dtype.itemsize if ptr.size else 0
+        iface = {"version": 3, "shape": shape, "typestr": dtype.str, "data": (data, False),
+                 "strides": None if contiguous else st, "stream": 1}
+        return _DeviceArray(ptr, iface, int(ptr.device))
 
     def to_numpy(self, tensor):
         """A numpy array viewing `tensor`'s storage without copying. While it lives, the

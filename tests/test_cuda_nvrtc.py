@@ -201,6 +201,33 @@ def test_the_cache_serves_the_same_image_and_keys_on_every_input(tmp_path):
 
 
 @needs_nvrtc
+def test_an_include_folder_keys_the_cache_by_its_headers_not_its_path(tmp_path):
+    """The GPU machine's CUDA headers are at another path than the development machine's: a cache carried
+    there must serve when the headers are the same, and must not when one differs."""
+    def folder(name, extra=""):
+        d = tmp_path / name
+        (d / "crt").mkdir(parents=True)
+        (d / "helper.h").write_text("#define HELPER 1\n" + extra)
+        (d / "crt" / "inner.hpp").write_text("// inner\n")
+        (d / "notes.txt").write_text("not a header: %s\n" % name)
+        return d
+
+    same_a, same_b = folder("a"), folder("b")
+    changed = folder("c", extra="// another version\n")
+    inner_changed = folder("d")
+    (inner_changed / "crt" / "inner.hpp").write_text("// inner, changed\n")
+    cache = tmp_path / "cache"
+    for d in (same_a, same_b):
+        rc, _, _, _, err = compile_(opts=("-std=c++17", "-I%s" % d), cache=cache)
+        assert rc == 0, err
+    assert len(os.listdir(cache)) == 1   # b's compile was served by a's file
+    assert compile_(opts=("-std=c++17", "-I%s" % same_b), cache=cache)[2] == 1
+    for d in (changed, inner_changed):
+        assert compile_(opts=("-std=c++17", "-I%s" % d), cache=cache)[2] == 0
+    assert len(os.listdir(cache)) == 3
+
+
+@needs_nvrtc
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
 def test_a_damaged_cache_file_is_compiled_again_and_replaced(tmp_path, damage):
     rc, good, _, _, _ = compile_(cache=tmp_path)

@@ -432,6 +432,42 @@ def test_dropout_on_the_device(gpu, rng):
     assert fallbacks(rt) == {}
 
 
+def test_cuda_array_interface_views_device_memory(gpu, rng):
+    rt = gpu
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    d = to_device(rt, x, "Cuda")
+    base = int(rt.eval("function(t) local ffi = require 'ffi' "
+                       "return tonumber(ffi.cast('uintptr_t', torch.C.lt_tensor_data(t._c))) end")(d))
+    a = rt.cuda_array(d)
+    iface = a.__cuda_array_interface__
+    assert iface["version"] == 3 and iface["shape"] == (4, 6) and iface["typestr"] == "<f4" and iface["strides"] is None
+    assert iface["data"] == (base, False) and a.device == 0
+    view = rt.eval("function(t) return t:narrow(2, 2, 3):t() end")(d)   # offset 1, transposed
+    vi = rt.cuda_array(view).__cuda_array_interface__
+    assert vi["shape"] == (3, 4) and vi["strides"] == (4, 24) and vi["data"][0] == base + 4
+    # the object keeps the memory: with the Lua tensor collected it stays allocated, until the object goes
+    allocated = rt.eval("function() collectgarbage() collectgarbage() "
+                        "return cutorch.getAllocatorStats().allocated_bytes end")
+    t = rt.eval("torch.CudaTensor(1000):fill(3)")
+    held = rt.cuda_array(t)
+    live = allocated()
+    del t
+    assert allocated() == live
+    del held
+    assert allocated() == live - 4096   # 4000 bytes, in 512-byte blocks
+    with pytest.raises(ValueError, match="not in GPU memory"):
+        rt.cuda_array(rt.from_numpy(x))
+    try:   # on a GPU machine with PyTorch CUDA: PyTorch reads our memory in place
+        import torch
+        if not torch.cuda.is_available():
+            return
+    except ImportError:
+        return
+    t = torch.as_tensor(a, device="cuda")
+    np.testing.assert_array_equal(t.cpu().numpy(), x)
+    assert t.data_ptr() == base
+
+
 def test_freed_device_memory_is_reused_by_the_caching_allocator(gpu):
     rt = gpu
     stats = rt.eval("""(function()

@@ -10,7 +10,9 @@
  * Kernels: CUDA C sources (native/cuda/) compiled by NVRTC for one
  * architecture ("sm_90": a CUBIN for that compute capability; "compute_90":
  * PTX), optionally through an on-disk cache keyed by the sources, headers,
- * options, architecture and NVRTC version (lt_cuda_compile_cached). */
+ * options, architecture and NVRTC version (lt_cuda_compile_cached); an
+ * include folder (-I) enters the key by its headers' names and contents, not
+ * its path, so that a cache made in one environment serves another. */
 
 enum {
   LT_CUDA_DRIVER = 0,   /* libcuda.so.1, comes with the GPU driver */

@@ -474,6 +474,82 @@ static uint64_t fnv_field(uint64_t h, const char *s) {
   return s ? fnv(h, s, (size_t)n) : h;
 }
 
+/* What an include folder gives NVRTC, independent of where it is: the names and contents of its headers
+ * (*.h, *.hpp, *.cuh, and those of its subfolders one level down, as CUDA's crt/), sorted by name. A kernel
+ * cache made in one environment then serves another with the same CUDA headers at another path (the GPU
+ * machine's wheel folder is not the development machine's). Computed once per folder per process. */
+static int by_string(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int is_header(const char *name) {
+  const char *dot = strrchr(name, '.');
+  return dot && (!strcmp(dot, ".h") || !strcmp(dot, ".hpp") || !strcmp(dot, ".cuh"));
+}
+
+/* Header paths relative to root, under rel ("" or a subfolder), appended to *names. */
+static void list_headers(const char *root, const char *rel, int depth, char ***names, int *n, int *cap) {
+  char path[4096];
+  int len = snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+  DIR *d = len > 0 && len < (int)sizeof path ? opendir(path) : NULL;
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char relname[4096], full[8192];
+    int a = snprintf(relname, sizeof relname, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+    int b = snprintf(full, sizeof full, "%s/%s", root, relname);
+    if (a < 0 || a >= (int)sizeof relname || b < 0 || b >= (int)sizeof full) continue;   /* paths too long */
+    struct stat st;
+    if (stat(full, &st)) continue;
+    if (S_ISDIR(st.st_mode) && depth > 0) {
+      list_headers(root, relname, depth - 1, names, n, cap);
+    } else if (S_ISREG(st.st_mode) && is_header(e->d_name)) {
+      if (*n == *cap) {
+        int grown = *cap ? 2 * *cap : 64;
+        char **more = realloc(*names, (size_t)grown * sizeof *more);
+        if (!more) break;
+        *names = more, *cap = grown;
+      }
+      (*names)[(*n)++] = strdup(relname);
+    }
+  }
+  closedir(d);
+}
+
+static uint64_t include_dir_digest(const char *dir) {
+  enum { SLOTS = 16 };
+  static struct { char dir[1024]; uint64_t digest; } seen[SLOTS];
+  static int nseen;
+  static pthread_mutex_t digest_lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&digest_lock);
+  for (int i = 0; i < nseen; i++)
+    if (!strcmp(seen[i].dir, dir)) {
+      uint64_t d = seen[i].digest;
+      pthread_mutex_unlock(&digest_lock);
+      return d;
+    }
+  char **names = NULL;
+  int n = 0, cap = 0;
+  list_headers(dir, "", 1, &names, &n, &cap);
+  if (n > 1) qsort(names, (size_t)n, sizeof *names, by_string);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int i = 0; i < n; i++) {
+    char full[8192];
+    int len = snprintf(full, sizeof full, "%s/%s", dir, names[i]);
+    h = fnv_field(h, names[i]);
+    FILE *f = len > 0 && len < (int)sizeof full ? fopen(full, "rb") : NULL;
+    char buf[65536];
+    for (size_t got; f && (got = fread(buf, 1, sizeof buf, f)) > 0;) h = fnv(h, buf, got);
+    if (f) fclose(f);
+    free(names[i]);
+  }
+  free(names);
+  if (nseen < SLOTS && strlen(dir) < sizeof seen[0].dir) {
+    snprintf(seen[nseen].dir, sizeof seen[0].dir, "%s", dir);
+    seen[nseen++].digest = h;
+  }
+  pthread_mutex_unlock(&digest_lock);
+  return h;
+}
+
 static int cache_key(const char *source, const char *name, const char *arch, int nheaders, const char *const *headers,
                      const char *const *include_names, int nopts, const char *const *opts, uint64_t *key) {
   int v = lt_cuda_version(LT_CUDA_NVRTC);
@@ -489,7 +565,16 @@ static int cache_key(const char *source, const char *name, const char *arch, int
     h = fnv_field(h, include_names[i]);
     h = fnv_field(h, headers[i]);
   }
-  for (int i = 0; i < nopts; i++) h = fnv_field(h, opts[i]);
+  for (int i = 0; i < nopts; i++) {
+    if (opts[i] && !strncmp(opts[i], "-I", 2) && opts[i][2]) {   /* a folder: what is in it, not where */
+      uint64_t digest = include_dir_digest(opts[i] + 2);
+      char field[48];
+      snprintf(field, sizeof field, "-I#%016llx", (unsigned long long)digest);
+      h = fnv_field(h, field);
+    } else {
+      h = fnv_field(h, opts[i]);
+    }
+  }
   *key = h;
   return 0;
 }
