@@ -149,40 +149,43 @@ return B
 """
 
 
-class _StorageRef:
-    """Keeps a C storage alive (and pinned against resize) while numpy views it."""
+class _HeldStorage:
+    """Keeps a C storage alive (and pinned against resize) while this object lives: ptr was retained and
+    pinned for it (exportTensor)."""
 
-    __slots__ = ("ptr", "__array_interface__")
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __del__(self):
+        lib = native.lib
+        if lib is not None and self.ptr is not None:
+            lib.lt_storage_unpin(self.ptr)
+            lib.lt_storage_release(self.ptr)
+            self.ptr = None
+
+
+class _StorageRef(_HeldStorage):
+    """A host storage as numpy's array interface describes it, while numpy views it."""
+
+    __slots__ = ("__array_interface__",)
 
     def __init__(self, ptr, interface):
-        self.ptr = ptr
+        super().__init__(ptr)
         self.__array_interface__ = interface
 
-    def __del__(self):
-        lib = native.lib
-        if lib is not None and self.ptr is not None:
-            lib.lt_storage_unpin(self.ptr)
-            lib.lt_storage_release(self.ptr)
-            self.ptr = None
 
-
-class _DeviceArray:
+class _DeviceArray(_HeldStorage):
     """A tensor in GPU memory as CUDA's array interface (version 3) describes it, for PyTorch, CuPy, Numba or
-    pycuda to view without copying. Keeps the C storage alive and pinned against resize while it lives."""
+    pycuda to view without copying."""
 
-    __slots__ = ("ptr", "__cuda_array_interface__", "device")
+    __slots__ = ("__cuda_array_interface__", "device")
 
     def __init__(self, ptr, interface, device):
-        self.ptr = ptr
+        super().__init__(ptr)
         self.__cuda_array_interface__ = interface
         self.device = device
-
-    def __del__(self):
-        lib = native.lib
-        if lib is not None and self.ptr is not None:
-            lib.lt_storage_unpin(self.ptr)
-            lib.lt_storage_release(self.ptr)
-            self.ptr = None
 
 
 class Runtime:
