@@ -457,6 +457,8 @@ def test_cuda_array_interface_views_device_memory(gpu, rng):
     assert allocated() == live - 4096   # 4000 bytes, in 512-byte blocks
     with pytest.raises(ValueError, match="not in GPU memory"):
         rt.cuda_array(rt.from_numpy(x))
+    if os.environ.get("LT_EMULATED_CUDA_GUARD"):   # the emulated driver's memory is nobody else's
+        return
     try:   # on a GPU machine with PyTorch CUDA: PyTorch reads our memory in place
         import torch
         if not torch.cuda.is_available():
