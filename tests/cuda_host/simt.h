@@ -294,6 +294,9 @@ struct Pool {
   std::vector<std::thread> workers;
 
   void ensure(int n) {
+    /* go never moves: a worker of the last launch may still be on its way back to go[t]->acquire() while this
+     * adds threads for a bigger block, and a reallocation under it crashed a CI run */
+    if (go.capacity() < 1024) go.reserve(1024);
     while ((int)workers.size() < n) {
       const int t = (int)workers.size();
       go.push_back(std::make_unique<std::binary_semaphore>(0));
