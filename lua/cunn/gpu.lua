@@ -12,11 +12,7 @@ local check = torch._check
 
 local function onGPU(t) return torch.isTensor(t) and torch._onDevice(t) end
 
-local function opsOf(t)
-   local o = C.lt_cuda_storage_ops(t._c.storage.device)
-   if o == nil then check(-1, 3) end
-   return o
-end
+local opsOf = cutorch._deviceOps
 
 -- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory.
 local function onDevice(class, name, gpu)

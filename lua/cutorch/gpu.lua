@@ -244,18 +244,16 @@ return function(cutorch)
             return d
          end
          local e = mirrors[key(hc.storage)]
-         local s = e and e.dev or nil
+         local s, made = e and e.dev or nil, false
          if not s then   -- memory the call made: a new device storage with its contents
-            s = C.lt_storage_new(hc.type, hc.storage.size)
+            s, made = C.lt_storage_new(hc.type, hc.storage.size), true
             if s == nil then check(-1, 4) end
             mirrors[key(hc.storage)] = {dev = s, host = hc.storage}
             C.lt_storage_retain(hc.storage)   -- released with the mirrors
             check(C.lt_storage_copy(s, 0, hc.storage, 0, hc.storage.size), 4)
-            check(C.lt_tensor_set_storage(d._c, s, hc.offset, hc.ndim, hc.size, hc.stride), 4)
-            C.lt_storage_release(s)           -- d holds it now (and any later result on it)
-            return d
          end
          check(C.lt_tensor_set_storage(d._c, s, hc.offset, hc.ndim, hc.size, hc.stride), 4)
+         if made then C.lt_storage_release(s) end   -- d holds it now (and any later result on it)
          return d
       end
       local byHost = {}

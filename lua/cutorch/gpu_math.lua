@@ -21,11 +21,13 @@ return function(cutorch, deviceTensor)
    local function isNum(v) return type(v) == 'number' end
    local function isT(v) return torch.isTensor(v) end
 
+   -- the kernel launcher and copies of a device tensor's device (cunn's GPU modules use it too)
    local function opsOf(t)
       local o = C.lt_cuda_storage_ops(t._c.storage.device)
       if o == nil then check(-1, 4) end
       return o
    end
+   cutorch._deviceOps = opsOf
 
    -- r (a device tensor, possibly empty) gets x's shape; true if r, x and the others are on one device.
    local function prepare(r, x, ...)

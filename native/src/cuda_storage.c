@@ -8,8 +8,7 @@
 static int enabled;                          /* atomic: device storages on */
 static lt_cuda_allocator *allocator;         /* set once, under lock, before enabled */
 static lt_cuops ops_of[LT_CUDA_MAX_DEVICES];
-static int ops_ready[LT_CUDA_MAX_DEVICES];   /* atomic */
-static int touched[LT_CUDA_MAX_DEVICES];     /* devices with work queued at some time: what synchronize(-1) waits on */
+static int ops_ready[LT_CUDA_MAX_DEVICES];   /* atomic; also the devices work can have gone to (synchronize(-1)) */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int current_device;
 static __thread int host_scope;
@@ -74,7 +73,6 @@ const lt_cuops *lt_cuda_storage_ops(int device) {
     pthread_mutex_unlock(&lock);
     if (rc) return NULL;
   }
-  __atomic_store_n(&touched[device], 1, __ATOMIC_RELAXED);
   return &ops_of[device];
 }
 
@@ -83,7 +81,7 @@ int lt_cuda_storage_synchronize(int device) {
   if (!lt_cuda_storage_enabled()) return 0;
   if (!ctx_sync && !(ctx_sync = (int (*)(void))lt_cuda_symbol(LT_CUDA_DRIVER, "cuCtxSynchronize"))) return -1;
   for (int d = 0; d < LT_CUDA_MAX_DEVICES; d++) {
-    if (device >= 0 ? d != device : !__atomic_load_n(&touched[d], __ATOMIC_RELAXED)) continue;
+    if (device >= 0 ? d != device : !__atomic_load_n(&ops_ready[d], __ATOMIC_ACQUIRE)) continue;
     if (lt_cuda_set_device(d)) return -1;
     int rc = ctx_sync();
     if (rc) return lt_fail("cuda: synchronizing device %d: %s (%d)", d, lt_cuda_error_text(rc), rc);
