@@ -31,8 +31,8 @@ def shared_rt():
 
 @pytest.fixture
 def rng():
-    """Fresh random inputs every run; the seed is printed on failure."""
-    seed = int.from_bytes(os.urandom(4), "little")
+    """Fresh random inputs every run; the seed is printed on failure, and LT_TEST_SEED=<seed> replays it."""
+    seed = int(os.environ.get("LT_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
     print("numpy seed", seed)
     return np.random.default_rng(seed)
 

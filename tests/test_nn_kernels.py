@@ -57,8 +57,16 @@ def relerr(a, ref):
     return float(np.abs(a - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
-def close(a, ref, tol, what=""):
-    e = relerr(a, ref)
+def close(a, ref, tol, what="", scale_of=None):
+    """Relative error against the largest |ref|, or against the largest of scale_of: for an accumulated sum
+    the bound belongs to the magnitude of its terms (|start| + |scale| * sum of |products|), because a result
+    that cancels to near zero keeps only the absolute rounding of those terms."""
+    if scale_of is None:
+        e = relerr(a, ref)
+    else:
+        a, ref = np.asarray(a, np.float64), np.asarray(ref, np.float64)
+        assert a.shape == ref.shape, (a.shape, ref.shape)
+        e = float(np.abs(a - ref).max() / max(np.abs(np.asarray(scale_of, np.float64)).max(), 1e-30)) if a.size else 0.0
     assert e <= tol, "%s: relative error %g > %g" % (what, e, tol)
 
 
@@ -116,10 +124,16 @@ def run_conv(K, rng, c, dtype, tname, bias=True, weight2d=False, noncontig=False
     y_ref, gi_ref = Y.detach().numpy(), X.grad.numpy()
     if not c["N"]:
         y_ref, gi_ref = y_ref[0], gi_ref[0]
-    return dict(out=(K.np(out), y_ref), gradInput=(K.np(gi), gi_ref),
+    # the sizes of the accumulated sums' terms, for their error bound
+    G = np.abs(g if c["N"] else g[None]).astype(np.float64)
+    gw_terms = torch.nn.grad.conv2d_weight(torch.tensor(np.abs(X.detach().numpy()).astype(np.float64)), w.shape,
+                                           torch.tensor(G), stride=(c["dh"], c["dw"]), padding=(c["ph"], c["pw"]))
+    gw_mag = np.abs(gw0) + abs(scale) * gw_terms.numpy().reshape(w_arg.shape)
+    gb_mag = np.abs(gb0) + abs(scale) * G.sum(axis=(0, 2, 3))
+    return dict(out=(K.np(out), y_ref, None), gradInput=(K.np(gi), gi_ref, None),
                 # the accumulated buffers themselves (gw - gw0 in float32 would cancel digits)
-                gradWeight=(gw, gw0.astype(np.float64) + scale * Wt.grad.numpy().reshape(w_arg.shape)),
-                gradBias=((gb, gb0.astype(np.float64) + scale * B.grad.numpy()) if bias else (gb, gb0)))
+                gradWeight=(gw, gw0.astype(np.float64) + scale * Wt.grad.numpy().reshape(w_arg.shape), gw_mag),
+                gradBias=((gb, gb0.astype(np.float64) + scale * B.grad.numpy(), gb_mag) if bias else (gb, gb0, None)))
 
 
 @pytest.mark.parametrize("dtype,tname,tol", TYPES, ids=TYPE_IDS)
@@ -131,9 +145,8 @@ def test_conv_matches_pytorch(K, rng, dtype, tname, tol, strategy):
         for i, c in enumerate(conv_configs(rng, 8)):
             res = run_conv(K, rng, c, dtype, tname, bias=bool(i % 3), weight2d=i % 4 == 1, noncontig=i % 5 == 2,
                            scale=[1.0, 0.5, 2.0][i % 3])
-            for k, (a, ref) in res.items():
-                # float32 gradWeight/gradBias sum over N*oH*oW products: scale the bound by the sum's length
-                close(a, ref, tol, "%s %s" % (k, c))
+            for k, (a, ref, mag) in res.items():
+                close(a, ref, tol, "%s %s" % (k, c), scale_of=mag)
     finally:
         K.strategy(old)
 
@@ -142,8 +155,8 @@ def test_conv_one_thread(rng):
     K1 = Kernels(threads=1)
     try:
         for c in conv_configs(rng, 3):
-            for k, (a, ref) in run_conv(K1, rng, c, np.float64, "Double").items():
-                close(a, ref, 1e-10, "%s %s" % (k, c))
+            for k, (a, ref, mag) in run_conv(K1, rng, c, np.float64, "Double").items():
+                close(a, ref, 1e-10, "%s %s" % (k, c), scale_of=mag)
     finally:
         K1.threads(2)  # process-wide setting
 
@@ -243,9 +256,20 @@ def test_batchnorm_matches_pytorch(K, rng, dtype, tname, tol):
             close(K.np(sm), x.astype(np.float64).mean(axis=axes), tol, "save_mean " + what)
             close(K.np(ss), 1 / np.sqrt(x.astype(np.float64).var(axis=axes) + eps), tol, "save_std " + what)
         if affine:
-            # compare the accumulated buffers themselves: gw - gw0 in float32 would cancel
-            close(gw, gw0.astype(np.float64) + scale * Wt.grad.numpy().astype(np.float64), tol, "gradWeight " + what)
-            close(gb, gb0.astype(np.float64) + scale * B.grad.numpy().astype(np.float64), tol, "gradBias " + what)
+            # compare the accumulated buffers themselves (gw - gw0 in float32 would cancel), bounded by the size of
+            # their terms: a per-channel sum can cancel to near zero
+            axes = (0, 2, 3) if four else (0,)
+            x64 = x.astype(np.float64)
+            if train:
+                xhat = (x64 - x64.mean(axis=axes, keepdims=True)) / np.sqrt(x64.var(axis=axes, keepdims=True) + eps)
+            else:
+                bshape = (1, C) + (1,) * (x.ndim - 2)
+                xhat = (x64 - rm0.reshape(bshape)) / np.sqrt(rv0.astype(np.float64).reshape(bshape) + eps)
+            g64 = np.abs(g.astype(np.float64))
+            close(gw, gw0.astype(np.float64) + scale * Wt.grad.numpy().astype(np.float64), tol, "gradWeight " + what,
+                  scale_of=np.abs(gw0) + abs(scale) * (g64 * np.abs(xhat)).sum(axis=axes))
+            close(gb, gb0.astype(np.float64) + scale * B.grad.numpy().astype(np.float64), tol, "gradBias " + what,
+                  scale_of=np.abs(gb0) + abs(scale) * g64.sum(axis=axes))
 
 
 def test_batchnorm_errors(K, rng):
@@ -514,8 +538,8 @@ def test_classnll_errors(K, rng):
 def test_conv_resnet_shapes(K, rng, dtype, tname, tol):
     for (C, O, k, s, p, H) in [(3, 16, 7, 2, 3, 64), (32, 32, 3, 1, 1, 28), (32, 64, 1, 2, 0, 28), (64, 32, 1, 1, 0, 14)]:
         c = dict(N=4, C=C, O=O, H=H, W=H, kh=k, kw=k, dh=s, dw=s, ph=p, pw=p)
-        for key, (a, ref) in run_conv(K, rng, c, dtype, tname).items():
-            close(a, ref, tol, "%s %s" % (key, c))
+        for key, (a, ref, mag) in run_conv(K, rng, c, dtype, tname).items():
+            close(a, ref, tol, "%s %s" % (key, c), scale_of=mag)
 
 
 def test_bench_conv_runs(tmp_path):
