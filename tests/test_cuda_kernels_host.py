@@ -208,6 +208,11 @@ def expected_kernels(resolve=True):
         k["logsoftmax"]["lt_logsoftmax_spatial_bwd_%s" % t] = ",".join([P, P, P, Q, Q, Q])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
         k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, I, Q])
+    for t in ("Float", "Double"):
+        for unfold in ("im2col", "col2im"):
+            k["conv"]["lt_%s_%s" % (unfold, t)] = ",".join([P, P] + [Q] * 13)
+        k["conv"]["lt_conv_bias_add_%s" % t] = ",".join([P, P, Q, Q, Q])
+        k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
     return k
 
 

@@ -342,6 +342,74 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
     assert fallbacks(rt) == {}
 
 
+CONVOLUTIONS = {
+    "3x3 pad 1": ("nn.SpatialConvolution(3, 5, 3, 3, 1, 1, 1, 1)", (2, 3, 7, 6)),
+    "1x1 (no columns)": ("nn.SpatialConvolution(4, 3, 1, 1)", (3, 4, 5, 5)),
+    "7x7 stride 2 without bias": ("nn.SpatialConvolution(3, 4, 7, 7, 2, 2, 3, 3):noBias()", (2, 3, 15, 13)),
+    "1x1 stride 2": ("nn.SpatialConvolution(4, 6, 1, 1, 2, 2)", (2, 4, 9, 9)),
+    "MM, one image": ("nn.SpatialConvolutionMM(3, 4, 3, 2, 2, 1, 0, 1)", (3, 5, 7)),
+    "dilated": ("nn.SpatialDilatedConvolution(3, 4, 3, 3, 1, 2, 2, 1, 2, 2)", (2, 3, 9, 8)),
+    "cudnn, 2 groups": ("cudnn.SpatialConvolution(4, 6, 3, 3, 2, 2, 1, 1, 2)", (2, 4, 7, 7)),
+    "cudnn, a noncontiguous input": ("cudnn.SpatialConvolution(3, 2, 2, 2)", "transposed (2, 3, 6, 5)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVOLUTIONS))
+def test_cunn_convolutions_against_the_cpu_in_double(gpu, rng, name):
+    """The convolutions' im2col + cuBLAS path (CudaDouble) against the CPU module in double: output, gradInput,
+    and gradWeight/gradBias accumulated twice with scales 0.5 and 1 onto nonzero buffers; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn' require 'cudnn'")
+    ctor, shape = CONVOLUTIONS[name]
+    transposed = isinstance(shape, str)
+    if transposed:   # the same values, through a view with its last two dimensions swapped in memory
+        shape = eval(shape.split(" ", 1)[1])
+    x = rng.standard_normal(shape)
+    run = rt.eval("""function(x, transposed, seed)
+       torch.manualSeed(seed)
+       local cpu = %s:double()
+       local dev = cpu:clone():type('torch.CudaDoubleTensor')
+       local g, out = nil, {}
+       for k, m in ipairs {cpu, dev} do
+          local input = k == 1 and x:clone() or x:cudaDouble()
+          if transposed then
+             local d = input:dim()
+             input = input:transpose(d - 1, d):clone():transpose(d - 1, d)
+             assert(not input:isContiguous())
+          end
+          local y = m:forward(input)
+          g = g or torch.randn(y:size()):double()
+          local grad = k == 1 and g:clone() or g:cudaDouble()
+          m.gradWeight:fill(0.25)
+          if m.gradBias then m.gradBias:fill(-0.5) end
+          local gi = m:backward(input, grad, 0.5)
+          m:accGradParameters(input, grad, 1)
+          out[k] = {y:double(), gi:double(), m.gradWeight:double(), m.gradBias and m.gradBias:double() or torch.DoubleTensor()}
+       end
+       return out
+    end""" % ctor)
+    out = run(rt.from_numpy(x), transposed, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
+        cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        assert cpu.shape == dev.shape, (what, cpu.shape, dev.shape)
+        np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+def test_cunn_convolution_errors_name_the_problem(gpu):
+    rt = gpu
+    rt.execute("require 'cunn'")
+    with pytest.raises(LuaError, match="input has 2 planes, expected 3"):
+        rt.execute("nn.SpatialConvolution(3, 4, 3, 3):cuda():forward(torch.CudaTensor(2, 5, 5))")
+    with pytest.raises(LuaError, match="Output size is too small"):
+        rt.execute("nn.SpatialConvolution(3, 4, 5, 5):cuda():forward(torch.CudaTensor(3, 4, 4))")
+    with pytest.raises(LuaError, match="weight must be a Double tensor like the input, not Float"):
+        rt.execute("nn.SpatialConvolution(1, 1, 1, 1):cuda():forward(torch.CudaDoubleTensor(1, 2, 2))")
+    with pytest.raises(LuaError, match="CudaTensor and CudaDoubleTensor only"):
+        rt.execute("nn.SpatialConvolution(1, 1, 1, 1):type('torch.CudaLongTensor')"
+                   ":forward(torch.CudaLongTensor(1, 2, 2))")
+
+
 @pytest.mark.parametrize("ctor", ["nn.MSECriterion()", "nn.ClassNLLCriterion()",
                                   "nn.ClassNLLCriterion(torch.DoubleTensor{1, 2, 0.5, 1, 3})"])
 def test_cunn_criterions_against_the_cpu_in_double(gpu, rng, ctor):
@@ -497,7 +565,7 @@ def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_pa
     emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'` must take the GPU backend."""
     from simt_emulator import emulated_cuda_env
 
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout")
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "conv")
     env = emulated_cuda_env(simt, tmp_path, files, guard=True)
     env["LUATORCH_CUTORCH"] = "gpu"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),

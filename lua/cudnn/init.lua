@@ -6,7 +6,10 @@
 -- pooling counts the padding, ...), so such programs and models build, load from .t7 files, run and
 -- save back under the same class names. What only tuned cuDNN on a GPU (algorithm search, workspace
 -- sizes, handles, math types) is accepted and ignored: see the settings below.
+-- As cudnn.torch did, it loads cunn: on cutorch's GPU backend its classes then run on the GPU versions of their
+-- nn parents (cunn/gpu.lua).
 require 'nn'
+require 'cunn'
 
 cudnn = cudnn or {}
 local cudnn = cudnn

@@ -145,3 +145,49 @@ onDevice(nn.Dropout, 'updateGradInput', function(self, input, gradOutput)
    end
    return self.gradInput
 end)
+
+-- ---------------------------------------------------------------- convolutions: im2col + cuBLAS
+
+-- SpatialConvolution, SpatialConvolutionMM (its own copies of the methods), SpatialDilatedConvolution, and the
+-- cudnn.* convolutions through their nn parents: per sample, columns and a GEMM (lt_cuops_conv2d_*), as Torch7's
+-- cunn computed SpatialConvolutionMM. No finput/fgradInput buffers: the columns are allocator scratch.
+local function convOutputSize(self, input)
+   local d = input:dim()
+   if d ~= 3 and d ~= 4 then
+      error(string.format('3D or 4D (batch mode) tensor expected for input, but got: %dD tensor', d), 3)
+   end
+   local dilW, dilH = self.dilationW or 1, self.dilationH or 1
+   local oH = math.floor((input:size(d - 1) + 2 * self.padH - (dilH * (self.kH - 1) + 1)) / self.dH) + 1
+   local oW = math.floor((input:size(d) + 2 * self.padW - (dilW * (self.kW - 1) + 1)) / self.dW) + 1
+   if d == 4 then return input:size(1), self.nOutputPlane, math.max(oH, 0), math.max(oW, 0) end
+   return self.nOutputPlane, math.max(oH, 0), math.max(oW, 0)
+end
+local function convGeometry(self)
+   self.padW = self.padW or self.padding or 0   -- files from before padW/padH existed
+   self.padH = self.padH or self.padding or 0
+   return self.kW, self.kH, self.dW, self.dH, self.padW, self.padH, self.dilationW or 1, self.dilationH or 1
+end
+local function onDeviceConvolution(class)
+   onDevice(class, 'updateOutput', function(self, input)
+      self.output:resize(convOutputSize(self, input))
+      check(C.lt_cuops_conv2d_forward(opsOf(input), nil, input._c, self.output._c, self.weight._c,
+                                      self.bias and self.bias._c or nil, convGeometry(self)), 2)
+      return self.output
+   end)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      self.gradInput:resizeAs(input)
+      check(C.lt_cuops_conv2d_backward_data(opsOf(input), nil, input._c, gradOutput._c, self.gradInput._c,
+                                            self.weight._c, convGeometry(self)), 2)
+      return self.gradInput
+   end)
+   onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+      local kW, kH, dW, dH, padW, padH, dilW, dilH = convGeometry(self)
+      check(C.lt_cuops_conv2d_backward_params(opsOf(input), nil, input._c, gradOutput._c, self.gradWeight._c,
+                                              self.gradBias and self.gradBias._c or nil, kW, kH, dW, dH, padW,
+                                              padH, dilW, dilH, scale or 1), 2)
+   end)
+end
+onDeviceConvolution(nn.SpatialConvolution)
+onDeviceConvolution(nn.SpatialConvolutionMM)
+onDeviceConvolution(nn.SpatialDilatedConvolution)

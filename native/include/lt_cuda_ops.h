@@ -102,6 +102,23 @@ int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                               const lt_tensor *grad_output, const lt_tensor *noise);
 
+/* nn's convolutions (SpatialConvolution, SpatialConvolutionMM, SpatialDilatedConvolution, the cudnn.* ones) as
+ * Torch7's cunn computed them: per sample, im2col into scratch columns (none for a 1x1 kernel with unit
+ * stride and no padding) and a cuBLAS GEMM. Input (C, H, W) or (N, C, H, W), any strides; weight contiguous,
+ * (nOut, C, kH, kW) or (nOut, C*kH*kW); bias and gradBias contiguous nOut or NULL; output and gradInput
+ * contiguous and already of their shape ((N,) nOut x oH x oW, oH = (H + 2 padH - (dilH (kH-1) + 1)) / dH + 1;
+ * the input's shape). Float and Double. The forward writes output (bias added if given); backward_data
+ * writes gradInput; backward_params adds scale * the gradients to gradWeight (of weight's shape) and gradBias. */
+int lt_cuops_conv2d_forward(const lt_cuops *ops, void *stream, const lt_tensor *input, lt_tensor *output,
+                            const lt_tensor *weight, const lt_tensor *bias, int kW, int kH, int dW, int dH, int padW,
+                            int padH, int dilW, int dilH);
+int lt_cuops_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                  const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight, int kW,
+                                  int kH, int dW, int dH, int padW, int padH, int dilW, int dilH);
+int lt_cuops_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                    const lt_tensor *grad_output, lt_tensor *grad_weight, lt_tensor *grad_bias, int kW,
+                                    int kH, int dW, int dH, int padW, int padH, int dilW, int dilH, double scale);
+
 /* ---- on a GPU (native/src/cuda_device.c): NULL / -1 with the reason where there is none ---- */
 
 /* The caching allocator's backend over the CUDA driver: cuMemAlloc/cuMemFree and timing-free events, each

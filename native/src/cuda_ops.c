@@ -81,14 +81,14 @@ int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset
 
 /* The arguments of one launch, and their kinds for the signature. */
 typedef struct {
-  void *params[12];
-  char sig[64];
+  void *params[20];
+  char sig[96];
   int n;
   lt_cu_tensor tensors[4];
   int ntensors;
   acc_value values[3];
   int nvalues;
-  long long counts[4];
+  long long counts[16];
   int ncounts;
 } args_t;
 
@@ -755,4 +755,200 @@ done:
   rc = scratch_free(ops, cmem, rc);
   rc = scratch_free(ops, amem, rc);
   return scratch_free(ops, bmem, rc);
+}
+
+/* ---------------------------------------------------------------- convolution: im2col + GEMM */
+
+/* One convolution's geometry: the image (C, H, W) of each of N samples, nOut output planes of oH x oW,
+ * K = C*kH*kW rows and P = oH*oW columns of a sample's column matrix. */
+typedef struct {
+  int64_t N, C, H, W, nOut, oH, oW, K, P;
+  int64_t kW, kH, dW, dH, padW, padH, dilW, dilH;
+  int batch, type;
+} conv_geom;
+
+/* The geometry of input and weight ((nOut, C, kH, kW), or (nOut, C*kH*kW) as SpatialConvolutionMM's), with
+ * the CPU kernels' checks and messages. */
+static int conv_geometry(const char *fn, conv_geom *g, const lt_tensor *input, const lt_tensor *weight, int kW,
+                         int kH, int dW, int dH, int padW, int padH, int dilW, int dilH) {
+  char a[256];
+  if (lt_conv2d_check_sizes(fn, kW, kH, dW, dH, padW, padH)) return -1;
+  const int type = lt_host_type(input->type);
+  if (type != LT_FLOAT && type != LT_DOUBLE)
+    return lt_fail("%s: not defined for %s tensors (CudaTensor and CudaDoubleTensor only)", fn, tname(input->type));
+  if (weight->type != input->type)
+    return lt_fail("%s: weight must be a %s tensor like the input, not %s", fn, tname(input->type), tname(weight->type));
+  if (input->ndim != 3 && input->ndim != 4)
+    return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, lt_shape_str(input, a, sizeof a));
+  lt_conv2d_geom cg;
+  if (lt_conv2d_geometry(fn, input, weight, kW, kH, dW, dH, padW, padH, dilW, dilH, &cg)) return -1;
+  if (!lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be contiguous", fn);
+  memset(g, 0, sizeof *g);
+  g->batch = cg.batch, g->type = type;
+  g->N = cg.N, g->C = cg.C, g->H = cg.H, g->W = cg.W, g->nOut = cg.nOut, g->oH = cg.oH, g->oW = cg.oW;
+  g->kW = kW, g->kH = kH, g->dW = dW, g->dH = dH, g->padW = padW, g->padH = padH, g->dilW = dilW, g->dilH = dilH;
+  g->K = g->C * kH * kW, g->P = g->oH * g->oW;
+  if (g->K >= INT_MAX || g->P >= INT_MAX || g->nOut >= INT_MAX)
+    return lt_fail("%s: a matrix dimension is beyond cuBLAS's 32-bit int", fn);
+  return 0;
+}
+
+/* t must be an (N x) planes x h x w tensor of the input's type and batch-ness; contiguous when asked. */
+static int conv_check_shape(const char *fn, const conv_geom *g, const lt_tensor *t, int type, const char *what,
+                            int64_t planes, int64_t h, int64_t w, int contiguous) {
+  char a[256];
+  const int f = g->batch;
+  int ok = t->type == type && t->ndim == 3 + f && (!f || t->size[0] == g->N) && t->size[f] == planes &&
+           t->size[f + 1] == h && t->size[f + 2] == w;
+  if (!ok)
+    return lt_fail("%s: %s should be a %s tensor of shape %s%lld x %lld x %lld, not a %s one of %s", fn, what,
+                   tname(type), f ? "N x " : "", (long long)planes, (long long)h, (long long)w, tname(t->type),
+                   lt_shape_str(t, a, sizeof a));
+  if (contiguous && !lt_tensor_is_contiguous(t)) return lt_fail("%s: %s must be contiguous", fn, what);
+  return 0;
+}
+
+static int conv_check_vector(const char *fn, const lt_tensor *t, int type, int64_t n, const char *what) {
+  char a[256];
+  if (t->type != type || lt_tensor_nelement(t) != n || !lt_tensor_is_contiguous(t))
+    return lt_fail("%s: %s should be a contiguous %s tensor of %lld elements, not a %s one of %s", fn, what,
+                   tname(type), (long long)n, tname(t->type), lt_shape_str(t, a, sizeof a));
+  return 0;
+}
+
+/* A 1x1 kernel with unit stride, no padding: the image is its own column matrix. */
+static int conv_is_pointwise(const conv_geom *g) {
+  return g->kW == 1 && g->kH == 1 && g->dW == 1 && g->dH == 1 && g->padW == 0 && g->padH == 0;
+}
+
+static const char *conv_type_name(const conv_geom *g) { return g->type == LT_DOUBLE ? "Double" : "Float"; }
+
+/* im2col (to_columns) or col2im of one sample. */
+static int conv_unfold(const lt_cuops *ops, void *stream, const conv_geom *g, int to_columns, void *dst,
+                       const void *src) {
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  add_raw(&a, (void *)&src, "p");
+  const int64_t sizes[13] = {g->C, g->H, g->W, g->kH, g->kW, g->padH, g->padW, g->dH, g->dW, g->dilH, g->dilW,
+                             g->oH, g->oW};
+  for (int i = 0; i < 13; i++) add_count(&a, sizes[i]);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_%s_%s", to_columns ? "im2col" : "col2im", conv_type_name(g));
+  return launch(ops, stream, "conv", kernel, grid_for(ops, to_columns ? g->C * g->P : g->C * g->H * g->W), &a);
+}
+
+/* The bias kernels over an (N, nOut, P) tensor: add bias into it, or accumulate scale * its sums into bias. */
+static int conv_bias(const lt_cuops *ops, void *stream, const conv_geom *g, int grad, void *bias, const void *x,
+                     double scale) {
+  args_t a = {0};
+  add_raw(&a, grad ? &bias : (void **)&x, "p");
+  add_raw(&a, grad ? (void **)&x : &bias, "p");
+  add_count(&a, g->N);
+  add_count(&a, g->nOut);
+  add_count(&a, g->P);
+  if (grad) add_value(&a, g->type, scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_conv_bias_%s_%s", grad ? "grad" : "add", conv_type_name(g));
+  unsigned grid = grad ? (unsigned)(g->nOut < block_cap(ops) ? g->nOut : block_cap(ops))
+                       : grid_for(ops, g->N * g->nOut * g->P);
+  return launch(ops, stream, "conv", kernel, grid, &a);
+}
+
+int lt_cuops_conv2d_forward(const lt_cuops *ops, void *stream, const lt_tensor *input, lt_tensor *output,
+                            const lt_tensor *weight, const lt_tensor *bias, int kW, int kH, int dW, int dH, int padW,
+                            int padH, int dilW, int dilH) {
+  static const char fn[] = "cuda SpatialConvolution forward";
+  conv_geom g;
+  if (check_ops(ops, fn) || conv_geometry(fn, &g, input, weight, kW, kH, dW, dH, padW, padH, dilW, dilH) ||
+      (bias && conv_check_vector(fn, bias, input->type, g.nOut, "bias")) ||
+      conv_check_shape(fn, &g, output, input->type, "the output", g.nOut, g.oH, g.oW, 1))
+    return -1;
+  if (!ops->gemm) return lt_fail("%s: no matrix product on this device (cuBLAS is not loaded)", fn);
+  if (g.N == 0) return 0;
+  const int64_t es = lt_elemsize(input->type);
+  const void *in;
+  void *in_copy, *col = NULL;
+  if (contiguous_input(ops, stream, input, &in, &in_copy)) return -1;
+  int rc = 0;
+  const int pointwise = conv_is_pointwise(&g);
+  if (!pointwise) rc = scratch(ops, stream, g.K * g.P * es, &col);
+  const char *w = lt_tensor_data(weight);
+  char *out = lt_tensor_data(output);
+  for (int64_t n = 0; rc == 0 && n < g.N; n++) {
+    const char *in_n = (const char *)in + n * g.C * g.H * g.W * es;
+    const void *cols = pointwise ? in_n : col;
+    if (!pointwise) rc = conv_unfold(ops, stream, &g, 1, col, in_n);
+    /* out_n (nOut x P) = weight (nOut x K) col (K x P); column-major: out_n^T = col^T weight^T */
+    if (rc == 0)
+      rc = ops->gemm(ops->ctx, stream, g.type, 'n', 'n', g.P, g.nOut, g.K, 1.0, cols, g.P, w, g.K, 0.0,
+                     out + n * g.nOut * g.P * es, g.P);
+  }
+  if (rc == 0 && bias) rc = conv_bias(ops, stream, &g, 0, lt_tensor_data(bias), out, 0);
+  rc = scratch_free(ops, col, rc);
+  return scratch_free(ops, in_copy, rc);
+}
+
+int lt_cuops_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                  const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight, int kW,
+                                  int kH, int dW, int dH, int padW, int padH, int dilW, int dilH) {
+  static const char fn[] = "cuda SpatialConvolution backward (gradInput)";
+  conv_geom g;
+  if (check_ops(ops, fn) || conv_geometry(fn, &g, input, weight, kW, kH, dW, dH, padW, padH, dilW, dilH) ||
+      conv_check_shape(fn, &g, grad_output, input->type, "gradOutput", g.nOut, g.oH, g.oW, 0) ||
+      conv_check_shape(fn, &g, grad_input, input->type, "gradInput", g.C, g.H, g.W, 1))
+    return -1;
+  if (!ops->gemm) return lt_fail("%s: no matrix product on this device (cuBLAS is not loaded)", fn);
+  if (g.N == 0) return 0;
+  const int64_t es = lt_elemsize(input->type);
+  const void *go;
+  void *go_copy, *col = NULL;
+  if (contiguous_input(ops, stream, grad_output, &go, &go_copy)) return -1;
+  int rc = 0;
+  const int pointwise = conv_is_pointwise(&g);
+  if (!pointwise) rc = scratch(ops, stream, g.K * g.P * es, &col);
+  const char *w = lt_tensor_data(weight);
+  char *gi = lt_tensor_data(grad_input);
+  for (int64_t n = 0; rc == 0 && n < g.N; n++) {
+    char *gi_n = gi + n * g.C * g.H * g.W * es;
+    /* col (K x P) = weight^T (K x nOut) gradOutput_n (nOut x P); column-major: col^T = go_n^T weight */
+    rc = ops->gemm(ops->ctx, stream, g.type, 'n', 't', g.P, g.K, g.nOut, 1.0,
+                   (const char *)go + n * g.nOut * g.P * es, g.P, w, g.K, 0.0, pointwise ? (void *)gi_n : col, g.P);
+    if (rc == 0 && !pointwise) rc = conv_unfold(ops, stream, &g, 0, gi_n, col);
+  }
+  rc = scratch_free(ops, col, rc);
+  return scratch_free(ops, go_copy, rc);
+}
+
+int lt_cuops_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                    const lt_tensor *grad_output, lt_tensor *grad_weight, lt_tensor *grad_bias, int kW,
+                                    int kH, int dW, int dH, int padW, int padH, int dilW, int dilH, double scale) {
+  static const char fn[] = "cuda SpatialConvolution backward (gradWeight, gradBias)";
+  conv_geom g;
+  if (check_ops(ops, fn) || conv_geometry(fn, &g, input, grad_weight, kW, kH, dW, dH, padW, padH, dilW, dilH) ||
+      conv_check_shape(fn, &g, grad_output, input->type, "gradOutput", g.nOut, g.oH, g.oW, 0) ||
+      (grad_bias && conv_check_vector(fn, grad_bias, input->type, g.nOut, "gradBias")))
+    return -1;
+  if (!ops->gemm) return lt_fail("%s: no matrix product on this device (cuBLAS is not loaded)", fn);
+  if (g.N == 0 || scale == 0) return 0;
+  const int64_t es = lt_elemsize(input->type);
+  const void *in, *go;
+  void *in_copy, *go_copy = NULL, *col = NULL;
+  if (contiguous_input(ops, stream, input, &in, &in_copy)) return -1;
+  int rc = contiguous_input(ops, stream, grad_output, &go, &go_copy);
+  const int pointwise = conv_is_pointwise(&g);
+  if (rc == 0 && !pointwise) rc = scratch(ops, stream, g.K * g.P * es, &col);
+  char *gw = lt_tensor_data(grad_weight);
+  for (int64_t n = 0; rc == 0 && n < g.N; n++) {
+    const char *in_n = (const char *)in + n * g.C * g.H * g.W * es;
+    const void *cols = pointwise ? in_n : col;
+    if (!pointwise) rc = conv_unfold(ops, stream, &g, 1, col, in_n);
+    /* gradWeight (nOut x K) += scale go_n (nOut x P) col^T (P x K); column-major: gw^T += scale col go_n^T */
+    if (rc == 0)
+      rc = ops->gemm(ops->ctx, stream, g.type, 't', 'n', g.K, g.nOut, g.P, scale, cols, g.P,
+                     (const char *)go + n * g.nOut * g.P * es, g.P, 1.0, gw, g.K);
+  }
+  if (rc == 0 && grad_bias) rc = conv_bias(ops, stream, &g, 1, lt_tensor_data(grad_bias), go, scale);
+  rc = scratch_free(ops, col, rc);
+  rc = scratch_free(ops, go_copy, rc);
+  return scratch_free(ops, in_copy, rc);
 }

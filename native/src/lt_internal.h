@@ -132,4 +132,16 @@ int lt_collapse(const lt_tensor *t, int64_t *size, int64_t *stride);
  *     for (int64_t i = 0; i < n; i++) ...                                  */
 #define LT_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if(lt_par_n >= 32768)")
 
+/* A 2-D convolution's geometry (nn_spatialconv.c), shared by the CPU kernels and the GPU ones (cuda_ops.c).
+ * lt_conv2d_check_sizes: kernel, stride and padding in range. lt_conv2d_geometry: input 3-D or 4-D (the caller
+ * checked), weight (nOut, C, kH, kW) or (nOut, C*kH*kW), dilation >= 1, the input's planes, and an output of at
+ * least 1 x 1: oH = (H + 2 padH - (dilH (kH-1) + 1)) / dH + 1. Torch7's messages. */
+typedef struct lt_conv2d_geom {
+  int batch;                 /* input was 4-D */
+  int64_t N, C, H, W, nOut, oH, oW;
+} lt_conv2d_geom;
+int lt_conv2d_check_sizes(const char *fn, int kW, int kH, int dW, int dH, int padW, int padH);
+int lt_conv2d_geometry(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
+                       int dH, int padW, int padH, int dilW, int dilH, lt_conv2d_geom *g);
+
 #endif

@@ -50,9 +50,7 @@ static int conv_batch_threads(int64_t N) {
 static int conv_geom_init(conv_geom *g, const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW,
                           int kH, int dW, int dH, int padW, int padH) {
   char buf[160];
-  if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
-  if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
-  if (padW < 0 || padH < 0) return lt_fail("%s: padding should be non-negative, but got padH: %d padW: %d", fn, padH, padW);
+  if (lt_conv2d_check_sizes(fn, kW, kH, dW, dH, padW, padH)) return -1;
   if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(weight, input->type, fn, "weight")) return -1;

@@ -23,12 +23,17 @@ typedef struct sc_geom {
   int kW, kH, dW, dH, padW, padH, dilW, dilH;
 } sc_geom;
 
-static int sc_check_input(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
-                          int dH, int padW, int padH) {
-  char buf[160];
+int lt_conv2d_check_sizes(const char *fn, int kW, int kH, int dW, int dH, int padW, int padH) {
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
   if (padW < 0 || padH < 0) return lt_fail("%s: padding should be non-negative, but got padH: %d padW: %d", fn, padH, padW);
+  return 0;
+}
+
+static int sc_check_input(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
+                          int dH, int padW, int padH) {
+  char buf[160];
+  if (lt_conv2d_check_sizes(fn, kW, kH, dW, dH, padW, padH)) return -1;
   if (!nn_is_floating(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (weight && nn_check_float(weight, input->type, fn, "weight")) return -1;
@@ -45,11 +50,9 @@ static int sc_finish(sc_geom *g, const char *fn) {
   return 0;
 }
 
-/* Dilated convolution: weight (nOut, nIn, kH, kW) or (nOut, nIn*kH*kW); *nOut set. */
-static int dil_geom(sc_geom *g, int64_t *nOut, const char *fn, const lt_tensor *input, const lt_tensor *weight,
-                    int kW, int kH, int dW, int dH, int padW, int padH, int dilW, int dilH) {
+int lt_conv2d_geometry(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
+                       int dH, int padW, int padH, int dilW, int dilH, lt_conv2d_geom *g) {
   char buf[160];
-  if (sc_check_input(fn, input, weight, kW, kH, dW, dH, padW, padH)) return -1;
   if (dilW <= 0 || dilH <= 0)
     return lt_fail("%s: dilation should be greater than zero, but got dilationH: %d dilationW: %d", fn, dilH, dilW);
   int64_t nIn;
@@ -65,20 +68,38 @@ static int dil_geom(sc_geom *g, int64_t *nOut, const char *fn, const lt_tensor *
   if (input->size[f] != nIn)
     return lt_fail("%s: input has %lld planes, expected %lld (input of shape %s)", fn, (long long)input->size[f],
                    (long long)nIn, lt_shape_str(input, buf, sizeof buf));
-  *nOut = weight->size[0];
   g->batch = f;
   g->N = f ? input->size[0] : 1;
   g->C = nIn;
   g->H = input->size[f + 1];
   g->W = input->size[f + 2];
-  g->kW = kW; g->kH = kH; g->dW = dW; g->dH = dH; g->padW = padW; g->padH = padH; g->dilW = dilW; g->dilH = dilH;
+  g->nOut = weight->size[0];
   g->oH = (g->H + 2 * (int64_t)padH - ((int64_t)dilH * (kH - 1) + 1)) / dH + 1;
   g->oW = (g->W + 2 * (int64_t)padW - ((int64_t)dilW * (kW - 1) + 1)) / dW + 1;
   if (g->H + 2 * (int64_t)padH < (int64_t)dilH * (kH - 1) + 1 || g->W + 2 * (int64_t)padW < (int64_t)dilW * (kW - 1) + 1 ||
       g->oH < 1 || g->oW < 1)
     return lt_fail("%s: Given input size: (%lld x %lld x %lld). Calculated output size: (%lld x %lld x %lld). "
                    "Output size is too small", fn, (long long)nIn, (long long)g->H, (long long)g->W,
-                   (long long)*nOut, (long long)g->oH, (long long)g->oW);
+                   (long long)g->nOut, (long long)g->oH, (long long)g->oW);
+  return 0;
+}
+
+/* Dilated convolution: weight (nOut, nIn, kH, kW) or (nOut, nIn*kH*kW); *nOut set. */
+static int dil_geom(sc_geom *g, int64_t *nOut, const char *fn, const lt_tensor *input, const lt_tensor *weight,
+                    int kW, int kH, int dW, int dH, int padW, int padH, int dilW, int dilH) {
+  lt_conv2d_geom cg;
+  if (sc_check_input(fn, input, weight, kW, kH, dW, dH, padW, padH) ||
+      lt_conv2d_geometry(fn, input, weight, kW, kH, dW, dH, padW, padH, dilW, dilH, &cg))
+    return -1;
+  *nOut = cg.nOut;
+  g->batch = cg.batch;
+  g->N = cg.N;
+  g->C = cg.C;
+  g->H = cg.H;
+  g->W = cg.W;
+  g->oH = cg.oH;
+  g->oW = cg.oW;
+  g->kW = kW; g->kH = kH; g->dW = dW; g->dH = dH; g->padW = padW; g->padH = padH; g->dilW = dilW; g->dilH = dilH;
   return sc_finish(g, fn);
 }
 
