@@ -14,11 +14,12 @@ What it measures (one JSON record each, `what` naming the kind):
   result checked against PyTorch's each round.
 - `gemm`: TFLOP/s of our addmm (the host layer's layout logic over cuBLAS's sgemm) against torch.addmm, TF32
   off on both sides, results compared each round.
-- `train_step`: PyTorch CUDA eager's training step (forward, backward, SGD with momentum) of the paper's
-  networks built by our Lua models and converted with their weights (the very networks `luatorch train` runs),
-  images/s and host CPU milliseconds per iteration, with TF32 on and off. Our side of this record
-  (`ours_images_per_s`) stays null until cutorch's tensors live in device memory and cudnn's modules call
-  cuDNN (docs/results/cuda.md says what is built).
+- `train_step`: the training step (forward, backward, SGD with momentum) of the paper's networks built by our
+  Lua models, images/s and host CPU milliseconds per iteration: PyTorch CUDA eager on the networks converted
+  with their weights, with TF32 on and off; and ours (`ours_images_per_s`, `ours_host_cpu_ms_per_iter`, in the
+  TF32-off record: cuBLAS's default math) on cutorch's GPU backend, the same Lua network `:cuda()`'d and
+  trained with optim.sgd over getParameters, as a Torch7 script does. Our convolutions are im2col + cuBLAS per
+  sample (Torch7's cunn), not cuDNN yet.
 
 Without a GPU it says so and exits 2.
 """
@@ -285,6 +286,56 @@ def gemm_records(torch, ours, rounds, sizes, device="cuda"):
     return recs
 
 
+_LUA_TRAIN_STEP = """
+return function(build, batch, size, classes, nll)
+   require 'cunn'
+   require 'optim'
+   torch.manualSeed(1)
+   local net = loadstring('return ' .. build)():cuda()
+   net:training()
+   local crit = (nll and nn.ClassNLLCriterion() or nn.CrossEntropyCriterion()):cuda()
+   local x = torch.FloatTensor(batch, 3, size, size):normal():cuda()
+   local y = torch.LongTensor(batch):random(1, classes):cuda()
+   local w, dw = net:getParameters()
+   local state = {learningRate = 0.01, momentum = 0.9, dampening = 0.9, weightDecay = 1e-4}
+   local loss
+   local function feval() return loss, dw end
+   return function()
+      dw:zero()
+      local out = net:forward(x)
+      loss = crit:forward(out, y)
+      net:backward(x, crit:backward(out, y))
+      optim.sgd(feval, w, state)
+      return loss
+   end
+end
+"""
+
+
+def ours_train_step(build, batch, size, classes, nll, iters, warmup):
+    """Our training step on cutorch's GPU backend: (wall seconds, host CPU seconds) per timed step, and the
+    losses. The host CPU time is taken before the synchronize, as PyTorch's."""
+    from pytorch_bridge import Runtime
+
+    os.environ["LUATORCH_CUTORCH"] = "gpu"   # read when the new state requires cutorch
+    rt = Runtime()
+    step = rt.call(rt.execute(_LUA_TRAIN_STEP), build, batch, size, classes, nll)
+    sync = rt.eval("cutorch.synchronize")
+    walls, cpus, losses = [], [], []
+    for i in range(warmup + iters):
+        rt.call(sync)
+        w0, c0 = time.perf_counter(), time.thread_time()
+        loss = rt.call(step)
+        c1 = time.thread_time()
+        rt.call(sync)
+        if i >= warmup:
+            walls.append(time.perf_counter() - w0)
+            cpus.append(c1 - c0)
+        losses.append(loss)
+    fallbacks = dict(rt.eval("cutorch.hostFallbacks()").items())
+    return walls, cpus, losses, fallbacks
+
+
 def train_records(torch, models, batches, iters, warmup, device="cuda"):
     from pytorch_bridge import Runtime
     from pytorch_bridge.interop import to_torch
@@ -298,6 +349,14 @@ def train_records(torch, models, batches, iters, warmup, device="cuda"):
         googlenet = model == "googlenet_bn"
         loss_fn = torch.nn.functional.nll_loss if googlenet else torch.nn.functional.cross_entropy
         for batch in batches:
+            walls, cpus, losses, staged = ours_train_step(build, batch, size, classes, googlenet, iters, warmup)
+            ours = {"ours_images_per_s": round(batch / median(walls), 1),
+                    "ours_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
+                    "ours_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
+                    "ours_first_last_loss": [losses[0], losses[-1]], "ours_host_fallbacks": staged}
+            print("train_step %s batch %d ours: %.1f img/s, host CPU %.1f ms/iter%s" % (
+                model, batch, ours["ours_images_per_s"], ours["ours_host_cpu_ms_per_iter"],
+                ", staged on the host: %s" % staged if staged else ""), flush=True)
             for tf32 in (True, False):
                 torch.backends.cudnn.allow_tf32 = tf32
                 torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -327,7 +386,10 @@ def train_records(torch, models, batches, iters, warmup, device="cuda"):
                              "pytorch_images_per_s": round(batch / median(walls), 1),
                              "pytorch_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
                              "pytorch_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
-                             "ours_images_per_s": None, "loadavg": _loadavg()})
+                             "loadavg": _loadavg()})
+                recs[-1].update(ours if not tf32 else {"ours_images_per_s": None})
+                if not tf32:
+                    recs[-1]["ours_vs_pytorch"] = round(ours["ours_images_per_s"] / recs[-1]["pytorch_images_per_s"], 3)
                 print("train_step %s batch %d tf32 %s: PyTorch %.1f img/s, host CPU %.1f ms/iter" % (
                     model, batch, tf32, recs[-1]["pytorch_images_per_s"], recs[-1]["pytorch_host_cpu_ms_per_iter"]),
                     flush=True)

@@ -157,7 +157,7 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     from simt_emulator import emulated_cuda_env
 
     here = os.path.dirname(os.path.abspath(__file__))
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout")
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "conv")
     env = emulated_cuda_env(simt, tmp_path, files)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
                         "-k", "device_operations or without_a_gpu"], capture_output=True, text=True, env=env,
@@ -178,10 +178,16 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     code = ("import torch\nfrom run import bench_cuda as B\no = B.Ours()\n"
             "r = (B.launch_records(torch, o, 2, 10, device='cpu') + B.bandwidth_records(torch, o, 2, 1 << 10, "
             "device='cpu') + B.gemm_records(torch, o, 1, [24], device='cpu'))\n"
-            "print('records', sorted({x['what'] for x in r}), len(r))\n")
+            "print('records', sorted({x['what'] for x in r}), len(r))\n"
+            # our side of train_step, on a small convolutional network instead of ResNet-50
+            "net = ('nn.Sequential():add(nn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))'\n"
+            "       ':add(nn.SpatialConvolution(4, 4, 3, 3, 2, 2, 1, 1)):add(nn.View(64)):add(nn.Linear(64, 10))')\n"
+            "walls, cpus, losses, staged = B.ours_train_step(net, 4, 8, 10, False, 3, 2)\n"
+            "print('train', len(walls), len(cpus), losses[-1] < losses[0], staged)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=600)
     assert r.returncode == 0 and "records ['bandwidth', 'gemm', 'launch'] 8" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert "train 3 3 True {}" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
 @pytest.mark.skipif(GPUS > 0, reason="this machine has a GPU")
