@@ -572,3 +572,31 @@ def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_pa
                         "-k", "not emulated_driver"], capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),
                        timeout=1800)
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout[-4000:] + r.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_auto_takes_the_gpu_when_one_is_present_and_starts(simt, tmp_path):
+    """LUATORCH_CUTORCH unset (auto): the GPU backend with the (emulated) driver showing a device; the CPU
+    backend, silently, without a driver; the CPU backend with one line on stderr saying why when a device is
+    present but the backend cannot start (no NVRTC); and LUATORCH_CUTORCH=gpu makes that last case an error."""
+    from simt_emulator import emulated_cuda_env
+
+    env = emulated_cuda_env(simt, tmp_path, ("copy", "fill"))
+    env.pop("LUATORCH_CUTORCH", None)
+    probe = "require 'cutorch' io.write('backend=' .. cutorch.backend .. '\\n')"
+
+    def th(extra, drop=()):
+        e = {k: v for k, v in env.items() if k not in drop}
+        e.update(extra)
+        return subprocess.run([sys.executable, "-m", "run.cli", "th", "-e", probe], capture_output=True, text=True,
+                              env=e, cwd=os.path.dirname(HERE), timeout=300)
+
+    r = th({})
+    assert r.returncode == 0 and "backend=gpu" in r.stdout and r.stderr == "", r.stdout + r.stderr
+    r = th({}, drop=("LUATORCH_CUDA_DRIVER",))
+    assert r.returncode == 0 and "backend=cpu" in r.stdout and r.stderr == "", r.stdout + r.stderr
+    r = th({"LUATORCH_CUDA_NVRTC": str(tmp_path / "no-such-libnvrtc.so")})
+    assert r.returncode == 0 and "backend=cpu" in r.stdout, r.stdout + r.stderr
+    assert "a GPU is present but the GPU backend does not start" in r.stderr and "NVRTC" in r.stderr, r.stderr
+    r = th({"LUATORCH_CUDA_NVRTC": str(tmp_path / "no-such-libnvrtc.so"), "LUATORCH_CUTORCH": "gpu"})
+    assert r.returncode != 0 and "the GPU backend does not start (LUATORCH_CUTORCH=gpu)" in r.stdout + r.stderr

@@ -1,11 +1,9 @@
 -- `cutorch`: Torch7's cutorch API, on a GPU when there is one (lua/cutorch/gpu.lua), else over host memory.
 --
 -- LUATORCH_CUTORCH chooses: 'gpu' takes the GPU backend (a CUDA device and NVRTC, pip install
--- 'luatorch[cuda]') or fails saying why; 'cpu' the CPU backend; 'auto', the default, is the CPU backend for
--- now: convolution and batch norm have no GPU kernels yet, so the paper's networks would stop at their first
--- layer on the GPU backend, where the CPU backend trains them (auto will take a GPU when present once they
--- do). cutorch.backend
--- says which it is. The rest of this comment is the CPU backend; gpu.lua says what changes on a GPU.
+-- 'luatorch[cuda]') or fails saying why; 'cpu' the CPU backend; 'auto', the default, takes the GPU backend when
+-- the driver shows a device and the backend starts, else the CPU backend (saying once on stderr why a present
+-- GPU was not taken). cutorch.backend says which it is. The rest of this comment is the CPU backend; gpu.lua says what changes on a GPU.
 --
 -- torch.CudaTensor and the other Cuda types are real tensor types of their
 -- own (ids 8..15 in the C core, see native/include/lt_core.h): they print,
@@ -197,16 +195,28 @@ cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
 -- ---------------------------------------------------------------- the backend
 
 cutorch.backend = 'cpu'
-local choice = os.getenv('LUATORCH_CUTORCH') or 'auto'
+local choice = os.getenv('LUATORCH_CUTORCH') or ''
+if choice == '' then choice = 'auto' end
 if choice ~= 'auto' and choice ~= 'gpu' and choice ~= 'cpu' then
    error('LUATORCH_CUTORCH must be auto, gpu or cpu, got "' .. choice .. '"', 0)
 end
-if choice == 'gpu' then
+-- auto: a device the driver shows (no driver, or none: the CPU backend, silently)
+local function gpuPresent()
+   local n = ffi.new('int[1]')
+   return torch.C.lt_cuda_device_count(n) == 0 and n[0] > 0
+end
+if choice == 'gpu' or (choice == 'auto' and gpuPresent()) then
    local ok, why = pcall(require('cutorch.gpu'), cutorch)
    if not ok then
-      cutorch._loaded = false
-      error("require 'cutorch': the GPU backend does not start (LUATORCH_CUTORCH=" .. choice .. '): ' ..
-            tostring(why), 0)
+      -- a half-started backend (device storages on) cannot fall back: only a refusal before that can
+      if choice == 'gpu' or torch.C.lt_cuda_storage_enabled() ~= 0 then
+         cutorch._loaded = false
+         error("require 'cutorch': the GPU backend does not start (LUATORCH_CUTORCH=" .. choice .. '): ' ..
+               tostring(why), 0)
+      end
+      io.stderr:write("cutorch: a GPU is present but the GPU backend does not start, so the Cuda types are in " ..
+                      "host memory (the CPU backend): " .. tostring(why) .. " (LUATORCH_CUTORCH=cpu says so " ..
+                      "quietly, LUATORCH_CUTORCH=gpu makes it an error)\n")
    end
 end
 

@@ -18,8 +18,11 @@ int lt_cuda_storage_enable(void) {
   int count = 0;
   if (lt_cuda_device_count(&count)) return -1;
   if (count == 0) return lt_fail("cuda: no CUDA device: %s", lt_cuda_library_info(LT_CUDA_DRIVER));
-  if (lt_cuda_require(LT_CUDA_NVRTC))
-    return lt_fail("cuda: the kernels need NVRTC (pip install 'luatorch[cuda]'): %s", lt_errmsg());
+  if (lt_cuda_require(LT_CUDA_NVRTC)) {
+    char why[512];   /* lt_fail formats into the buffer lt_errmsg() reads from */
+    snprintf(why, sizeof why, "%s", lt_errmsg());
+    return lt_fail("cuda: the kernels need NVRTC: %s", why);
+  }
   pthread_mutex_lock(&lock);
   int rc = 0;
   if (!allocator) {
