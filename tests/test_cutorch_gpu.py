@@ -351,6 +351,11 @@ CONVOLUTIONS = {
     "dilated": ("nn.SpatialDilatedConvolution(3, 4, 3, 3, 1, 2, 2, 1, 2, 2)", (2, 3, 9, 8)),
     "cudnn, 2 groups": ("cudnn.SpatialConvolution(4, 6, 3, 3, 2, 2, 1, 1, 2)", (2, 4, 7, 7)),
     "cudnn, a noncontiguous input": ("cudnn.SpatialConvolution(3, 2, 2, 2)", "transposed (2, 3, 6, 5)"),
+    "full 4x4 stride 2 pad 1": ("nn.SpatialFullConvolution(4, 3, 4, 4, 2, 2, 1, 1)", (2, 4, 5, 6)),
+    "full with adj, one image": ("nn.SpatialFullConvolution(3, 2, 3, 2, 3, 2, 1, 0, 2, 1)", (3, 4, 5)),
+    "full 1x1 without bias": ("nn.SpatialFullConvolution(3, 5, 1, 1):noBias()", (2, 3, 4, 4)),
+    "cudnn full, a noncontiguous input": ("cudnn.SpatialFullConvolution(3, 4, 3, 3, 2, 2, 1, 1)",
+                                          "transposed (2, 3, 5, 4)"),
 }
 
 

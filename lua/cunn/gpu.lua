@@ -191,3 +191,33 @@ end
 onDeviceConvolution(nn.SpatialConvolution)
 onDeviceConvolution(nn.SpatialConvolutionMM)
 onDeviceConvolution(nn.SpatialDilatedConvolution)
+
+-- SpatialFullConvolution (and cudnn's, its subclass): the adjoint of a plain convolution of its output, through
+-- the same columns and GEMMs (lt_cuops_full_conv2d_*); the module's own code picks x and adj ({input, target}).
+local function fullOutputSize(self, x, adjW, adjH)
+   local d = x:dim()
+   if d ~= 3 and d ~= 4 then
+      error(string.format('3D or 4D (batch mode) tensor expected for input, but got: %dD tensor', d), 4)
+   end
+   local oH = (x:size(d - 1) - 1) * self.dH - 2 * self.padH + self.kH + adjH
+   local oW = (x:size(d) - 1) * self.dW - 2 * self.padW + self.kW + adjW
+   if d == 4 then return x:size(1), self.nOutputPlane, math.max(oH, 0), math.max(oW, 0) end
+   return self.nOutputPlane, math.max(oH, 0), math.max(oW, 0)
+end
+onDevice(nn.SpatialFullConvolution, '_forward', function(self, x, adjW, adjH)
+   self.output:resize(fullOutputSize(self, x, adjW, adjH))
+   check(C.lt_cuops_full_conv2d_forward(opsOf(x), nil, x._c, self.output._c, self.weight._c,
+                                        self.bias and self.bias._c or nil, self.kW, self.kH, self.dW, self.dH,
+                                        self.padW, self.padH, adjW, adjH), 3)
+end)
+onDevice(nn.SpatialFullConvolution, '_backwardData', function(self, x, gradOutput, adjW, adjH)
+   self.gradInput:resizeAs(x)
+   check(C.lt_cuops_full_conv2d_backward_data(opsOf(x), nil, x._c, gradOutput._c, self.gradInput._c,
+                                              self.weight._c, self.kW, self.kH, self.dW, self.dH, self.padW,
+                                              self.padH, adjW, adjH), 3)
+end)
+onDevice(nn.SpatialFullConvolution, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
+   check(C.lt_cuops_full_conv2d_backward_params(opsOf(x), nil, x._c, gradOutput._c, self.gradWeight._c,
+                                                self.gradBias and self.gradBias._c or nil, self.kW, self.kH,
+                                                self.dW, self.dH, self.padW, self.padH, adjW, adjH, scale), 3)
+end)

@@ -48,13 +48,31 @@ function SpatialFullConvolution:_args(input)
    return input[1], adjW, adjH
 end
 
-function SpatialFullConvolution:updateOutput(input)
-   local x, adjW, adjH = self:_args(input)
+-- The three kernel calls, on the tensor to convolve (cunn's GPU versions replace these, nothing else).
+function SpatialFullConvolution:_forward(x, adjW, adjH)
    self.finput = self.finput or x.new()
    self.fgradInput = self.fgradInput or x.new()
    check(C.lt_nn_SpatialFullConvolution_updateOutput(x._c, self.output._c, self.weight._c,
          self.bias and self.bias._c or nil, self.finput._c, self.kW, self.kH, self.dW, self.dH,
-         self.padW, self.padH, adjW, adjH), 2)
+         self.padW, self.padH, adjW, adjH), 3)
+end
+
+function SpatialFullConvolution:_backwardData(x, gradOutput, adjW, adjH)
+   self.finput = self.finput or x.new()
+   check(C.lt_nn_SpatialFullConvolution_updateGradInput(x._c, gradOutput._c, self.gradInput._c, self.weight._c,
+         self.finput._c, self.kW, self.kH, self.dW, self.dH, self.padW, self.padH, adjW, adjH), 3)
+end
+
+function SpatialFullConvolution:_backwardParams(x, gradOutput, adjW, adjH, scale)
+   self.finput = self.finput or x.new()
+   check(C.lt_nn_SpatialFullConvolution_accGradParameters(x._c, gradOutput._c, self.gradWeight._c,
+         self.gradBias and self.gradBias._c or nil, self.finput._c, self.kW, self.kH, self.dW, self.dH,
+         self.padW, self.padH, adjW, adjH, scale), 3)
+end
+
+function SpatialFullConvolution:updateOutput(input)
+   local x, adjW, adjH = self:_args(input)
+   self:_forward(x, adjW, adjH)
    return self.output
 end
 
@@ -62,9 +80,7 @@ function SpatialFullConvolution:updateGradInput(input, gradOutput)
    if not self.gradInput then return end
    local x, adjW, adjH = self:_args(input)
    if torch.type(self.gradInput) == 'table' then self.gradInput = self.gradInput[1] or x.new() end
-   self.finput = self.finput or x.new()
-   check(C.lt_nn_SpatialFullConvolution_updateGradInput(x._c, gradOutput._c, self.gradInput._c, self.weight._c,
-         self.finput._c, self.kW, self.kH, self.dW, self.dH, self.padW, self.padH, adjW, adjH), 2)
+   self:_backwardData(x, gradOutput, adjW, adjH)
    if torch.type(input) == 'table' then
       -- the target only gives a size: its gradient is zero
       self.zeroScalar = self.zeroScalar or input[2].new(1):zero()
@@ -77,10 +93,7 @@ end
 
 function SpatialFullConvolution:accGradParameters(input, gradOutput, scale)
    local x, adjW, adjH = self:_args(input)
-   self.finput = self.finput or x.new()
-   check(C.lt_nn_SpatialFullConvolution_accGradParameters(x._c, gradOutput._c, self.gradWeight._c,
-         self.gradBias and self.gradBias._c or nil, self.finput._c, self.kW, self.kH, self.dW, self.dH,
-         self.padW, self.padH, adjW, adjH, scale or 1), 2)
+   self:_backwardParams(x, gradOutput, adjW, adjH, scale or 1)
 end
 
 function SpatialFullConvolution:type(type, tensorCache)

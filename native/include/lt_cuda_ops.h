@@ -118,6 +118,19 @@ int lt_cuops_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_te
 int lt_cuops_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_tensor *input,
                                     const lt_tensor *grad_output, lt_tensor *grad_weight, lt_tensor *grad_bias, int kW,
                                     int kH, int dW, int dH, int padW, int padH, int dilW, int dilH, double scale);
+/* nn.SpatialFullConvolution (and cudnn's): the adjoint of a plain convolution of the output. Weight (nIn, nOut, kH,
+ * kW) contiguous; output (N x) nOut x oH x oW with oH = (H - 1) dH - 2 padH + kH + adjH, 0 <= adj < stride;
+ * per sample a GEMM into columns and col2im (forward), im2col and a GEMM (gradInput, gradWeight). */
+int lt_cuops_full_conv2d_forward(const lt_cuops *ops, void *stream, const lt_tensor *input, lt_tensor *output,
+                                 const lt_tensor *weight, const lt_tensor *bias, int kW, int kH, int dW, int dH,
+                                 int padW, int padH, int adjW, int adjH);
+int lt_cuops_full_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                       const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight,
+                                       int kW, int kH, int dW, int dH, int padW, int padH, int adjW, int adjH);
+int lt_cuops_full_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                         const lt_tensor *grad_output, lt_tensor *grad_weight, lt_tensor *grad_bias,
+                                         int kW, int kH, int dW, int dH, int padW, int padH, int adjW, int adjH,
+                                         double scale);
 
 /* ---- on a GPU (native/src/cuda_device.c): NULL / -1 with the reason where there is none ---- */
 

@@ -143,5 +143,9 @@ typedef struct lt_conv2d_geom {
 int lt_conv2d_check_sizes(const char *fn, int kW, int kH, int dW, int dH, int padW, int padH);
 int lt_conv2d_geometry(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
                        int dH, int padW, int padH, int dilW, int dilH, lt_conv2d_geom *g);
+/* The full (transposed) convolution's: weight (C, nOut, kH, kW), 0 <= adj < stride, an output of at least 1 x 1:
+ * oH = (H - 1) dH - 2 padH + kH + adjH. */
+int lt_full_conv2d_geometry(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
+                            int dH, int padW, int padH, int adjW, int adjH, lt_conv2d_geom *g);
 
 #endif

@@ -103,11 +103,9 @@ static int dil_geom(sc_geom *g, int64_t *nOut, const char *fn, const lt_tensor *
   return sc_finish(g, fn);
 }
 
-/* Full convolution: weight (nIn, nOut, kH, kW); the image is the output. */
-static int full_geom(sc_geom *g, int64_t *nIn, const char *fn, const lt_tensor *input, const lt_tensor *weight,
-                     int kW, int kH, int dW, int dH, int padW, int padH, int adjW, int adjH) {
+int lt_full_conv2d_geometry(const char *fn, const lt_tensor *input, const lt_tensor *weight, int kW, int kH, int dW,
+                            int dH, int padW, int padH, int adjW, int adjH, lt_conv2d_geom *g) {
   char buf[160];
-  if (sc_check_input(fn, input, weight, kW, kH, dW, dH, padW, padH)) return -1;
   if (adjW < 0 || adjH < 0 || adjW >= dW || adjH >= dH)
     return lt_fail("%s: adjW and adjH must be non-negative and smaller than dW and dH, but got adjH: %d adjW: %d "
                    "(dH: %d dW: %d)", fn, adjH, adjW, dH, dW);
@@ -115,22 +113,40 @@ static int full_geom(sc_geom *g, int64_t *nIn, const char *fn, const lt_tensor *
     return lt_fail("%s: weight should be nInputPlane x nOutputPlane x kH x kW (kH: %d kW: %d), but got: %s", fn, kH,
                    kW, lt_shape_str(weight, buf, sizeof buf));
   int f = input->ndim == 4;
-  *nIn = weight->size[0];
-  if (input->size[f] != *nIn)
+  if (input->size[f] != weight->size[0])
     return lt_fail("%s: input has %lld planes, expected %lld (input of shape %s)", fn, (long long)input->size[f],
-                   (long long)*nIn, lt_shape_str(input, buf, sizeof buf));
+                   (long long)weight->size[0], lt_shape_str(input, buf, sizeof buf));
   g->batch = f;
   g->N = f ? input->size[0] : 1;
-  g->C = weight->size[1];
-  g->oH = input->size[f + 1];
-  g->oW = input->size[f + 2];
-  g->H = (g->oH - 1) * dH - 2 * (int64_t)padH + kH + adjH;
-  g->W = (g->oW - 1) * dW - 2 * (int64_t)padW + kW + adjW;
-  g->kW = kW; g->kH = kH; g->dW = dW; g->dH = dH; g->padW = padW; g->padH = padH; g->dilW = 1; g->dilH = 1;
-  if (g->H < 1 || g->W < 1)
+  g->C = weight->size[0];
+  g->H = input->size[f + 1];
+  g->W = input->size[f + 2];
+  g->nOut = weight->size[1];
+  g->oH = (g->H - 1) * dH - 2 * (int64_t)padH + kH + adjH;
+  g->oW = (g->W - 1) * dW - 2 * (int64_t)padW + kW + adjW;
+  if (g->oH < 1 || g->oW < 1)
     return lt_fail("%s: Given input size: (%lld x %lld x %lld). Calculated output size: (%lld x %lld x %lld). "
-                   "Output size is too small", fn, (long long)*nIn, (long long)g->oH, (long long)g->oW,
-                   (long long)g->C, (long long)g->H, (long long)g->W);
+                   "Output size is too small", fn, (long long)g->C, (long long)g->H, (long long)g->W,
+                   (long long)g->nOut, (long long)g->oH, (long long)g->oW);
+  return 0;
+}
+
+/* Full convolution: weight (nIn, nOut, kH, kW); the image is the output. */
+static int full_geom(sc_geom *g, int64_t *nIn, const char *fn, const lt_tensor *input, const lt_tensor *weight,
+                     int kW, int kH, int dW, int dH, int padW, int padH, int adjW, int adjH) {
+  lt_conv2d_geom cg;
+  if (sc_check_input(fn, input, weight, kW, kH, dW, dH, padW, padH) ||
+      lt_full_conv2d_geometry(fn, input, weight, kW, kH, dW, dH, padW, padH, adjW, adjH, &cg))
+    return -1;
+  *nIn = cg.C;
+  g->batch = cg.batch;
+  g->N = cg.N;
+  g->C = cg.nOut;   /* the unfolded image is the output; the columns span the input */
+  g->oH = cg.H;
+  g->oW = cg.W;
+  g->H = cg.oH;
+  g->W = cg.oW;
+  g->kW = kW; g->kH = kH; g->dW = dW; g->dH = dH; g->padW = padW; g->padH = padH; g->dilW = 1; g->dilH = 1;
   return sc_finish(g, fn);
 }
 
