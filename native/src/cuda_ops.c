@@ -1,28 +1,8 @@
 /* cutorch's tensor math on a device: operands described for native/cuda's kernel ABI, shapes checked,
  * grids sized, kernels started through a launcher (lt_cuda_ops.h). Nothing here touches device memory. */
-#include "lt_internal.h"
+#include "cuda_ops_internal.h"
 
 #include <limits.h>
-
-enum { ACC_INT = 0, ACC_FLOAT = 1, ACC_DOUBLE = 2 };   /* the compute type lt_acc_t<T> of an element type */
-
-static int acc_kind(int host) { return host == LT_DOUBLE ? ACC_DOUBLE : host >= LT_FLOAT ? ACC_FLOAT : ACC_INT; }
-static int is_float_type(int host) { return host == LT_FLOAT || host == LT_DOUBLE || host == LT_HALF; }
-static const char acc_sig[3] = {'q', 'f', 'd'};
-static int64_t acc_bytes(int host) { return acc_kind(host) == ACC_FLOAT ? 4 : 8; }
-
-/* A scalar argument in the compute type of an element type. */
-typedef union { long long q; float f; double d; } acc_value;
-
-static acc_value acc_of(int host, double v) {
-  acc_value a;
-  switch (acc_kind(host)) {
-    case ACC_FLOAT: a.f = (float)v; break;
-    case ACC_DOUBLE: a.d = v; break;
-    default: a.q = (long long)v; break;
-  }
-  return a;
-}
 
 static double acc_to_double(int host, const void *p) {
   switch (acc_kind(host)) {
@@ -30,17 +10,6 @@ static double acc_to_double(int host, const void *p) {
     case ACC_DOUBLE: return *(const double *)p;
     default: return (double)*(const long long *)p;
   }
-}
-
-static int threads(const lt_cuops *ops) { return ops->threads_per_block > 0 ? ops->threads_per_block : 256; }
-static int64_t block_cap(const lt_cuops *ops) { return ops->max_blocks > 0 ? ops->max_blocks : 1024; }
-
-static int check_ops(const lt_cuops *ops, const char *fn) {
-  if (!ops || !ops->launch || !ops->to_host || !ops->to_device || !ops->alloc)
-    return lt_fail("%s: no launcher (launch, to_host, to_device and an allocator are needed)", fn);
-  int b = threads(ops);
-  if (b % 32 || b > 1024) return lt_fail("%s: %d threads per block: a multiple of 32 up to 1024 is needed", fn, b);
-  return 0;
 }
 
 int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset) {
@@ -77,47 +46,6 @@ int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset
   return 0;
 }
 
-/* ---------------------------------------------------------------- launches */
-
-/* The arguments of one launch, and their kinds for the signature. */
-typedef struct {
-  void *params[12];
-  char sig[64];
-  int n;
-  lt_cu_tensor tensors[4];
-  int ntensors;
-  acc_value values[3];
-  int nvalues;
-  long long counts[4];
-  int ncounts;
-} args_t;
-
-static void add_raw(args_t *a, void *p, const char *kind) {
-  if (a->n) strcat(a->sig, ",");
-  strcat(a->sig, kind);
-  a->params[a->n++] = p;
-}
-static void add_tensor(args_t *a, const lt_cu_tensor *t) {
-  a->tensors[a->ntensors] = *t;
-  add_raw(a, &a->tensors[a->ntensors++], "S144");
-}
-static void add_count(args_t *a, long long v) {
-  a->counts[a->ncounts] = v;
-  add_raw(a, &a->counts[a->ncounts++], "q");
-}
-static void add_value(args_t *a, int host, double v) {
-  a->values[a->nvalues] = acc_of(host, v);
-  char k[2] = {acc_sig[acc_kind(host)], 0};
-  add_raw(a, &a->values[a->nvalues++], k);
-}
-
-/* Blocks for n elements of a grid-stride kernel. */
-static unsigned grid_for(const lt_cuops *ops, int64_t n) {
-  int64_t b = threads(ops), g = (n + b - 1) / b;
-  if (g > block_cap(ops)) g = block_cap(ops);
-  return g < 1 ? 1 : (unsigned)g;
-}
-
 /* THC's 32-bit index path: every operand's offsets and the element count, and the thread count, fit. */
 static const char *index_kind(const lt_cuops *ops, int64_t n, const int64_t *max_offsets, int k, unsigned grid) {
   int64_t limit = INT32_MAX;
@@ -127,30 +55,6 @@ static const char *index_kind(const lt_cuops *ops, int64_t n, const int64_t *max
   return "i32";
 }
 
-static int launch(const lt_cuops *ops, void *stream, const char *file, const char *kernel, unsigned grid, args_t *a) {
-  return ops->launch(ops->ctx, file, kernel, a->sig, grid, (unsigned)threads(ops), stream, a->params);
-}
-
-static const char *tname(int type) { return lt_type_name(lt_host_type(type)); }
-
-static int same_count(const char *fn, const lt_tensor *a, const lt_tensor *b, const char *what) {
-  if (lt_tensor_nelement(a) == lt_tensor_nelement(b)) return 0;
-  char x[256], y[256];
-  return lt_fail("%s: %s has %lld elements %s, the output %lld %s", fn, what, (long long)lt_tensor_nelement(b),
-                 lt_shape_str(b, y, sizeof y), (long long)lt_tensor_nelement(a), lt_shape_str(a, x, sizeof x));
-}
-
-static int same_type(const char *fn, const lt_tensor *a, const lt_tensor *b, const char *what) {
-  if (a->type == b->type) return 0;
-  return lt_fail("%s: %s is a %s tensor, the output a %s one", fn, what, tname(b->type), tname(a->type));
-}
-
-/* The operations defined for the floating types only refuse the others with this. */
-static int check_float_input(const char *fn, const lt_tensor *t) {
-  if (is_float_type(lt_host_type(t->type))) return 0;
-  return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(t->type));
-}
-
 /* The index of op in a NULL-ended list of names, or -1. */
 static int name_index(const char *const *names, const char *op) {
   for (int k = 0; op && names[k]; k++)
@@ -158,14 +62,6 @@ static int name_index(const char *const *names, const char *op) {
   return -1;
 }
 
-/* Scratch on the call's stream. */
-static int scratch(const lt_cuops *ops, void *stream, int64_t bytes, void **p) {
-  return lt_cuda_alloc(ops->alloc, ops->device, bytes, stream, p);
-}
-static int scratch_free(const lt_cuops *ops, void *p, int rc) {
-  if (p && lt_cuda_alloc_free(ops->alloc, p) && rc == 0) return -1;
-  return rc;
-}
 
 int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src) {
   static const char fn[] = "cuda copy";
@@ -363,92 +259,6 @@ int lt_cuops_reduce_dim(const lt_cuops *ops, void *stream, const char *op, lt_te
 }
 
 /* ---------------------------------------------------------------- nn */
-
-/* A contiguous device copy of t when it is not contiguous (*copy set, to be freed), else its own data. */
-static int contiguous_input(const lt_cuops *ops, void *stream, const lt_tensor *t, const void **data, void **copy) {
-  *copy = NULL;
-  lt_cu_tensor d;
-  if (lt_cuops_describe(t, &d, NULL)) return -1;
-  if (lt_tensor_is_contiguous(t)) {
-    *data = d.data;
-    return 0;
-  }
-  int64_t n = lt_tensor_nelement(t);
-  if (scratch(ops, stream, n * lt_elemsize(t->type), copy)) return -1;
-  lt_storage st = {.data = *copy, .size = n, .type = t->type};
-  lt_tensor c = {.storage = &st, .offset = 0, .ndim = 1, .type = t->type};
-  c.size[0] = n, c.stride[0] = 1;
-  if (lt_cuops_copy(ops, stream, &c, t)) return scratch_free(ops, *copy, -1);
-  *data = *copy;
-  return 0;
-}
-
-static int check_contiguous_output(const char *fn, const lt_tensor *o, const lt_tensor *like, const char *what) {
-  char a[256], b[256];
-  int ok = o->ndim == like->ndim && o->type == like->type;
-  for (int d = 0; ok && d < o->ndim; d++) ok = o->size[d] == like->size[d];
-  if (!ok)
-    return lt_fail("%s: %s should be a %s tensor of shape %s, not a %s one of %s", fn, what, tname(like->type),
-                   lt_shape_str(like, a, sizeof a), tname(o->type), lt_shape_str(o, b, sizeof b));
-  if (!lt_tensor_is_contiguous(o)) return lt_fail("%s: %s must be contiguous", fn, what);
-  return 0;
-}
-
-/* (outer, classes, inner) of LogSoftMax's input, by THNN's rule. */
-static int lsm_geometry(const char *fn, const lt_tensor *t, int64_t *outer, int64_t *classes, int64_t *inner) {
-  char b[256];
-  switch (t->ndim) {
-    case 1: *outer = 1, *classes = t->size[0], *inner = 1; return 0;
-    case 2: *outer = t->size[0], *classes = t->size[1], *inner = 1; return 0;
-    case 3: *outer = 1, *classes = t->size[0], *inner = t->size[1] * t->size[2]; return 0;
-    case 4: *outer = t->size[0], *classes = t->size[1], *inner = t->size[2] * t->size[3]; return 0;
-    default: return lt_fail("%s: 1D, 2D, 3D or 4D tensor expected, got %s", fn, lt_shape_str(t, b, sizeof b));
-  }
-}
-
-/* LogSoftMax's forward (dst = out, x = input) or backward (dst = gradInput, x = gradOutput, y = output): rows
- * of a 1-D or 2-D tensor a block each, the class dimension of a 3-D or 4-D one a thread per position. */
-static int logsoftmax(const lt_cuops *ops, void *stream, int backward, lt_tensor *dst, const lt_tensor *x,
-                      const lt_tensor *y) {
-  const char *fn = backward ? "cuda LogSoftMax backward" : "cuda LogSoftMax forward";
-  const lt_tensor *shape = backward ? y : x;  /* the forward output has the input's shape */
-  int64_t outer = 0, classes = 0, inner = 0;
-  if (check_ops(ops, fn) || check_float_input(fn, shape) || lsm_geometry(fn, shape, &outer, &classes, &inner) ||
-      check_contiguous_output(fn, dst, shape, backward ? "gradInput" : "the output") ||
-      (backward && (same_type(fn, y, x, "gradOutput") || same_count(fn, y, x, "gradOutput"))))
-    return -1;
-  if (lt_tensor_nelement(shape) == 0) return 0;
-  const void *px, *py = NULL;
-  void *copy1, *copy2 = NULL;
-  if (contiguous_input(ops, stream, x, &px, &copy1)) return -1;
-  if (backward && contiguous_input(ops, stream, y, &py, &copy2)) return scratch_free(ops, copy1, -1);
-  lt_cu_tensor d;
-  lt_cuops_describe(dst, &d, NULL);
-  void *pd = d.data;
-  args_t a = {0};
-  add_raw(&a, &pd, "p");
-  add_raw(&a, (void *)&px, "p");
-  if (backward) add_raw(&a, (void *)&py, "p");
-  add_count(&a, outer);
-  add_count(&a, classes);
-  if (inner != 1) add_count(&a, inner);
-  char kernel[64];
-  snprintf(kernel, sizeof kernel, "lt_logsoftmax_%s%s_%s", inner == 1 ? "" : "spatial_", backward ? "bwd" : "fwd",
-           tname(shape->type));
-  unsigned grid = inner == 1 ? (unsigned)(outer < block_cap(ops) ? outer : block_cap(ops)) : grid_for(ops, outer * inner);
-  int rc = launch(ops, stream, "logsoftmax", kernel, grid, &a);
-  rc = scratch_free(ops, copy1, rc);
-  return scratch_free(ops, copy2, rc);
-}
-
-int lt_cuops_logsoftmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input) {
-  return logsoftmax(ops, stream, 0, out, input, NULL);
-}
-
-int lt_cuops_logsoftmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
-                                 const lt_tensor *grad_output, const lt_tensor *output) {
-  return logsoftmax(ops, stream, 1, grad_input, grad_output, output);
-}
 
 /* ClassNLL's batch and classes, with target and weights checked. */
 static int cnll_geometry(const char *fn, const lt_tensor *input, const lt_tensor *target, const lt_tensor *weights,
