@@ -896,3 +896,32 @@ def test_addmm_with_no_products_and_errors(dev):
     with pytest.raises(RuntimeError, match="no matrix product on this device"):
         dev.call("addmm", x, 1.0, x, 1.0, x, dev.tensor(np.zeros((3, 3), np.float32)))
     dev.ops.gemm = saved
+
+
+# ----------------------------------------------------------------------------- cunn's modules (cuda_nn.c)
+def torch64(a):
+    import torch
+    return torch.from_numpy(np.array(a, dtype=np.float64))
+
+
+@pytest.mark.parametrize("t", ["Float", "Double"])
+def test_softmax_forward_backward(dev, rng, t):
+    import torch.nn.functional as F
+    for shape, axis in (((7,), 0), ((5, 11), 1), ((4, 3, 5), 0), ((2, 6, 3, 4), 1)):
+        x = (rng.standard_normal(shape) * 3).astype(NP[t])
+        xv, _, xb = make_input(["contig", "transposed", "narrowed"][int(rng.integers(3))], x, x.dtype)
+        ob, ov, _ = make_output("contig", shape, NP[t])
+        dev.call("softmax_forward", dev.tensor(ov, ob), dev.tensor(xv, xb))
+        xs = torch64(xv).requires_grad_()
+        ref = F.softmax(xs, dim=axis)
+        tol = {"Float": 2e-6, "Double": 1e-13}[t]
+        assert np.abs(ov - ref.detach().numpy()).max() <= tol, (t, shape)
+        g = rng.standard_normal(shape).astype(NP[t])
+        gv, _, gb = make_input("transposed", g, g.dtype)
+        gib, giv, _ = make_output("contig", shape, NP[t])
+        dev.call("softmax_backward", dev.tensor(giv, gib), dev.tensor(gv, gb), dev.tensor(ov, ob))
+        ref.backward(torch64(gv))
+        assert np.abs(giv - xs.grad.numpy()).max() <= 10 * tol * (1 + np.abs(np.asarray(gv)).sum()), (t, shape)
+    names = {n for _, n, _, _, _ in dev.launches}
+    assert {"lt_softmax_fwd_" + t, "lt_softmax_spatial_bwd_" + t} <= names
+    assert not [n for n in names if "logsoftmax" in n]

@@ -295,8 +295,8 @@ def test_host_kernels_refuse_gpu_memory_by_name(gpu, rng):
         rt.execute("local m = nn.ReLU():cuda() m:forward(torch.CudaTensor(3):fill(-1))")
     rt.execute("require 'cunn'")
     rt.execute("local m = nn.ReLU():cuda() assert(m:forward(torch.CudaTensor(3):fill(-1)):sum() == 0)")
-    with pytest.raises(LuaError, match="lt_nn_SoftMax_updateOutput: input is in GPU memory"):
-        rt.execute("local m = nn.SoftMax():cuda() m:forward(torch.CudaTensor(2, 3):fill(-1))")
+    with pytest.raises(LuaError, match="lt_nn_SpatialAdaptiveMaxPooling_updateOutput: input is in GPU memory"):
+        rt.execute("local m = nn.SpatialAdaptiveMaxPooling(2, 2):cuda() m:forward(torch.CudaTensor(1, 4, 4):fill(-1))")
     d = to_device(rt, np.ones((2, 2), np.float32), "Cuda")
     with pytest.raises(ValueError, match="in GPU memory"):
         rt.to_numpy(d)
@@ -307,6 +307,9 @@ LAYERS = {
     "Sigmoid": ("nn.Sigmoid()", (4, 6)), "LogSoftMax": ("nn.LogSoftMax()", (5, 7)),
     "Linear": ("nn.Linear(7, 3)", (5, 7)), "Linear on a vector": ("nn.Linear(7, 3)", (7,)),
     "Sequential": ("nn.Sequential():add(nn.Linear(6, 4)):add(nn.Tanh()):add(nn.Linear(4, 2))", (3, 6)),
+    "SoftMax": ("nn.SoftMax()", (5, 7)), "SoftMax on a vector": ("nn.SoftMax()", (9,)),
+    "SpatialSoftMax": ("nn.SpatialSoftMax()", (2, 4, 3, 5)),
+    "SpatialLogSoftMax": ("nn.SpatialLogSoftMax()", (4, 3, 5)),
 }
 
 

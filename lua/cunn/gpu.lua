@@ -79,20 +79,29 @@ onDevice(nn.Sigmoid, 'updateGradInput', function(self, input, gradOutput)
    return self.gradInput
 end)
 
--- ---------------------------------------------------------------- LogSoftMax, ClassNLLCriterion
+-- ---------------------------------------------------------------- LogSoftMax, SoftMax, ClassNLLCriterion
 
-onDevice(nn.LogSoftMax, 'updateOutput', function(self, input)
-   input = input:contiguous()
-   self.output:resizeAs(input)
-   check(C.lt_cuops_logsoftmax_forward(opsOf(input), nil, self.output._c, input._c), 2)
-   return self.output
-end)
-onDevice(nn.LogSoftMax, 'updateGradInput', function(self, input, gradOutput)
-   gradOutput = gradOutput:contiguous()
-   self.gradInput:resizeAs(input)
-   check(C.lt_cuops_logsoftmax_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
-   return self.gradInput
-end)
+-- The (Log)SoftMax modules over the feature dimension (the spatial ones are the same kernels on 3-D/4-D input).
+local function softmaxOnDevice(class, forward, backward)
+   onDevice(class, 'updateOutput', function(self, input)
+      input = input:contiguous()
+      self.output:resizeAs(input)
+      check(forward(opsOf(input), nil, self.output._c, input._c), 2)
+      return self.output
+   end)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      gradOutput = gradOutput:contiguous()
+      self.gradInput:resizeAs(input)
+      check(backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
+      return self.gradInput
+   end)
+end
+for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do
+   softmaxOnDevice(class, C.lt_cuops_logsoftmax_forward, C.lt_cuops_logsoftmax_backward)
+end
+for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do
+   softmaxOnDevice(class, C.lt_cuops_softmax_forward, C.lt_cuops_softmax_backward)
+end
 
 -- cutorch's ClassNLLCriterion takes targets of any Cuda type (or a number): the kernels take a CudaLongTensor.
 local function deviceTarget(self, target) return self:_longTarget(target, 'torch.CudaLongTensor') end

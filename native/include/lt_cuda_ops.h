@@ -83,6 +83,11 @@ int lt_cuops_logsoftmax_forward(const lt_cuops *ops, void *stream, lt_tensor *ou
 int lt_cuops_logsoftmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                                  const lt_tensor *grad_output, const lt_tensor *output);
 
+/* nn.SoftMax (and SpatialSoftMax) over the same dimension as LogSoftMax above; the same operands. */
+int lt_cuops_softmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input);
+int lt_cuops_softmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *output);
+
 /* nn.ClassNLLCriterion: input (C) or (N, C), target of N 1-based classes (a LongTensor), weights of C or
  * NULL. Forward gives the loss and the total weight on the host; a target outside 1..C (other than
  * ignore_index) is an error naming the sample. Backward writes every element of grad_input (contiguous, of
