@@ -202,11 +202,15 @@ def expected_kernels(resolve=True):
         if t in FLOATS:
             k["reduce"]["lt_reduce_finish_norm_%s" % t] = ",".join([P, Q, a, P])
     for t in FLOATS:
+        a = sc(t)
         for op in ("logsoftmax", "softmax"):
             k["logsoftmax"]["lt_%s_fwd_%s" % (op, t)] = ",".join([P, P, Q, Q])
             k["logsoftmax"]["lt_%s_bwd_%s" % (op, t)] = ",".join([P, P, P, Q, Q])
             k["logsoftmax"]["lt_%s_spatial_fwd_%s" % (op, t)] = ",".join([P, P, Q, Q, Q])
             k["logsoftmax"]["lt_%s_spatial_bwd_%s" % (op, t)] = ",".join([P, P, P, Q, Q, Q])
+        k["batchnorm"]["lt_batchnorm_fwd_train_%s" % t] = ",".join([P] * 8 + [Q, Q, Q, a, a])
+        k["batchnorm"]["lt_batchnorm_fwd_eval_%s" % t] = ",".join([P] * 6 + [Q, Q, Q, a])
+        k["batchnorm"]["lt_batchnorm_bwd_%s" % t] = ",".join([P] * 8 + [Q, Q, Q, I, a, a])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
         k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, I, Q])
     return k

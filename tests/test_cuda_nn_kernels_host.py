@@ -1,4 +1,4 @@
-"""Host tests of native/cuda's nn kernels for SoftMax, in the
+"""Host tests of native/cuda's nn kernels for SoftMax and BatchNormalization, in the
 SIMT emulator (tests/simt_emulator.py), against PyTorch on the CPU in float64 (an independent implementation).
 
 Fresh random inputs each run (the seed is printed on failure), odd shapes, outputs poisoned with NaN so that an
@@ -81,3 +81,128 @@ def test_softmax_nan_stays_in_its_row(simt):
     lib.launch("lt_softmax_fwd_Float", 2, 32, ptr(out), ptr(x), q(3), q(40))
     assert np.isnan(out[1]).all()
     np.testing.assert_allclose(out[[0, 2]], 1 / 40, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- BatchNormalization
+BN_SHAPES = [(5, 3), (2, 4, 3, 5), (7, 1, 1, 1), (3, 2, 2, 3, 4), (33, 5), (4, 37, 1, 1)]
+
+
+def bn_case(rng, t, shape):
+    x = rounded(t, rng.standard_normal(shape) * 2 + rng.uniform(-3, 3, (1, shape[1]) + (1,) * (len(shape) - 2)))
+    C = shape[1]
+    return x, {k: rounded(t, v) for k, v in dict(
+        weight=rng.uniform(0.2, 1.5, C), bias=rng.standard_normal(C), rm=rng.standard_normal(C) * 0.5,
+        rv=rng.uniform(0.5, 2.0, C), gw=rng.standard_normal(C), gb=rng.standard_normal(C)).items()}
+
+
+def nsc(shape):
+    N, C = shape[:2]
+    return N, C, int(np.prod(shape[2:], dtype=np.int64))
+
+
+@pytest.mark.parametrize("t", FLOATS)
+@pytest.mark.parametrize("affine", [True, False])
+def test_batchnorm_training_forward_and_backward(simt, rng, t, affine):
+    lib = simt.get("batchnorm")
+    tol = TOL[t]
+    momentum, eps, scale = 0.1, 1e-5, 0.5
+    for j, shape in enumerate(BN_SHAPES):
+        x, p = bn_case(rng, t, shape)
+        N, C, S = nsc(shape)
+        n = N * S
+        w, b = (p["weight"], p["bias"]) if affine else (None, None)
+        out = np.full_like(x, np.nan)
+        sm, ss = np.full(C, np.nan, NP[t]), np.full(C, np.nan, NP[t])
+        rm, rv = p["rm"].copy(), p["rv"].copy()
+        block = (32, 64, 128)[j % 3]
+        grid = max(1, min(C, 2))
+        lib.launch("lt_batchnorm_fwd_train_%s" % t, grid, block, ptr(out), ptr(sm), ptr(ss), ptr(rm), ptr(rv), ptr(x),
+                   ptr(w), ptr(b), q(N), q(C), q(S), acc(t, momentum), acc(t, eps))
+        trm, trv = t64(p["rm"]), t64(p["rv"])
+        xs = t64(x).requires_grad_()
+        ws = t64(w).requires_grad_() if affine else None
+        bs = t64(b).requires_grad_() if affine else None
+        y = F.batch_norm(xs, trm, trv, ws, bs, training=True, momentum=momentum, eps=eps)
+        what = "batchnorm train %s %s affine=%s" % (t, shape, affine)
+        x64 = x.astype(np.float64)
+        axes = (0,) + tuple(range(2, len(shape)))
+        mean, var = x64.mean(axes), x64.var(axes)
+        invstd = 1 / np.sqrt(var + eps)
+        assert_bound(sm, mean, tol * (np.abs(x64).mean(axes) + 1e-3), what + " save_mean")
+        assert_bound(ss, invstd, tol * invstd * 4, what + " save_std")
+        assert_bound(rm, trm.numpy(), tol * (np.abs(trm.numpy()) + np.abs(mean) + 1e-3), what + " running_mean")
+        assert_bound(rv, trv.numpy(), tol * (np.abs(trv.numpy()) + 4 * var + 1e-3), what + " running_var")
+        wv = w.astype(np.float64) if affine else np.ones(C)
+        bshape = (1, C) + (1,) * (len(shape) - 2)
+        ymag = (np.abs(x64) + np.abs(mean).reshape(bshape)) * (invstd * wv).reshape(bshape) + \
+            (np.abs(b.astype(np.float64)).reshape(bshape) if affine else 0)
+        assert_bound(out, y.detach().numpy(), 4 * tol * ymag + 1e-300, what + " output")
+        # backward: gradInput, and gradWeight/gradBias accumulated with scale onto their values
+        go = rounded(t, rng.standard_normal(shape))
+        y.backward(t64(go))
+        gi = np.full_like(x, np.nan)
+        gw, gb = p["gw"].copy(), p["gb"].copy()
+        lib.launch("lt_batchnorm_bwd_%s" % t, grid, block, ptr(gi), ptr(gw if affine else None),
+                   ptr(gb if affine else None), ptr(x), ptr(go), ptr(w), ptr(sm), ptr(ss), q(N), q(C), q(S),
+                   ctypes.c_int(1), acc(t, scale), acc(t, eps))
+        g64 = go.astype(np.float64)
+        xhat = np.abs(x64 - mean.reshape(bshape)) * invstd.reshape(bshape)
+        dy_terms = np.abs(g64) + (np.abs(g64).sum(axes) / n).reshape(bshape) + \
+            xhat * ((np.abs(g64) * xhat).sum(axes) / n).reshape(bshape)
+        assert_bound(gi, xs.grad.numpy(), 8 * tol * dy_terms * (invstd * wv).reshape(bshape) + 1e-300,
+                     what + " gradInput")
+        if affine:
+            gw_ref = p["gw"].astype(np.float64) + scale * ws.grad.numpy()
+            gb_ref = p["gb"].astype(np.float64) + scale * bs.grad.numpy()
+            assert_bound(gw, gw_ref, 4 * tol * (np.abs(p["gw"]) + scale * (np.abs(g64) * xhat).sum(axes)), what + " gw")
+            assert_bound(gb, gb_ref, 4 * tol * (np.abs(p["gb"]) + scale * np.abs(g64).sum(axes)), what + " gb")
+
+
+@pytest.mark.parametrize("t", FLOATS)
+def test_batchnorm_evaluation_forward_and_backward(simt, rng, t):
+    lib = simt.get("batchnorm")
+    tol = TOL[t]
+    eps, scale = 1e-3, 2.0
+    for j, shape in enumerate(BN_SHAPES):
+        x, p = bn_case(rng, t, shape)
+        N, C, S = nsc(shape)
+        out = np.full_like(x, np.nan)
+        lib.launch("lt_batchnorm_fwd_eval_%s" % t, *geometry(x.size, 32, 3), ptr(out), ptr(x), ptr(p["weight"]),
+                   ptr(p["bias"]), ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), acc(t, eps))
+        xs, ws, bs = (t64(v).requires_grad_() for v in (x, p["weight"], p["bias"]))
+        y = F.batch_norm(xs, t64(p["rm"]), t64(p["rv"]), ws, bs, training=False, eps=eps)
+        what = "batchnorm eval %s %s" % (t, shape)
+        bshape = (1, C) + (1,) * (len(shape) - 2)
+        invstd = 1 / np.sqrt(p["rv"].astype(np.float64) + eps)
+        a = (invstd * p["weight"]).reshape(bshape)
+        x64, m64 = x.astype(np.float64), p["rm"].astype(np.float64).reshape(bshape)
+        assert_bound(out, y.detach().numpy(), 4 * tol * ((np.abs(x64) + np.abs(m64)) * a + np.abs(
+            p["bias"].astype(np.float64)).reshape(bshape)), what)
+        go = rounded(t, rng.standard_normal(shape))
+        y.backward(t64(go))
+        gi, gw, gb = np.full_like(x, np.nan), p["gw"].copy(), p["gb"].copy()
+        # without gradInput first (accGradParameters), then gradInput alone (updateGradInput)
+        lib.launch("lt_batchnorm_bwd_%s" % t, 2, 64, ptr(None), ptr(gw), ptr(gb), ptr(x), ptr(go), ptr(p["weight"]),
+                   ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), ctypes.c_int(0), acc(t, scale), acc(t, eps))
+        lib.launch("lt_batchnorm_bwd_%s" % t, 3, 32, ptr(gi), ptr(None), ptr(None), ptr(x), ptr(go), ptr(p["weight"]),
+                   ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), ctypes.c_int(0), acc(t, scale), acc(t, eps))
+        g64 = go.astype(np.float64)
+        axes = (0,) + tuple(range(2, len(shape)))
+        assert_bound(gi, xs.grad.numpy(), 4 * tol * np.abs(g64) * a, what + " gradInput")
+        terms = (np.abs(g64) * np.abs(x64 - m64)).sum(axes) * invstd
+        assert_bound(gw, p["gw"] + scale * ws.grad.numpy(), 4 * tol * (np.abs(p["gw"]) + scale * terms), what + " gw")
+        assert_bound(gb, p["gb"] + scale * bs.grad.numpy(),
+                     4 * tol * (np.abs(p["gb"]) + scale * np.abs(g64).sum(axes)), what + " gb")
+
+
+def test_batchnorm_constant_feature_without_eps_gives_zero_invstd(simt):
+    """The CPU kernel's rule: a feature of zero variance with eps 0 gets invstd 0 (not inf), output = bias."""
+    lib = simt.get("batchnorm")
+    x = np.array([[1.0, 3.0], [1.0, 5.0], [1.0, 4.0]])
+    out, sm, ss = np.full_like(x, np.nan), np.full(2, np.nan), np.full(2, np.nan)
+    b = np.array([0.25, 0.0])
+    lib.launch("lt_batchnorm_fwd_train_Double", 1, 32, ptr(out), ptr(sm), ptr(ss), ptr(None), ptr(None), ptr(x),
+               ptr(None), ptr(b), q(3), q(2), q(1), ctypes.c_double(0.1), ctypes.c_double(0.0))
+    assert ss[0] == 0 and sm[0] == 1.0
+    np.testing.assert_array_equal(out[:, 0], 0.25)
+    np.testing.assert_allclose(out[:, 1], (x[:, 1] - 4) / np.sqrt(2 / 3), rtol=1e-14)

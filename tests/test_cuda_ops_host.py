@@ -925,3 +925,49 @@ def test_softmax_forward_backward(dev, rng, t):
     names = {n for _, n, _, _, _ in dev.launches}
     assert {"lt_softmax_fwd_" + t, "lt_softmax_spatial_bwd_" + t} <= names
     assert not [n for n in names if "logsoftmax" in n]
+
+
+def test_batchnorm_non_contiguous_input_and_errors(dev, rng):
+    import torch
+    import torch.nn.functional as F
+    x = rng.standard_normal((6, 3, 4, 5))
+    xv, _, xb = make_input("transposed", x, np.float64)  # (6, 3, 4, 5) over a reversed layout
+    w, b = rng.uniform(0.5, 1.5, 3), rng.standard_normal(3)
+    rm, rv, sm, ss = np.zeros(3), np.ones(3), np.full(3, np.nan), np.full(3, np.nan)
+    ob, ov, _ = make_output("contig", x.shape, np.float64)
+    T = dev.tensor
+    dev.call("batchnorm_forward", T(ov, ob), T(xv, xb), T(w), T(b), T(rm), T(rv), T(sm), T(ss), 1, 0.2, 1e-5)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    ref = F.batch_norm(torch64(xv), trm, trv, torch64(w), torch64(b), training=True, momentum=0.2, eps=1e-5)
+    np.testing.assert_allclose(ov, ref.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rm, trm.numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rv, trv.numpy(), rtol=1e-12)
+    gib, giv, _ = make_output("contig", x.shape, np.float64)
+    gv, _, gb = make_input("narrowed", rng.standard_normal(x.shape), np.float64)
+    gw, gbias = np.zeros(3), np.zeros(3)
+    dev.call("batchnorm_backward", T(xv, xb), T(gv, gb), T(giv, gib), T(gw), T(gbias), T(w), T(rm), T(rv), T(sm),
+             T(ss), 1, 1.0, 1e-5)
+    xs, ws, bs = (torch64(v).requires_grad_() for v in (xv, w, b))
+    F.batch_norm(xs, None, None, ws, bs, training=True, eps=1e-5).backward(torch64(gv))
+    np.testing.assert_allclose(giv, xs.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw, ws.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gbias, bs.grad.numpy(), rtol=1e-10, atol=1e-12)
+    fwd = lambda *a: dev.call("batchnorm_forward", *a)  # noqa: E731
+    x2, o2 = T(np.zeros((4, 3))), T(np.zeros((4, 3)))
+    with pytest.raises(RuntimeError, match="save_mean is needed"):
+        fwd(o2, x2, ffi.NULL, ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 1, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="running_var is needed"):
+        fwd(o2, x2, ffi.NULL, ffi.NULL, T(np.zeros(3)), ffi.NULL, ffi.NULL, ffi.NULL, 0, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="weight should be a Double tensor of 3 elements"):
+        fwd(o2, x2, T(np.ones(4)), ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="running_mean must be contiguous"):
+        fwd(o2, x2, ffi.NULL, ffi.NULL, T(np.zeros(6)[::2]), T(np.ones(3)), T(np.zeros(3)), T(np.zeros(3)), 1, 0.1,
+            1e-5)
+    with pytest.raises(RuntimeError, match="the output should be a Double tensor of shape"):
+        fwd(T(np.zeros((3, 4))), x2, ffi.NULL, ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 0.1, 1)
+    with pytest.raises(RuntimeError, match="2D or 4D input tensor expected"):
+        fwd(T(np.zeros(3)), T(np.zeros(3)), ffi.NULL, ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0,
+            0.1, 1)
+    with pytest.raises(RuntimeError, match="gradOutput .* should be a Double tensor of the input's size"):
+        dev.call("batchnorm_backward", x2, T(np.zeros((4, 2))), ffi.NULL, T(np.zeros(3)), ffi.NULL, ffi.NULL,
+                 T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 1.0, 1e-5)

@@ -302,6 +302,10 @@ def test_host_kernels_refuse_gpu_memory_by_name(gpu, rng):
         rt.to_numpy(d)
 
 
+# a batch-normalization module in evaluation mode, with running statistics that are not the initial 0 and 1
+BN_EVAL = ("(function() local m = %s m.running_mean:uniform(-1, 1) m.running_var:uniform(0.5, 2) m:evaluate() "
+           "return m end)()")
+
 LAYERS = {
     "ReLU": ("nn.ReLU()", (5, 7)), "ReLU in place": ("nn.ReLU(true)", (5, 7)), "Tanh": ("nn.Tanh()", (5, 7)),
     "Sigmoid": ("nn.Sigmoid()", (4, 6)), "LogSoftMax": ("nn.LogSoftMax()", (5, 7)),
@@ -310,6 +314,14 @@ LAYERS = {
     "SoftMax": ("nn.SoftMax()", (5, 7)), "SoftMax on a vector": ("nn.SoftMax()", (9,)),
     "SpatialSoftMax": ("nn.SpatialSoftMax()", (2, 4, 3, 5)),
     "SpatialLogSoftMax": ("nn.SpatialLogSoftMax()", (4, 3, 5)),
+    "BatchNormalization": ("nn.BatchNormalization(4)", (6, 4)),
+    "BatchNormalization without affine": ("nn.BatchNormalization(4, 1e-3, 0.3, false)", (5, 4)),
+    "BatchNormalization evaluate": (BN_EVAL % "nn.BatchNormalization(4)", (6, 4)),
+    "SpatialBatchNormalization": ("nn.SpatialBatchNormalization(3)", (4, 3, 5, 6)),
+    "SpatialBatchNormalization evaluate": (BN_EVAL % "nn.SpatialBatchNormalization(3)", (4, 3, 5, 6)),
+    "VolumetricBatchNormalization": ("nn.VolumetricBatchNormalization(2)", (3, 2, 3, 4, 2)),
+    "cudnn.SpatialBatchNormalization": ("cudnn.SpatialBatchNormalization(3)", (2, 3, 4, 5)),
+    "cudnn.BatchNormalization evaluate": (BN_EVAL % "cudnn.BatchNormalization(5)", (3, 5)),
 }
 
 
@@ -320,7 +332,11 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
     rt = gpu
     rt.execute("require 'cunn'")
     ctor, shape = LAYERS[name]
+    if "cudnn." in ctor:
+        rt.execute("require 'cudnn'")
     x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    # the state a module keeps besides its output: batch norm's running statistics (updated in training) and
+    # saved batch statistics
     run = rt.eval("""function(x, g)
        torch.manualSeed(5)
        local cpu = %s:double()
@@ -330,17 +346,24 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
           local input = k == 1 and x:clone() or x:cudaDouble()
           m:zeroGradParameters()
           local y = m:forward(input)
-          local grad = k == 1 and torch.DoubleTensor():resizeAs(y):copy(g:narrow(g:dim(), 1, y:size(y:dim())))
-                               or torch.CudaDoubleTensor():resizeAs(y):copy(g:narrow(g:dim(), 1, y:size(y:dim())))
+          -- gradOutput: the first values of g, in y's shape
+          local grad = k == 1 and torch.DoubleTensor() or torch.CudaDoubleTensor()
+          grad:resizeAs(y):copy(g:view(-1):narrow(1, 1, y:nElement()))
           local gi = m:backward(input, grad, 0.5)
           local _, gp = m:parameters()
-          out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor()}
+          local state = {}
+          for _, f in ipairs {'running_mean', 'running_var', 'save_mean', 'save_std'} do
+             if torch.isTensor(m[f]) and m[f]:nElement() > 0 then state[#state + 1] = m[f]:double():view(-1) end
+          end
+          out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor(),
+                    #state > 0 and torch.cat(state) or torch.DoubleTensor()}
        end
        return out
     end""" % ctor)
     out = run(rt.from_numpy(x), rt.from_numpy(g))
-    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients")):
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients"), (4, "running statistics")):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
     assert fallbacks(rt) == {}
 
@@ -500,7 +523,7 @@ def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_pa
     emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'` must take the GPU backend."""
     from simt_emulator import emulated_cuda_env
 
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout")
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "batchnorm")
     env = emulated_cuda_env(simt, tmp_path, files, guard=True)
     env["LUATORCH_CUTORCH"] = "gpu"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),

@@ -154,3 +154,49 @@ onDevice(nn.Dropout, 'updateGradInput', function(self, input, gradOutput)
    end
    return self.gradInput
 end)
+
+-- ---------------------------------------------------------------- BatchNormalization (and its subclasses)
+
+-- nn.BatchNormalization's rules (a single sample in evaluation seen as a batch of one; batch statistics only for
+-- batches of more than one sample); every tensor of the module on the device, of the input's type (:cuda()).
+local BN = nn.BatchNormalization
+local function opt(t) return t and t._c or nil end
+
+onDevice(BN, 'updateOutput', function(self, input)
+   self:checkInputDim(input)
+   input = BN._asBatch(self, input)
+   local train = BN._useBatchStats(self, input)
+   self.output:resizeAs(input)
+   self.save_mean = self.save_mean or input.new()
+   self.save_std = self.save_std or input.new()
+   if train then
+      self.save_mean:resize(input:size(2))
+      self.save_std:resize(input:size(2))
+   end
+   check(C.lt_cuops_batchnorm_forward(opsOf(input), nil, self.output._c, input._c, opt(self.weight), opt(self.bias),
+         self.running_mean._c, self.running_var._c, self.save_mean._c, self.save_std._c, train and 1 or 0,
+         self.momentum, self.eps), 2)
+   return self.output
+end)
+
+local function bnBackward(self, input, gradOutput, scale, gradInput, gradWeight, gradBias)
+   self:checkInputDim(input)
+   input, gradOutput = BN._asBatch(self, input), BN._asBatch(self, gradOutput)
+   if gradOutput:dim() ~= input:dim() or gradOutput:nElement() ~= input:nElement() then
+      error('gradOutput and input must have the same size', 3)
+   end
+   if gradInput then gradInput:resizeAs(gradOutput) end
+   check(C.lt_cuops_batchnorm_backward(opsOf(input), nil, input._c, gradOutput._c, opt(gradInput), opt(gradWeight),
+         opt(gradBias), opt(self.weight), self.running_mean._c, self.running_var._c, opt(self.save_mean),
+         opt(self.save_std), BN._useBatchStats(self, input) and 1 or 0, scale or 1, self.eps), 3)
+   return self.gradInput
+end
+onDevice(BN, 'backward', function(self, input, gradOutput, scale)
+   return bnBackward(self, input, gradOutput, scale, self.gradInput, self.gradWeight, self.gradBias)
+end)
+onDevice(BN, 'updateGradInput', function(self, input, gradOutput)
+   return bnBackward(self, input, gradOutput, 1, self.gradInput)
+end)
+onDevice(BN, 'accGradParameters', function(self, input, gradOutput, scale)
+   return bnBackward(self, input, gradOutput, scale, nil, self.gradWeight, self.gradBias)
+end)

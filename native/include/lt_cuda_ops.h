@@ -88,6 +88,23 @@ int lt_cuops_softmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
 int lt_cuops_softmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                               const lt_tensor *grad_output, const lt_tensor *output);
 
+/* nn.BatchNormalization / SpatialBatchNormalization (and VolumetricBatchNormalization) as the CPU kernels
+ * lt_nn_BatchNormalization_updateOutput / _backward (same arguments, same semantics): input (N, C, ...), out and
+ * grad_input contiguous of its shape, the per-feature vectors of C elements of its type. weight, bias (and
+ * running_mean, running_var in training) may be NULL; in training save_mean and save_std (contiguous) get the
+ * batch mean and 1/sqrt(var + eps) and the running statistics (contiguous) are updated with momentum; in
+ * evaluation the running statistics normalize. Backward: grad_input, grad_weight, grad_bias may each be NULL;
+ * the last two are accumulated with scale. Sums in the compute type (float for Float, double for Double). */
+int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                               const lt_tensor *weight, const lt_tensor *bias, lt_tensor *running_mean,
+                               lt_tensor *running_var, lt_tensor *save_mean, lt_tensor *save_std, int train,
+                               double momentum, double eps);
+int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                const lt_tensor *grad_output, lt_tensor *grad_input, lt_tensor *grad_weight,
+                                lt_tensor *grad_bias, const lt_tensor *weight, const lt_tensor *running_mean,
+                                const lt_tensor *running_var, const lt_tensor *save_mean, const lt_tensor *save_std,
+                                int train, double scale, double eps);
+
 /* nn.ClassNLLCriterion: input (C) or (N, C), target of N 1-based classes (a LongTensor), weights of C or
  * NULL. Forward gives the loss and the total weight on the host; a target outside 1..C (other than
  * ignore_index) is an error naming the sample. Backward writes every element of grad_input (contiguous, of

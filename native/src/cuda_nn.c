@@ -1,7 +1,28 @@
-/* cunn's modules on a device: LogSoftMax and SoftMax. Shapes and types checked here with the CPU kernels' rules, inputs made contiguous on
+/* cunn's modules on a device: LogSoftMax and SoftMax, BatchNormalization. Shapes and types checked here with the CPU kernels' rules, inputs made contiguous on
  * the device, native/cuda's kernels started through the launcher (lt_cuda_ops.h). Nothing here touches device
  * memory. */
 #include "cuda_ops_internal.h"
+
+/* Device scratch copies made for one call, freed together. */
+typedef struct {
+  void *p[8];
+  int n;
+} copies_t;
+
+/* t's data on the device, contiguous (a scratch copy when t is not), or NULL when t is absent. */
+static int input_data(const lt_cuops *ops, void *stream, copies_t *c, const lt_tensor *t, const void **data) {
+  *data = NULL;
+  if (!t) return 0;
+  void *copy;
+  if (contiguous_input(ops, stream, t, data, &copy)) return -1;
+  if (copy) c->p[c->n++] = copy;
+  return 0;
+}
+
+static int copies_free(const lt_cuops *ops, copies_t *c, int rc) {
+  for (int i = 0; i < c->n; i++) rc = scratch_free(ops, c->p[i], rc);
+  return rc;
+}
 
 /* The device address of t's first element (t checked contiguous), or NULL when t is absent. */
 static void *output_data(const lt_tensor *t) {
@@ -75,4 +96,136 @@ int lt_cuops_softmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
 int lt_cuops_softmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                               const lt_tensor *grad_output, const lt_tensor *output) {
   return softmax_family(ops, stream, 0, 1, grad_input, grad_output, output);
+}
+
+/* ---------------------------------------------------------------- BatchNormalization */
+
+/* The input as (N, C, S), S the product of the dimensions after the features (nn_batchnorm.c's rule). */
+static int bn_geometry(const char *fn, const lt_tensor *input, int64_t *N, int64_t *C, int64_t *S) {
+  char b[256];
+  if (check_float_input(fn, input)) return -1;
+  if (input->ndim < 2)
+    return lt_fail("%s: 2D or 4D input tensor expected (batch x features) but got: %s", fn,
+                   lt_shape_str(input, b, sizeof b));
+  *N = input->size[0], *C = input->size[1], *S = 1;
+  for (int d = 2; d < input->ndim; d++) *S *= input->size[d];
+  return 0;
+}
+
+/* A per-feature vector: C elements of input's type; an output must also be contiguous. Absent (NULL) is
+ * accepted unless needed. */
+static int bn_vector(const char *fn, const lt_tensor *v, const lt_tensor *input, int64_t C, const char *what,
+                     int needed, int output) {
+  char b[256];
+  if (!v) return needed ? lt_fail("%s: %s is needed", fn, what) : 0;
+  if (v->type != input->type || lt_tensor_nelement(v) != C)
+    return lt_fail("%s: %s should be a %s tensor of %lld elements, not a %s one of %s", fn, what, tname(input->type),
+                   (long long)C, tname(v->type), lt_shape_str(v, b, sizeof b));
+  if (output && !lt_tensor_is_contiguous(v)) return lt_fail("%s: %s must be contiguous", fn, what);
+  return 0;
+}
+
+/* The block-per-feature kernels' grid. */
+static unsigned feature_grid(const lt_cuops *ops, int64_t C) {
+  return (unsigned)(C < 1 ? 1 : C < block_cap(ops) ? C : block_cap(ops));
+}
+
+int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                               const lt_tensor *weight, const lt_tensor *bias, lt_tensor *running_mean,
+                               lt_tensor *running_var, lt_tensor *save_mean, lt_tensor *save_std, int train,
+                               double momentum, double eps) {
+  static const char fn[] = "cuda BatchNormalization forward";
+  int64_t N = 0, C = 0, S = 0;
+  if (check_ops(ops, fn) || bn_geometry(fn, input, &N, &C, &S) ||
+      check_contiguous_output(fn, out, input, "the output") || bn_vector(fn, weight, input, C, "weight", 0, 0) ||
+      bn_vector(fn, bias, input, C, "bias", 0, 0) ||
+      bn_vector(fn, running_mean, input, C, "running_mean", !train, train) ||
+      bn_vector(fn, running_var, input, C, "running_var", !train, train) ||
+      (train && (bn_vector(fn, save_mean, input, C, "save_mean", 1, 1) ||
+                 bn_vector(fn, save_std, input, C, "save_std", 1, 1))))
+    return -1;
+  if (C == 0 || (!train && N * S == 0)) return 0;
+  copies_t c = {{0}, 0};
+  const void *in, *w, *b, *rm = NULL, *rv = NULL;
+  if (input_data(ops, stream, &c, input, &in) || input_data(ops, stream, &c, weight, &w) ||
+      input_data(ops, stream, &c, bias, &b) ||
+      (!train && (input_data(ops, stream, &c, running_mean, &rm) || input_data(ops, stream, &c, running_var, &rv))))
+    return copies_free(ops, &c, -1);
+  void *po = output_data(out), *sm = NULL, *ss = NULL, *orm = NULL, *orv = NULL;
+  args_t a = {0};
+  add_raw(&a, &po, "p");
+  if (train) {
+    sm = output_data(save_mean), ss = output_data(save_std);
+    orm = output_data(running_mean), orv = output_data(running_var);
+    add_raw(&a, &sm, "p");
+    add_raw(&a, &ss, "p");
+    add_raw(&a, &orm, "p");
+    add_raw(&a, &orv, "p");
+  }
+  add_raw(&a, (void *)&in, "p");
+  add_raw(&a, (void *)&w, "p");
+  add_raw(&a, (void *)&b, "p");
+  if (!train) {
+    add_raw(&a, (void *)&rm, "p");
+    add_raw(&a, (void *)&rv, "p");
+  }
+  add_count(&a, N);
+  add_count(&a, C);
+  add_count(&a, S);
+  if (train) add_value(&a, lt_host_type(input->type), momentum);
+  add_value(&a, lt_host_type(input->type), eps);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_batchnorm_fwd_%s_%s", train ? "train" : "eval", tname(input->type));
+  int rc = launch(ops, stream, "batchnorm", kernel, train ? feature_grid(ops, C) : grid_for(ops, N * C * S), &a);
+  return copies_free(ops, &c, rc);
+}
+
+int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                const lt_tensor *grad_output, lt_tensor *grad_input, lt_tensor *grad_weight,
+                                lt_tensor *grad_bias, const lt_tensor *weight, const lt_tensor *running_mean,
+                                const lt_tensor *running_var, const lt_tensor *save_mean, const lt_tensor *save_std,
+                                int train, double scale, double eps) {
+  static const char fn[] = "cuda BatchNormalization backward";
+  char b1[256], b2[256];
+  int64_t N = 0, C = 0, S = 0;
+  if (check_ops(ops, fn) || bn_geometry(fn, input, &N, &C, &S)) return -1;
+  if (!grad_output || grad_output->type != input->type || !lt_tensor_is_same_size(input, grad_output))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of the input's size %s", fn,
+                   grad_output ? lt_shape_str(grad_output, b1, sizeof b1) : "(none)", tname(input->type),
+                   lt_shape_str(input, b2, sizeof b2));
+  const lt_tensor *mean = train ? save_mean : running_mean, *std = train ? save_std : running_var;
+  if ((grad_input && check_contiguous_output(fn, grad_input, input, "gradInput")) ||
+      bn_vector(fn, grad_weight, input, C, "gradWeight", 0, 1) || bn_vector(fn, grad_bias, input, C, "gradBias", 0, 1) ||
+      bn_vector(fn, weight, input, C, "weight", 0, 0) ||
+      bn_vector(fn, mean, input, C, train ? "save_mean" : "running_mean", 1, 0) ||
+      bn_vector(fn, std, input, C, train ? "save_std" : "running_var", 1, 0))
+    return -1;
+  if (C == 0 || (!grad_input && !grad_weight && !grad_bias)) return 0;
+  copies_t c = {{0}, 0};
+  const void *in, *go, *w, *m, *s;
+  if (input_data(ops, stream, &c, input, &in) || input_data(ops, stream, &c, grad_output, &go) ||
+      input_data(ops, stream, &c, weight, &w) || input_data(ops, stream, &c, mean, &m) ||
+      input_data(ops, stream, &c, std, &s))
+    return copies_free(ops, &c, -1);
+  void *gi = output_data(grad_input), *gw = output_data(grad_weight), *gb = output_data(grad_bias);
+  int tr = train ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &gi, "p");
+  add_raw(&a, &gw, "p");
+  add_raw(&a, &gb, "p");
+  add_raw(&a, (void *)&in, "p");
+  add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&w, "p");
+  add_raw(&a, (void *)&m, "p");
+  add_raw(&a, (void *)&s, "p");
+  add_count(&a, N);
+  add_count(&a, C);
+  add_count(&a, S);
+  add_raw(&a, &tr, "i");
+  add_value(&a, lt_host_type(input->type), scale);
+  add_value(&a, lt_host_type(input->type), eps);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_batchnorm_bwd_%s", tname(input->type));
+  int rc = launch(ops, stream, "batchnorm", kernel, feature_grid(ops, C), &a);
+  return copies_free(ops, &c, rc);
 }

@@ -41,8 +41,8 @@ static inline int check_ops(const lt_cuops *ops, const char *fn) {
 
 /* The arguments of one launch, and their kinds for the signature. */
 typedef struct {
-  void *params[12];
-  char sig[64];
+  void *params[16];
+  char sig[80];
   int n;
   lt_cu_tensor tensors[4];
   int ntensors;
