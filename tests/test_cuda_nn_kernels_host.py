@@ -1,10 +1,11 @@
-"""Host tests of native/cuda's nn kernels for SoftMax and BatchNormalization, in the
+"""Host tests of native/cuda's nn kernels for SoftMax, BatchNormalization and spatial max/average pooling, in the
 SIMT emulator (tests/simt_emulator.py), against PyTorch on the CPU in float64 (an independent implementation).
 
 Fresh random inputs each run (the seed is printed on failure), odd shapes, outputs poisoned with NaN so that an
 element not written shows, several launch geometries (grids smaller than the work: the grid-stride loops).
 Tolerances, relative to the size of the terms that make a result (a result can cancel to near zero):
   Double 1e-12, Float 2e-5, Half 4e-3 (the half rounding of inputs and outputs).
+Max-pooling indices (1-based plane positions) and the gathering backward passes of max pooling are exact.
 """
 import ctypes
 
@@ -206,3 +207,122 @@ def test_batchnorm_constant_feature_without_eps_gives_zero_invstd(simt):
     assert ss[0] == 0 and sm[0] == 1.0
     np.testing.assert_array_equal(out[:, 0], 0.25)
     np.testing.assert_allclose(out[:, 1], (x[:, 1] - 4) / np.sqrt(2 / 3), rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------- pooling
+# (planes as N, C, iH, iW, kH, kW, dH, dW, padH, padW, ceil_mode)
+POOL_CASES = [
+    ((2, 3, 7, 9), (3, 3, 2, 2, 1, 1), False),
+    ((2, 3, 7, 9), (3, 3, 2, 2, 1, 1), True),
+    ((1, 2, 8, 8), (2, 2, 2, 2, 0, 0), False),
+    ((3, 1, 5, 11), (3, 2, 1, 3, 1, 0), True),
+    ((1, 4, 6, 5), (5, 4, 3, 2, 2, 2), True),
+    ((2, 2, 10, 3), (4, 3, 3, 1, 2, 1), False),
+]
+
+
+def out_size(i, k, d, pad, ceil_mode):
+    """Torch7's rule (native/src/nn_pooling.c): torch's, except that with no padding the last window is kept."""
+    span = i + 2 * pad - k
+    o = (-(-span // d) if ceil_mode else span // d) + 1
+    return o
+
+
+def pool_geo(shape, kp, ceil_mode):
+    N, C, iH, iW = shape
+    kH, kW, dH, dW, padH, padW = kp
+    oH, oW = out_size(iH, kH, dH, padH, ceil_mode), out_size(iW, kW, dW, padW, ceil_mode)
+    if padH or padW:
+        oH -= (oH - 1) * dH >= iH + padH
+        oW -= (oW - 1) * dW >= iW + padW
+    return oH, oW, [q(v) for v in (N * C, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW)]
+
+
+@pytest.mark.parametrize("t", FLOATS)
+def test_max_pooling_forward_and_backward(simt, rng, t):
+    lib = simt.get("pooling")
+    for j, (shape, kp, ceil_mode) in enumerate(POOL_CASES):
+        kH, kW, dH, dW, padH, padW = kp
+        x = rounded(t, rng.standard_normal(shape))
+        if j == 1:
+            x.reshape(-1)[rng.choice(x.size, 5, replace=False)] = np.nan
+        oH, oW, geo = pool_geo(shape, kp, ceil_mode)
+        out = np.full(shape[:2] + (oH, oW), np.nan, NP[t])
+        ind = np.full(out.shape, -7, np.int64)
+        lib.launch("lt_maxpool_fwd_%s" % t, *geometry(out.size, 32, 3), ptr(out), ptr(ind), ptr(x), *geo)
+        xs = t64(x).requires_grad_()
+        y, yi = F.max_pool2d(xs, (kH, kW), (dH, dW), (padH, padW), ceil_mode=ceil_mode, return_indices=True)
+        assert y.shape == out.shape, (y.shape, out.shape)
+        what = "maxpool %s %s %s ceil=%s" % (t, shape, kp, ceil_mode)
+        assert_exact(out.astype(np.float64), y.detach().numpy(), what)
+        assert_exact(ind, yi.numpy() + 1, what + " indices")
+        go = rounded(t, rng.standard_normal(out.shape))
+        y.backward(t64(go))
+        gi = np.full_like(x, np.nan)
+        lib.launch("lt_maxpool_bwd_%s" % t, *geometry(x.size, 64, 2), ptr(gi), ptr(go), ptr(ind), *geo)
+        # the same terms summed: exact in Double; Float/Half round each sum once (in the compute type)
+        ref = xs.grad.numpy()
+        if t == "Double":
+            assert_exact(gi, ref, what + " gradInput")
+        else:
+            xa = t64(x).requires_grad_()
+            F.max_pool2d(xa, (kH, kW), (dH, dW), (padH, padW), ceil_mode=ceil_mode).backward(
+                t64(np.abs(go.astype(np.float64))))
+            assert_bound(gi, ref, TOL[t] * xa.grad.numpy(), what + " gradInput")
+
+
+def test_max_pooling_ties_first_nan_last_and_empty_windows(simt):
+    """Ties go to the first position in row-major order, the last NaN wins; a window past the image (ceil mode
+    without padding, stride > kernel: Torch7 keeps it) gives -inf and index 0, and passes no gradient."""
+    lib = simt.get("pooling")
+    x = np.array([[[1, 5, 5, 0, 9],
+                   [5, 2, np.nan, np.nan, 1]]], np.float64)    # (1 plane, 2 x 5)
+    kp = (2, 1, 2, 3, 0, 0)                                       # kH 2, kW 1, dH 2, dW 3
+    oH, oW, geo = pool_geo((1, 1, 2, 5), kp, True)
+    assert (oH, oW) == (1, 3)                                     # columns 0, 3, and 6 (past the image)
+    out, ind = np.full((1, oH, oW), np.nan), np.full((1, oH, oW), -7, np.int64)
+    lib.launch("lt_maxpool_fwd_Double", 1, 32, ptr(out), ptr(ind), ptr(x), *geo)
+    assert_exact(out[0, 0], [5, np.nan, -np.inf])
+    assert_exact(ind[0, 0], [1 + 5, 1 + 8, 0])
+    x2 = np.array([[[3, 3], [3, 3]]], np.float64)
+    oH, oW, geo2 = pool_geo((1, 1, 2, 2), (2, 2, 2, 2, 0, 0), False)
+    out2, ind2 = np.full((1, 1, 1), np.nan), np.zeros((1, 1, 1), np.int64)
+    lib.launch("lt_maxpool_fwd_Double", 1, 32, ptr(out2), ptr(ind2), ptr(x2), *geo2)
+    assert ind2.item() == 1
+    gi = np.full_like(x, np.nan)
+    go = np.array([[[2.0, 3.0, 100.0]]])
+    lib.launch("lt_maxpool_bwd_Double", 1, 32, ptr(gi), ptr(go), ptr(ind), *geo)
+    exp = np.zeros_like(x)
+    exp[0, 1, 0], exp[0, 1, 3] = 2.0, 3.0
+    assert_exact(gi, exp)
+
+
+@pytest.mark.parametrize("t", FLOATS)
+@pytest.mark.parametrize("include_pad", [1, 0])
+def test_average_pooling_forward_and_backward(simt, rng, t, include_pad):
+    lib = simt.get("pooling")
+    tol = TOL[t]
+    for j, (shape, kp, ceil_mode) in enumerate(POOL_CASES):
+        kH, kW, dH, dW, padH, padW = kp
+        x = rounded(t, rng.standard_normal(shape))
+        oH, oW, geo = pool_geo(shape, kp, ceil_mode)
+        out = np.full(shape[:2] + (oH, oW), np.nan, NP[t])
+        lib.launch("lt_avgpool_fwd_%s" % t, *geometry(out.size, 32, 3), ptr(out), ptr(x), *geo,
+                   ctypes.c_int(include_pad))
+        xs = t64(x).requires_grad_()
+        y = F.avg_pool2d(xs, (kH, kW), (dH, dW), (padH, padW), ceil_mode=ceil_mode,
+                         count_include_pad=bool(include_pad))
+        assert y.shape == out.shape, (y.shape, out.shape)
+        what = "avgpool %s %s %s ceil=%s include_pad=%d" % (t, shape, kp, ceil_mode, include_pad)
+        mag = F.avg_pool2d(t64(np.abs(x.astype(np.float64))), (kH, kW), (dH, dW), (padH, padW), ceil_mode=ceil_mode,
+                           count_include_pad=bool(include_pad)).numpy()
+        assert_bound(out, y.detach().numpy(), 4 * tol * mag, what)
+        go = rounded(t, rng.standard_normal(out.shape))
+        y.backward(t64(go))
+        gi = np.full_like(x, np.nan)
+        lib.launch("lt_avgpool_bwd_%s" % t, *geometry(x.size, 64, 2), ptr(gi), ptr(go), *geo,
+                   ctypes.c_int(include_pad))
+        xa = t64(x).requires_grad_()
+        F.avg_pool2d(xa, (kH, kW), (dH, dW), (padH, padW), ceil_mode=ceil_mode,
+                     count_include_pad=bool(include_pad)).backward(t64(np.abs(go.astype(np.float64))))
+        assert_bound(gi, xs.grad.numpy(), 4 * tol * xa.grad.numpy(), what + " gradInput")

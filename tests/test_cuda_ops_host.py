@@ -971,3 +971,42 @@ def test_batchnorm_non_contiguous_input_and_errors(dev, rng):
     with pytest.raises(RuntimeError, match="gradOutput .* should be a Double tensor of the input's size"):
         dev.call("batchnorm_backward", x2, T(np.zeros((4, 2))), ffi.NULL, T(np.zeros(3)), ffi.NULL, ffi.NULL,
                  T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 1.0, 1e-5)
+
+
+def test_pooling_non_contiguous_input_and_errors(dev, rng):
+    import torch.nn.functional as F
+    x = rng.standard_normal((2, 3, 7, 6))
+    xv, _, xb = make_input("narrowed", x, np.float64)
+    T = dev.tensor
+    ob, ov, _ = make_output("contig", (2, 3, 4, 4), np.float64)
+    ind = np.zeros((2, 3, 4, 4), np.int64)
+    dev.call("maxpool_forward", T(ov, ob), T(ind), T(xv, xb), 3, 3, 2, 2, 1, 1, 1)   # kW kH dW dH padW padH ceil
+    xs = torch64(xv).requires_grad_()
+    y, yi = F.max_pool2d(xs, 3, 2, 1, ceil_mode=True, return_indices=True)
+    np.testing.assert_array_equal(ov, y.detach().numpy())
+    np.testing.assert_array_equal(ind, yi.numpy() + 1)
+    g = rng.standard_normal(ov.shape)
+    gv, _, gb = make_input("transposed", g, np.float64)
+    gib, giv, _ = make_output("contig", x.shape, np.float64)
+    dev.call("maxpool_backward", T(giv, gib), T(gv, gb), T(ind), T(xv, xb), 3, 3, 2, 2, 1, 1, 1)
+    y.backward(torch64(gv))
+    np.testing.assert_array_equal(giv, xs.grad.numpy())
+    ob, ov, _ = make_output("contig", (2, 3, 4, 3), np.float64)
+    dev.call("avgpool_forward", T(ov, ob), T(xv, xb), 3, 3, 2, 2, 1, 1, 0, 0)
+    xs = torch64(xv).requires_grad_()
+    y = F.avg_pool2d(xs, 3, 2, 1, ceil_mode=False, count_include_pad=False)
+    np.testing.assert_allclose(ov, y.detach().numpy(), rtol=1e-13, atol=1e-15)
+    gib, giv, _ = make_output("contig", x.shape, np.float64)
+    g = rng.standard_normal(ov.shape)
+    dev.call("avgpool_backward", T(giv, gib), T(g), T(xv, xb), 3, 3, 2, 2, 1, 1, 0, 0)
+    y.backward(torch64(g))
+    np.testing.assert_allclose(giv, xs.grad.numpy(), rtol=1e-13, atol=1e-15)
+    with pytest.raises(RuntimeError, match=r"the output .* does not match the input .* pooled to 4 x 3"):
+        dev.call("avgpool_forward", T(np.zeros((2, 3, 3, 4))), T(xv, xb), 3, 3, 2, 2, 1, 1, 0, 0)
+    with pytest.raises(RuntimeError, match="indices must be a CudaLongTensor"):
+        dev.call("maxpool_forward", T(np.zeros((2, 3, 4, 3))), T(np.zeros((2, 3, 4, 3))), T(xv, xb), 3, 3, 2, 2, 1, 1,
+                 0)
+    with pytest.raises(RuntimeError, match="pad should be smaller than half of kernel size"):
+        dev.call("avgpool_forward", T(np.zeros((2, 3, 4, 3))), T(xv, xb), 3, 3, 2, 2, 2, 1, 0, 0)
+    with pytest.raises(RuntimeError, match="3D or 4D input tensor expected"):
+        dev.call("avgpool_forward", T(np.zeros((3, 3))), T(np.zeros((7, 6))), 3, 3, 2, 2, 1, 1, 0, 0)

@@ -322,6 +322,14 @@ LAYERS = {
     "VolumetricBatchNormalization": ("nn.VolumetricBatchNormalization(2)", (3, 2, 3, 4, 2)),
     "cudnn.SpatialBatchNormalization": ("cudnn.SpatialBatchNormalization(3)", (2, 3, 4, 5)),
     "cudnn.BatchNormalization evaluate": (BN_EVAL % "cudnn.BatchNormalization(5)", (3, 5)),
+    "SpatialMaxPooling": ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)", (2, 3, 7, 8)),
+    "SpatialMaxPooling ceil": ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1):ceil()", (2, 3, 8, 7)),
+    "SpatialMaxPooling 3-D": ("nn.SpatialMaxPooling(2, 3, 2, 1)", (3, 6, 9)),
+    "cudnn.SpatialMaxPooling": ("cudnn.SpatialMaxPooling(2, 2, 2, 2)", (2, 3, 6, 6)),
+    "SpatialAveragePooling": ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)", (2, 3, 7, 8)),
+    "SpatialAveragePooling exclude pad, ceil": (
+        "nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):setCountExcludePad():ceil()", (2, 3, 8, 7)),
+    "SpatialAveragePooling 3-D": ("nn.SpatialAveragePooling(2, 2)", (3, 5, 4)),
 }
 
 
@@ -336,7 +344,7 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
         rt.execute("require 'cudnn'")
     x, g = rng.standard_normal(shape), rng.standard_normal(shape)
     # the state a module keeps besides its output: batch norm's running statistics (updated in training) and
-    # saved batch statistics
+    # saved batch statistics, max pooling's indices
     run = rt.eval("""function(x, g)
        torch.manualSeed(5)
        local cpu = %s:double()
@@ -352,7 +360,7 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
           local gi = m:backward(input, grad, 0.5)
           local _, gp = m:parameters()
           local state = {}
-          for _, f in ipairs {'running_mean', 'running_var', 'save_mean', 'save_std'} do
+          for _, f in ipairs {'running_mean', 'running_var', 'save_mean', 'save_std', 'indices'} do
              if torch.isTensor(m[f]) and m[f]:nElement() > 0 then state[#state + 1] = m[f]:double():view(-1) end
           end
           out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor(),
@@ -361,7 +369,7 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
        return out
     end""" % ctor)
     out = run(rt.from_numpy(x), rt.from_numpy(g))
-    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients"), (4, "running statistics")):
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients"), (4, "running statistics, indices")):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
         assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
@@ -523,7 +531,8 @@ def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_pa
     emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'` must take the GPU backend."""
     from simt_emulator import emulated_cuda_env
 
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "batchnorm")
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "batchnorm",
+             "pooling")
     env = emulated_cuda_env(simt, tmp_path, files, guard=True)
     env["LUATORCH_CUTORCH"] = "gpu"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),

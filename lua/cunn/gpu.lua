@@ -200,3 +200,54 @@ end)
 onDevice(BN, 'accGradParameters', function(self, input, gradOutput, scale)
    return bnBackward(self, input, gradOutput, scale, nil, self.gradWeight, self.gradBias)
 end)
+
+-- ---------------------------------------------------------------- SpatialMaxPooling, SpatialAveragePooling
+
+-- The pooled output's size (the CPU module's rule, lt_nn_SpatialPooling_outputSize), as a LongStorage.
+local pooledH, pooledW = ffi.new('int64_t[1]'), ffi.new('int64_t[1]')
+local function pooledSize(self, input, name)
+   check(C.lt_nn_SpatialPooling_outputSize(name, input._c, self.kW, self.kH, self.dW, self.dH, self.padW or 0,
+         self.padH or 0, self.ceil_mode and 1 or 0, pooledH, pooledW), 3)
+   local size = input:size():totable()
+   size[#size - 1], size[#size] = tonumber(pooledH[0]), tonumber(pooledW[0])
+   return torch.LongStorage(size)
+end
+
+-- On the device the indices are a CudaLongTensor (the CPU module keeps a LongTensor, which :cuda() converts).
+onDevice(nn.SpatialMaxPooling, 'updateOutput', function(self, input)
+   if torch.type(self.indices) ~= 'torch.CudaLongTensor' then self.indices = torch.CudaLongTensor() end
+   self.iheight, self.iwidth = input:size(input:dim() - 1), input:size(input:dim())
+   local size = pooledSize(self, input, 'cuda SpatialMaxPooling forward')
+   self.output:resize(size)
+   self.indices:resize(size)
+   check(C.lt_cuops_maxpool_forward(opsOf(input), nil, self.output._c, self.indices._c, input._c, self.kW, self.kH,
+         self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0), 2)
+   return self.output
+end)
+onDevice(nn.SpatialMaxPooling, 'updateGradInput', function(self, input, gradOutput)
+   if self.gradInput then
+      self.gradInput:resizeAs(input)
+      check(C.lt_cuops_maxpool_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.indices._c,
+            input._c, self.kW, self.kH, self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0), 2)
+      return self.gradInput
+   end
+end)
+
+-- Files from before ceil mode and padding: count_include_pad absent means true; divide == false a sum pooling.
+local function includePad(self) return self.count_include_pad ~= false and 1 or 0 end
+onDevice(nn.SpatialAveragePooling, 'updateOutput', function(self, input)
+   self.output:resize(pooledSize(self, input, 'cuda SpatialAveragePooling forward'))
+   check(C.lt_cuops_avgpool_forward(opsOf(input), nil, self.output._c, input._c, self.kW, self.kH, self.dW, self.dH,
+         self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0, includePad(self)), 2)
+   if self.divide == false then self.output:mul(self.kW * self.kH) end
+   return self.output
+end)
+onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, gradOutput)
+   if self.gradInput then
+      self.gradInput:resizeAs(input)
+      check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, input._c, self.kW,
+            self.kH, self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0, includePad(self)), 2)
+      if self.divide == false then self.gradInput:mul(self.kW * self.kH) end
+      return self.gradInput
+   end
+end)

@@ -105,6 +105,22 @@ int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tens
                                 const lt_tensor *running_var, const lt_tensor *save_mean, const lt_tensor *save_std,
                                 int train, double scale, double eps);
 
+/* nn.SpatialMaxPooling / SpatialAveragePooling on (C, H, W) or (N, C, H, W) input, as the CPU kernels: the
+ * output size by lt_nn_SpatialPooling_outputSize; out, indices (a CudaLongTensor of 1-based positions in the
+ * input plane, h*iW + w + 1; 0 for a window without a value above -inf) and grad_input contiguous, of their
+ * shapes. The backward passes gather (one thread per input element, no atomics): deterministic. */
+int lt_cuops_maxpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, lt_tensor *indices,
+                             const lt_tensor *input, int kW, int kH, int dW, int dH, int padW, int padH,
+                             int ceil_mode);
+int lt_cuops_maxpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *indices, const lt_tensor *input, int kW,
+                              int kH, int dW, int dH, int padW, int padH, int ceil_mode);
+int lt_cuops_avgpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input, int kW,
+                             int kH, int dW, int dH, int padW, int padH, int ceil_mode, int count_include_pad);
+int lt_cuops_avgpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                              int padW, int padH, int ceil_mode, int count_include_pad);
+
 /* nn.ClassNLLCriterion: input (C) or (N, C), target of N 1-based classes (a LongTensor), weights of C or
  * NULL. Forward gives the loss and the total weight on the host; a target outside 1..C (other than
  * ignore_index) is an error naming the sample. Backward writes every element of grad_input (contiguous, of

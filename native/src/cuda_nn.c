@@ -1,4 +1,5 @@
-/* cunn's modules on a device: LogSoftMax and SoftMax, BatchNormalization. Shapes and types checked here with the CPU kernels' rules, inputs made contiguous on
+/* cunn's modules on a device: LogSoftMax and SoftMax, BatchNormalization, SpatialMaxPooling and
+ * SpatialAveragePooling. Shapes and types checked here with the CPU kernels' rules, inputs made contiguous on
  * the device, native/cuda's kernels started through the launcher (lt_cuda_ops.h). Nothing here touches device
  * memory. */
 #include "cuda_ops_internal.h"
@@ -228,4 +229,136 @@ int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tens
   snprintf(kernel, sizeof kernel, "lt_batchnorm_bwd_%s", tname(input->type));
   int rc = launch(ops, stream, "batchnorm", kernel, feature_grid(ops, C), &a);
   return copies_free(ops, &c, rc);
+}
+
+/* ---------------------------------------------------------------- SpatialMaxPooling, SpatialAveragePooling */
+
+/* A pooling call's operands checked: input 3-D or 4-D (planes, iH, iW), the output size by the CPU module's rule
+ * (nn_pooling.c), `pooled` (output, indices or gradOutput) of the input's leading dimensions and that size.
+ * geo gets the kernels' geometry arguments: planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW. */
+static int pool_operands(const char *fn, const lt_tensor *input, const lt_tensor *pooled, const char *what,
+                         int same_type_as_input, const int *kp, int ceil_mode, long long geo[11]) {
+  const int kW = kp[0], kH = kp[1], dW = kp[2], dH = kp[3], padW = kp[4], padH = kp[5];
+  int64_t oH, oW;
+  if (check_float_input(fn, input) ||
+      lt_nn_SpatialPooling_outputSize(fn, input, kW, kH, dW, dH, padW, padH, ceil_mode, &oH, &oW))
+    return -1;
+  const int nd = input->ndim;
+  char b1[256], b2[256];
+  int ok = pooled->ndim == nd && (!same_type_as_input || pooled->type == input->type);
+  for (int d = 0; ok && d < nd - 2; d++) ok = pooled->size[d] == input->size[d];
+  ok = ok && pooled->size[nd - 2] == oH && pooled->size[nd - 1] == oW;
+  if (!ok)
+    return lt_fail("%s: %s %s (%s) does not match the input %s pooled to %lld x %lld", fn, what,
+                   lt_shape_str(pooled, b1, sizeof b1), tname(pooled->type), lt_shape_str(input, b2, sizeof b2),
+                   (long long)oH, (long long)oW);
+  long long planes = input->size[nd - 3] * (nd == 4 ? input->size[0] : 1);
+  long long g[11] = {planes, input->size[nd - 2], input->size[nd - 1], oH, oW, kH, kW, dH, dW, padH, padW};
+  memcpy(geo, g, sizeof g);
+  return 0;
+}
+
+static void add_geometry(args_t *a, const long long geo[11]) {
+  for (int k = 0; k < 11; k++) add_count(a, geo[k]);
+}
+
+static int check_indices(const char *fn, const lt_tensor *indices) {
+  if (lt_host_type(indices->type) != LT_LONG)
+    return lt_fail("%s: indices must be a CudaLongTensor, not a %s one", fn, tname(indices->type));
+  return 0;
+}
+
+int lt_cuops_maxpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, lt_tensor *indices,
+                             const lt_tensor *input, int kW, int kH, int dW, int dH, int padW, int padH,
+                             int ceil_mode) {
+  static const char fn[] = "cuda SpatialMaxPooling forward";
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  long long geo[11];
+  if (check_ops(ops, fn) || pool_operands(fn, input, out, "the output", 1, kp, ceil_mode, geo) ||
+      check_indices(fn, indices) || pool_operands(fn, input, indices, "indices", 0, kp, ceil_mode, geo))
+    return -1;
+  if (!lt_tensor_is_contiguous(out) || !lt_tensor_is_contiguous(indices))
+    return lt_fail("%s: the output and indices must be contiguous", fn);
+  const int64_t n = geo[0] * geo[3] * geo[4];
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *in;
+  if (input_data(ops, stream, &c, input, &in)) return copies_free(ops, &c, -1);
+  void *po = output_data(out), *pi = output_data(indices);
+  args_t a = {0};
+  add_raw(&a, &po, "p");
+  add_raw(&a, &pi, "p");
+  add_raw(&a, (void *)&in, "p");
+  add_geometry(&a, geo);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_maxpool_fwd_%s", tname(input->type));
+  return copies_free(ops, &c, launch(ops, stream, "pooling", kernel, grid_for(ops, n), &a));
+}
+
+int lt_cuops_maxpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *indices, const lt_tensor *input, int kW,
+                              int kH, int dW, int dH, int padW, int padH, int ceil_mode) {
+  static const char fn[] = "cuda SpatialMaxPooling backward";
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  long long geo[11];
+  if (check_ops(ops, fn) || pool_operands(fn, input, grad_output, "gradOutput", 1, kp, ceil_mode, geo) ||
+      check_indices(fn, indices) || pool_operands(fn, input, indices, "indices", 0, kp, ceil_mode, geo) ||
+      check_contiguous_output(fn, grad_input, input, "gradInput"))
+    return -1;
+  const int64_t n = lt_tensor_nelement(input);
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *go, *ind;
+  if (input_data(ops, stream, &c, grad_output, &go) || input_data(ops, stream, &c, indices, &ind))
+    return copies_free(ops, &c, -1);
+  void *gi = output_data(grad_input);
+  args_t a = {0};
+  add_raw(&a, &gi, "p");
+  add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&ind, "p");
+  add_geometry(&a, geo);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_maxpool_bwd_%s", tname(input->type));
+  return copies_free(ops, &c, launch(ops, stream, "pooling", kernel, grid_for(ops, n), &a));
+}
+
+/* SpatialAveragePooling's forward (dst = out, src = input) or backward (dst = gradInput, src = gradOutput). */
+static int avgpool(const lt_cuops *ops, void *stream, int backward, lt_tensor *dst, const lt_tensor *src,
+                   const lt_tensor *input, const int *kp, int ceil_mode, int count_include_pad) {
+  const char *fn = backward ? "cuda SpatialAveragePooling backward" : "cuda SpatialAveragePooling forward";
+  long long geo[11];
+  if (check_ops(ops, fn)) return -1;
+  if (backward ? pool_operands(fn, input, src, "gradOutput", 1, kp, ceil_mode, geo) ||
+                     check_contiguous_output(fn, dst, input, "gradInput")
+               : pool_operands(fn, input, dst, "the output", 1, kp, ceil_mode, geo))
+    return -1;
+  if (!backward && !lt_tensor_is_contiguous(dst)) return lt_fail("%s: the output must be contiguous", fn);
+  const int64_t n = backward ? lt_tensor_nelement(input) : geo[0] * geo[3] * geo[4];
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *ps;
+  if (input_data(ops, stream, &c, src, &ps)) return copies_free(ops, &c, -1);
+  void *pd = output_data(dst);
+  int include = count_include_pad ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &pd, "p");
+  add_raw(&a, (void *)&ps, "p");
+  add_geometry(&a, geo);
+  add_raw(&a, &include, "i");
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_avgpool_%s_%s", backward ? "bwd" : "fwd", tname(input->type));
+  return copies_free(ops, &c, launch(ops, stream, "pooling", kernel, grid_for(ops, n), &a));
+}
+
+int lt_cuops_avgpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input, int kW,
+                             int kH, int dW, int dH, int padW, int padH, int ceil_mode, int count_include_pad) {
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  return avgpool(ops, stream, 0, out, input, input, kp, ceil_mode, count_include_pad);
+}
+
+int lt_cuops_avgpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                              int padW, int padH, int ceil_mode, int count_include_pad) {
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  return avgpool(ops, stream, 1, grad_input, grad_output, input, kp, ceil_mode, count_include_pad);
 }

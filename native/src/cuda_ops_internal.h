@@ -48,7 +48,7 @@ typedef struct {
   int ntensors;
   acc_value values[3];
   int nvalues;
-  long long counts[4];
+  long long counts[12];
   int ncounts;
 } args_t;
 
