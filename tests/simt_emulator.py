@@ -19,7 +19,7 @@ SIMT_DIR = os.path.join(TESTS, "cuda_host")
 
 # compile order: roughly the order the tests below need them
 MODULES = ["simt_selftest", "copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax",
-           "classnll", "dropout", "conv"]
+           "classnll", "dropout", "batchnorm", "pooling", "conv"]
 
 
 # the kernels' element types (their names in kernel names), as NumPy types, and their compute types

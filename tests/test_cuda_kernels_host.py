@@ -202,10 +202,20 @@ def expected_kernels(resolve=True):
         if t in FLOATS:
             k["reduce"]["lt_reduce_finish_norm_%s" % t] = ",".join([P, Q, a, P])
     for t in FLOATS:
-        k["logsoftmax"]["lt_logsoftmax_fwd_%s" % t] = ",".join([P, P, Q, Q])
-        k["logsoftmax"]["lt_logsoftmax_bwd_%s" % t] = ",".join([P, P, P, Q, Q])
-        k["logsoftmax"]["lt_logsoftmax_spatial_fwd_%s" % t] = ",".join([P, P, Q, Q, Q])
-        k["logsoftmax"]["lt_logsoftmax_spatial_bwd_%s" % t] = ",".join([P, P, P, Q, Q, Q])
+        a = sc(t)
+        for op in ("logsoftmax", "softmax"):
+            k["logsoftmax"]["lt_%s_fwd_%s" % (op, t)] = ",".join([P, P, Q, Q])
+            k["logsoftmax"]["lt_%s_bwd_%s" % (op, t)] = ",".join([P, P, P, Q, Q])
+            k["logsoftmax"]["lt_%s_spatial_fwd_%s" % (op, t)] = ",".join([P, P, Q, Q, Q])
+            k["logsoftmax"]["lt_%s_spatial_bwd_%s" % (op, t)] = ",".join([P, P, P, Q, Q, Q])
+        k["batchnorm"]["lt_batchnorm_fwd_train_%s" % t] = ",".join([P] * 8 + [Q, Q, Q, a, a])
+        k["batchnorm"]["lt_batchnorm_fwd_eval_%s" % t] = ",".join([P] * 6 + [Q, Q, Q, a])
+        k["batchnorm"]["lt_batchnorm_bwd_%s" % t] = ",".join([P] * 8 + [Q, Q, Q, I, a, a])
+        geo = [Q] * 11  # planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW
+        k["pooling"]["lt_maxpool_fwd_%s" % t] = ",".join([P, P, P] + geo)
+        k["pooling"]["lt_maxpool_bwd_%s" % t] = ",".join([P, P, P] + geo)
+        k["pooling"]["lt_avgpool_fwd_%s" % t] = ",".join([P, P] + geo + [I])
+        k["pooling"]["lt_avgpool_bwd_%s" % t] = ",".join([P, P] + geo + [I])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
         k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, I, Q])
     for t in ("Float", "Double"):

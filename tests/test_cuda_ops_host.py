@@ -896,3 +896,117 @@ def test_addmm_with_no_products_and_errors(dev):
     with pytest.raises(RuntimeError, match="no matrix product on this device"):
         dev.call("addmm", x, 1.0, x, 1.0, x, dev.tensor(np.zeros((3, 3), np.float32)))
     dev.ops.gemm = saved
+
+
+# ----------------------------------------------------------------------------- cunn's modules (cuda_nn.c)
+def torch64(a):
+    import torch
+    return torch.from_numpy(np.array(a, dtype=np.float64))
+
+
+@pytest.mark.parametrize("t", ["Float", "Double"])
+def test_softmax_forward_backward(dev, rng, t):
+    import torch.nn.functional as F
+    for shape, axis in (((7,), 0), ((5, 11), 1), ((4, 3, 5), 0), ((2, 6, 3, 4), 1)):
+        x = (rng.standard_normal(shape) * 3).astype(NP[t])
+        xv, _, xb = make_input(["contig", "transposed", "narrowed"][int(rng.integers(3))], x, x.dtype)
+        ob, ov, _ = make_output("contig", shape, NP[t])
+        dev.call("softmax_forward", dev.tensor(ov, ob), dev.tensor(xv, xb))
+        xs = torch64(xv).requires_grad_()
+        ref = F.softmax(xs, dim=axis)
+        tol = {"Float": 2e-6, "Double": 1e-13}[t]
+        assert np.abs(ov - ref.detach().numpy()).max() <= tol, (t, shape)
+        g = rng.standard_normal(shape).astype(NP[t])
+        gv, _, gb = make_input("transposed", g, g.dtype)
+        gib, giv, _ = make_output("contig", shape, NP[t])
+        dev.call("softmax_backward", dev.tensor(giv, gib), dev.tensor(gv, gb), dev.tensor(ov, ob))
+        ref.backward(torch64(gv))
+        assert np.abs(giv - xs.grad.numpy()).max() <= 10 * tol * (1 + np.abs(np.asarray(gv)).sum()), (t, shape)
+    names = {n for _, n, _, _, _ in dev.launches}
+    assert {"lt_softmax_fwd_" + t, "lt_softmax_spatial_bwd_" + t} <= names
+    assert not [n for n in names if "logsoftmax" in n]
+
+
+def test_batchnorm_non_contiguous_input_and_errors(dev, rng):
+    import torch
+    import torch.nn.functional as F
+    x = rng.standard_normal((6, 3, 4, 5))
+    xv, _, xb = make_input("transposed", x, np.float64)  # (6, 3, 4, 5) over a reversed layout
+    w, b = rng.uniform(0.5, 1.5, 3), rng.standard_normal(3)
+    rm, rv, sm, ss = np.zeros(3), np.ones(3), np.full(3, np.nan), np.full(3, np.nan)
+    ob, ov, _ = make_output("contig", x.shape, np.float64)
+    T = dev.tensor
+    dev.call("batchnorm_forward", T(ov, ob), T(xv, xb), T(w), T(b), T(rm), T(rv), T(sm), T(ss), 1, 0.2, 1e-5)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    ref = F.batch_norm(torch64(xv), trm, trv, torch64(w), torch64(b), training=True, momentum=0.2, eps=1e-5)
+    np.testing.assert_allclose(ov, ref.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rm, trm.numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rv, trv.numpy(), rtol=1e-12)
+    gib, giv, _ = make_output("contig", x.shape, np.float64)
+    gv, _, gb = make_input("narrowed", rng.standard_normal(x.shape), np.float64)
+    gw, gbias = np.zeros(3), np.zeros(3)
+    dev.call("batchnorm_backward", T(xv, xb), T(gv, gb), T(giv, gib), T(gw), T(gbias), T(w), T(rm), T(rv), T(sm),
+             T(ss), 1, 1.0, 1e-5)
+    xs, ws, bs = (torch64(v).requires_grad_() for v in (xv, w, b))
+    F.batch_norm(xs, None, None, ws, bs, training=True, eps=1e-5).backward(torch64(gv))
+    np.testing.assert_allclose(giv, xs.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw, ws.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gbias, bs.grad.numpy(), rtol=1e-10, atol=1e-12)
+    fwd = lambda *a: dev.call("batchnorm_forward", *a)  # noqa: E731
+    x2, o2 = T(np.zeros((4, 3))), T(np.zeros((4, 3)))
+    with pytest.raises(RuntimeError, match="save_mean is needed"):
+        fwd(o2, x2, ffi.NULL, ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 1, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="running_var is needed"):
+        fwd(o2, x2, ffi.NULL, ffi.NULL, T(np.zeros(3)), ffi.NULL, ffi.NULL, ffi.NULL, 0, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="weight should be a Double tensor of 3 elements"):
+        fwd(o2, x2, T(np.ones(4)), ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="running_mean must be contiguous"):
+        fwd(o2, x2, ffi.NULL, ffi.NULL, T(np.zeros(6)[::2]), T(np.ones(3)), T(np.zeros(3)), T(np.zeros(3)), 1, 0.1,
+            1e-5)
+    with pytest.raises(RuntimeError, match="the output should be a Double tensor of shape"):
+        fwd(T(np.zeros((3, 4))), x2, ffi.NULL, ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 0.1, 1)
+    with pytest.raises(RuntimeError, match="2D or 4D input tensor expected"):
+        fwd(T(np.zeros(3)), T(np.zeros(3)), ffi.NULL, ffi.NULL, T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0,
+            0.1, 1)
+    with pytest.raises(RuntimeError, match="gradOutput .* should be a Double tensor of the input's size"):
+        dev.call("batchnorm_backward", x2, T(np.zeros((4, 2))), ffi.NULL, T(np.zeros(3)), ffi.NULL, ffi.NULL,
+                 T(np.zeros(3)), T(np.ones(3)), ffi.NULL, ffi.NULL, 0, 1.0, 1e-5)
+
+
+def test_pooling_non_contiguous_input_and_errors(dev, rng):
+    import torch.nn.functional as F
+    x = rng.standard_normal((2, 3, 7, 6))
+    xv, _, xb = make_input("narrowed", x, np.float64)
+    T = dev.tensor
+    ob, ov, _ = make_output("contig", (2, 3, 4, 4), np.float64)
+    ind = np.zeros((2, 3, 4, 4), np.int64)
+    dev.call("maxpool_forward", T(ov, ob), T(ind), T(xv, xb), 3, 3, 2, 2, 1, 1, 1)   # kW kH dW dH padW padH ceil
+    xs = torch64(xv).requires_grad_()
+    y, yi = F.max_pool2d(xs, 3, 2, 1, ceil_mode=True, return_indices=True)
+    np.testing.assert_array_equal(ov, y.detach().numpy())
+    np.testing.assert_array_equal(ind, yi.numpy() + 1)
+    g = rng.standard_normal(ov.shape)
+    gv, _, gb = make_input("transposed", g, np.float64)
+    gib, giv, _ = make_output("contig", x.shape, np.float64)
+    dev.call("maxpool_backward", T(giv, gib), T(gv, gb), T(ind), T(xv, xb), 3, 3, 2, 2, 1, 1, 1)
+    y.backward(torch64(gv))
+    np.testing.assert_array_equal(giv, xs.grad.numpy())
+    ob, ov, _ = make_output("contig", (2, 3, 4, 3), np.float64)
+    dev.call("avgpool_forward", T(ov, ob), T(xv, xb), 3, 3, 2, 2, 1, 1, 0, 0)
+    xs = torch64(xv).requires_grad_()
+    y = F.avg_pool2d(xs, 3, 2, 1, ceil_mode=False, count_include_pad=False)
+    np.testing.assert_allclose(ov, y.detach().numpy(), rtol=1e-13, atol=1e-15)
+    gib, giv, _ = make_output("contig", x.shape, np.float64)
+    g = rng.standard_normal(ov.shape)
+    dev.call("avgpool_backward", T(giv, gib), T(g), T(xv, xb), 3, 3, 2, 2, 1, 1, 0, 0)
+    y.backward(torch64(g))
+    np.testing.assert_allclose(giv, xs.grad.numpy(), rtol=1e-13, atol=1e-15)
+    with pytest.raises(RuntimeError, match=r"the output .* does not match the input .* pooled to 4 x 3"):
+        dev.call("avgpool_forward", T(np.zeros((2, 3, 3, 4))), T(xv, xb), 3, 3, 2, 2, 1, 1, 0, 0)
+    with pytest.raises(RuntimeError, match="indices must be a CudaLongTensor"):
+        dev.call("maxpool_forward", T(np.zeros((2, 3, 4, 3))), T(np.zeros((2, 3, 4, 3))), T(xv, xb), 3, 3, 2, 2, 1, 1,
+                 0)
+    with pytest.raises(RuntimeError, match="pad should be smaller than half of kernel size"):
+        dev.call("avgpool_forward", T(np.zeros((2, 3, 4, 3))), T(xv, xb), 3, 3, 2, 2, 2, 1, 0, 0)
+    with pytest.raises(RuntimeError, match="3D or 4D input tensor expected"):
+        dev.call("avgpool_forward", T(np.zeros((3, 3))), T(np.zeros((7, 6))), 3, 3, 2, 2, 1, 1, 0, 0)

@@ -295,18 +295,41 @@ def test_host_kernels_refuse_gpu_memory_by_name(gpu, rng):
         rt.execute("local m = nn.ReLU():cuda() m:forward(torch.CudaTensor(3):fill(-1))")
     rt.execute("require 'cunn'")
     rt.execute("local m = nn.ReLU():cuda() assert(m:forward(torch.CudaTensor(3):fill(-1)):sum() == 0)")
-    with pytest.raises(LuaError, match="lt_nn_SoftMax_updateOutput: input is in GPU memory"):
-        rt.execute("local m = nn.SoftMax():cuda() m:forward(torch.CudaTensor(2, 3):fill(-1))")
+    with pytest.raises(LuaError, match="lt_nn_SpatialAdaptiveMaxPooling_updateOutput: input is in GPU memory"):
+        rt.execute("local m = nn.SpatialAdaptiveMaxPooling(2, 2):cuda() m:forward(torch.CudaTensor(1, 4, 4):fill(-1))")
     d = to_device(rt, np.ones((2, 2), np.float32), "Cuda")
     with pytest.raises(ValueError, match="in GPU memory"):
         rt.to_numpy(d)
 
+
+# a batch-normalization module in evaluation mode, with running statistics that are not the initial 0 and 1
+BN_EVAL = ("(function() local m = %s m.running_mean:uniform(-1, 1) m.running_var:uniform(0.5, 2) m:evaluate() "
+           "return m end)()")
 
 LAYERS = {
     "ReLU": ("nn.ReLU()", (5, 7)), "ReLU in place": ("nn.ReLU(true)", (5, 7)), "Tanh": ("nn.Tanh()", (5, 7)),
     "Sigmoid": ("nn.Sigmoid()", (4, 6)), "LogSoftMax": ("nn.LogSoftMax()", (5, 7)),
     "Linear": ("nn.Linear(7, 3)", (5, 7)), "Linear on a vector": ("nn.Linear(7, 3)", (7,)),
     "Sequential": ("nn.Sequential():add(nn.Linear(6, 4)):add(nn.Tanh()):add(nn.Linear(4, 2))", (3, 6)),
+    "SoftMax": ("nn.SoftMax()", (5, 7)), "SoftMax on a vector": ("nn.SoftMax()", (9,)),
+    "SpatialSoftMax": ("nn.SpatialSoftMax()", (2, 4, 3, 5)),
+    "SpatialLogSoftMax": ("nn.SpatialLogSoftMax()", (4, 3, 5)),
+    "BatchNormalization": ("nn.BatchNormalization(4)", (6, 4)),
+    "BatchNormalization without affine": ("nn.BatchNormalization(4, 1e-3, 0.3, false)", (5, 4)),
+    "BatchNormalization evaluate": (BN_EVAL % "nn.BatchNormalization(4)", (6, 4)),
+    "SpatialBatchNormalization": ("nn.SpatialBatchNormalization(3)", (4, 3, 5, 6)),
+    "SpatialBatchNormalization evaluate": (BN_EVAL % "nn.SpatialBatchNormalization(3)", (4, 3, 5, 6)),
+    "VolumetricBatchNormalization": ("nn.VolumetricBatchNormalization(2)", (3, 2, 3, 4, 2)),
+    "cudnn.SpatialBatchNormalization": ("cudnn.SpatialBatchNormalization(3)", (2, 3, 4, 5)),
+    "cudnn.BatchNormalization evaluate": (BN_EVAL % "cudnn.BatchNormalization(5)", (3, 5)),
+    "SpatialMaxPooling": ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)", (2, 3, 7, 8)),
+    "SpatialMaxPooling ceil": ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1):ceil()", (2, 3, 8, 7)),
+    "SpatialMaxPooling 3-D": ("nn.SpatialMaxPooling(2, 3, 2, 1)", (3, 6, 9)),
+    "cudnn.SpatialMaxPooling": ("cudnn.SpatialMaxPooling(2, 2, 2, 2)", (2, 3, 6, 6)),
+    "SpatialAveragePooling": ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)", (2, 3, 7, 8)),
+    "SpatialAveragePooling exclude pad, ceil": (
+        "nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):setCountExcludePad():ceil()", (2, 3, 8, 7)),
+    "SpatialAveragePooling 3-D": ("nn.SpatialAveragePooling(2, 2)", (3, 5, 4)),
 }
 
 
@@ -317,7 +340,11 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
     rt = gpu
     rt.execute("require 'cunn'")
     ctor, shape = LAYERS[name]
+    if "cudnn." in ctor:
+        rt.execute("require 'cudnn'")
     x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    # the state a module keeps besides its output: batch norm's running statistics (updated in training) and
+    # saved batch statistics, max pooling's indices
     run = rt.eval("""function(x, g)
        torch.manualSeed(5)
        local cpu = %s:double()
@@ -327,17 +354,24 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
           local input = k == 1 and x:clone() or x:cudaDouble()
           m:zeroGradParameters()
           local y = m:forward(input)
-          local grad = k == 1 and torch.DoubleTensor():resizeAs(y):copy(g:narrow(g:dim(), 1, y:size(y:dim())))
-                               or torch.CudaDoubleTensor():resizeAs(y):copy(g:narrow(g:dim(), 1, y:size(y:dim())))
+          -- gradOutput: the first values of g, in y's shape
+          local grad = k == 1 and torch.DoubleTensor() or torch.CudaDoubleTensor()
+          grad:resizeAs(y):copy(g:view(-1):narrow(1, 1, y:nElement()))
           local gi = m:backward(input, grad, 0.5)
           local _, gp = m:parameters()
-          out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor()}
+          local state = {}
+          for _, f in ipairs {'running_mean', 'running_var', 'save_mean', 'save_std', 'indices'} do
+             if torch.isTensor(m[f]) and m[f]:nElement() > 0 then state[#state + 1] = m[f]:double():view(-1) end
+          end
+          out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor(),
+                    #state > 0 and torch.cat(state) or torch.DoubleTensor()}
        end
        return out
     end""" % ctor)
     out = run(rt.from_numpy(x), rt.from_numpy(g))
-    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients")):
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients"), (4, "running statistics, indices")):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
     assert fallbacks(rt) == {}
 
@@ -437,6 +471,33 @@ def test_cunn_criterions_against_the_cpu_in_double(gpu, rng, ctor):
     assert fallbacks(rt) == {}
 
 
+# The same network trained on the CPU type and on its Cuda type: optim.sgd over getParameters, as a Torch7 script
+# trains; per type the step losses, the trained network and its flat parameters.
+TRAIN_ON_BOTH = """
+local function trainOnBoth(base, criterion, types, x, y, config, steps)
+   local out = {}
+   for k, ty in ipairs(types) do
+      local net, crit = base:clone():type(ty), criterion:clone():type(ty)
+      local input, target = x:type(ty), y:type(ty)
+      local w, dw = net:getParameters()
+      local state, losses = {}, {}
+      for key, v in pairs(config) do state[key] = v end
+      for step = 1, steps do
+         optim.sgd(function()
+            dw:zero()
+            local loss = crit:forward(net:forward(input), target)
+            net:backward(input, crit:backward(net.output, target))
+            return loss, dw
+         end, w, state)
+         losses[step] = crit.output
+      end
+      out[k] = {losses = losses, net = net, w = w, input = input}
+   end
+   return out
+end
+"""
+
+
 def test_a_network_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
     """Ten steps of SGD with momentum and weight decay (optim.sgd over getParameters) of an MLP with
     ClassNLLCriterion, on the CPU in float and on the GPU backend from the same start: the losses and the final
@@ -445,28 +506,12 @@ def test_a_network_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
     rt.execute("require 'cunn'; require 'optim'")
     x = rng.standard_normal((32, 10)).astype(np.float32)
     y = (x[:, :4].argmax(1) + 1).astype(np.float64)   # classes a linear layer can tell apart
-    train = rt.eval("""function(x, y)
+    train = rt.execute(TRAIN_ON_BOTH + """return function(x, y)
        torch.manualSeed(3)
        local base = nn.Sequential():add(nn.Linear(10, 12)):add(nn.ReLU()):add(nn.Linear(12, 4)):add(nn.LogSoftMax())
-       base = base:float()
-       local results = {}
-       for k, ty in ipairs {'torch.FloatTensor', 'torch.CudaTensor'} do
-          local net, crit = base:clone():type(ty), nn.ClassNLLCriterion():type(ty)
-          local input, target = x:type(ty), y:type(ty)
-          local w, dw = net:getParameters()
-          local state, losses = {learningRate = 0.5, momentum = 0.9, weightDecay = 1e-3}, {}
-          for step = 1, 10 do
-             optim.sgd(function(p)
-                dw:zero()
-                local loss = crit:forward(net:forward(input), target)
-                net:backward(input, crit:backward(net.output, target))
-                return loss, dw
-             end, w, state)
-             losses[step] = crit.output
-          end
-          results[k] = {losses, w:float()}
-       end
-       return results
+       local r = trainOnBoth(base:float(), nn.ClassNLLCriterion(), {'torch.FloatTensor', 'torch.CudaTensor'}, x, y,
+                             {learningRate = 0.5, momentum = 0.9, weightDecay = 1e-3}, 10)
+       return {{r[1].losses, r[1].w:float()}, {r[2].losses, r[2].w:float()}}
     end""")
     r = train(rt.from_numpy(x), rt.from_numpy(y))
     cpu_losses, gpu_losses = list(r[1][1].values()), list(r[2][1].values())
@@ -570,7 +615,8 @@ def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_pa
     emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'` must take the GPU backend."""
     from simt_emulator import emulated_cuda_env
 
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "conv")
+    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "batchnorm",
+             "pooling", "conv")
     env = emulated_cuda_env(simt, tmp_path, files, guard=True)
     env["LUATORCH_CUTORCH"] = "gpu"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
@@ -605,3 +651,55 @@ def test_auto_takes_the_gpu_when_one_is_present_and_starts(simt, tmp_path):
     assert "a GPU is present but the GPU backend does not start" in r.stderr and "NVRTC" in r.stderr, r.stderr
     r = th({"LUATORCH_CUDA_NVRTC": str(tmp_path / "no-such-libnvrtc.so"), "LUATORCH_CUTORCH": "gpu"})
     assert r.returncode != 0 and "the GPU backend does not start (LUATORCH_CUTORCH=gpu)" in r.stdout + r.stderr
+
+
+def test_a_residual_network_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
+    """A small ResNet (fb.resnet.torch's blocks: cudnn convolutions, batch norm, ReLU in place, max pooling, two
+    basic blocks, one with a projection shortcut, average pooling, Linear, CrossEntropyCriterion), five optim.sgd
+    steps with momentum and weight decay over getParameters in double on both backends: losses, parameters and
+    batch norm's running statistics agree to 1e-9, and nothing runs staged."""
+    rt = gpu
+    rt.execute("require 'cunn' require 'cudnn' require 'optim'")
+    x = rng.standard_normal((8, 3, 16, 16))
+    y = rng.integers(1, 6, 8).astype(np.float64)
+    train = rt.execute(TRAIN_ON_BOTH + """return function(x, y)
+       local function block(nIn, nOut, stride)
+          local s = nn.Sequential()
+             :add(cudnn.SpatialConvolution(nIn, nOut, 3, 3, stride, stride, 1, 1):noBias())
+             :add(cudnn.SpatialBatchNormalization(nOut)):add(cudnn.ReLU(true))
+             :add(cudnn.SpatialConvolution(nOut, nOut, 3, 3, 1, 1, 1, 1):noBias())
+             :add(cudnn.SpatialBatchNormalization(nOut))
+          local shortcut = nn.Identity()
+          if stride ~= 1 or nIn ~= nOut then
+             shortcut = nn.Sequential():add(cudnn.SpatialConvolution(nIn, nOut, 1, 1, stride, stride):noBias())
+                                       :add(cudnn.SpatialBatchNormalization(nOut))
+          end
+          return nn.Sequential():add(nn.ConcatTable():add(s):add(shortcut)):add(nn.CAddTable(true))
+                                :add(cudnn.ReLU(true))
+       end
+       torch.manualSeed(7)
+       local base = nn.Sequential()
+          :add(cudnn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(cudnn.SpatialBatchNormalization(8))
+          :add(cudnn.ReLU(true)):add(cudnn.SpatialMaxPooling(3, 3, 2, 2, 1, 1))
+          :add(block(8, 8, 1)):add(block(8, 16, 2))
+          :add(cudnn.SpatialAveragePooling(4, 4, 1, 1)):add(nn.View(16)):add(nn.Linear(16, 5))
+       local r = trainOnBoth(base, nn.CrossEntropyCriterion(), {'torch.DoubleTensor', 'torch.CudaDoubleTensor'},
+                             x, y, {learningRate = 0.1, momentum = 0.9, weightDecay = 1e-4}, 5)
+       local results = {}
+       for k = 1, 2 do
+          local net = r[k].net
+          local bn = net:findModules('cudnn.SpatialBatchNormalization')
+          net:evaluate()
+          results[k] = {r[k].losses, r[k].w:double(), bn[#bn].running_mean:double(), bn[#bn].running_var:double(),
+                        #bn, net:forward(r[k].input):double()}
+       end
+       return results
+    end""")
+    r = train(rt.from_numpy(x), rt.from_numpy(y))
+    assert r[1][5] == 6   # the stem, two per block, the projection shortcut
+    cpu, dev = (list(r[k][1].values()) for k in (1, 2))
+    np.testing.assert_allclose(dev, cpu, rtol=1e-9)
+    assert cpu[-1] < cpu[0]
+    for i, what in ((2, "parameters"), (3, "running_mean"), (4, "running_var"), (6, "evaluation output")):
+        np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-9, atol=1e-12, err_msg=what)
+    assert fallbacks(rt) == {}, "the training step left the device"

@@ -79,20 +79,29 @@ onDevice(nn.Sigmoid, 'updateGradInput', function(self, input, gradOutput)
    return self.gradInput
 end)
 
--- ---------------------------------------------------------------- LogSoftMax, ClassNLLCriterion
+-- ---------------------------------------------------------------- LogSoftMax, SoftMax, ClassNLLCriterion
 
-onDevice(nn.LogSoftMax, 'updateOutput', function(self, input)
-   input = input:contiguous()
-   self.output:resizeAs(input)
-   check(C.lt_cuops_logsoftmax_forward(opsOf(input), nil, self.output._c, input._c), 2)
-   return self.output
-end)
-onDevice(nn.LogSoftMax, 'updateGradInput', function(self, input, gradOutput)
-   gradOutput = gradOutput:contiguous()
-   self.gradInput:resizeAs(input)
-   check(C.lt_cuops_logsoftmax_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
-   return self.gradInput
-end)
+-- The (Log)SoftMax modules over the feature dimension (the spatial ones are the same kernels on 3-D/4-D input).
+local function softmaxOnDevice(class, forward, backward)
+   onDevice(class, 'updateOutput', function(self, input)
+      input = input:contiguous()
+      self.output:resizeAs(input)
+      check(forward(opsOf(input), nil, self.output._c, input._c), 2)
+      return self.output
+   end)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      gradOutput = gradOutput:contiguous()
+      self.gradInput:resizeAs(input)
+      check(backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
+      return self.gradInput
+   end)
+end
+for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do
+   softmaxOnDevice(class, C.lt_cuops_logsoftmax_forward, C.lt_cuops_logsoftmax_backward)
+end
+for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do
+   softmaxOnDevice(class, C.lt_cuops_softmax_forward, C.lt_cuops_softmax_backward)
+end
 
 -- cutorch's ClassNLLCriterion takes targets of any Cuda type (or a number): the kernels take a CudaLongTensor.
 local function deviceTarget(self, target) return self:_longTarget(target, 'torch.CudaLongTensor') end
@@ -220,4 +229,101 @@ onDevice(nn.SpatialFullConvolution, '_backwardParams', function(self, x, gradOut
    check(C.lt_cuops_full_conv2d_backward_params(opsOf(x), nil, x._c, gradOutput._c, self.gradWeight._c,
                                                 self.gradBias and self.gradBias._c or nil, self.kW, self.kH,
                                                 self.dW, self.dH, self.padW, self.padH, adjW, adjH, scale), 3)
+end)
+
+-- ---------------------------------------------------------------- BatchNormalization (and its subclasses)
+
+-- nn.BatchNormalization's rules (a single sample in evaluation seen as a batch of one; batch statistics only for
+-- batches of more than one sample); every tensor of the module on the device, of the input's type (:cuda()).
+local BN = nn.BatchNormalization
+local function opt(t) return t and t._c or nil end
+
+onDevice(BN, 'updateOutput', function(self, input)
+   self:checkInputDim(input)
+   input = BN._asBatch(self, input)
+   local train = BN._useBatchStats(self, input)
+   self.output:resizeAs(input)
+   self.save_mean = self.save_mean or input.new()
+   self.save_std = self.save_std or input.new()
+   if train then
+      self.save_mean:resize(input:size(2))
+      self.save_std:resize(input:size(2))
+   end
+   check(C.lt_cuops_batchnorm_forward(opsOf(input), nil, self.output._c, input._c, opt(self.weight), opt(self.bias),
+         self.running_mean._c, self.running_var._c, self.save_mean._c, self.save_std._c, train and 1 or 0,
+         self.momentum, self.eps), 2)
+   return self.output
+end)
+
+local function bnBackward(self, input, gradOutput, scale, gradInput, gradWeight, gradBias)
+   self:checkInputDim(input)
+   input, gradOutput = BN._asBatch(self, input), BN._asBatch(self, gradOutput)
+   if gradOutput:dim() ~= input:dim() or gradOutput:nElement() ~= input:nElement() then
+      error('gradOutput and input must have the same size', 3)
+   end
+   if gradInput then gradInput:resizeAs(gradOutput) end
+   check(C.lt_cuops_batchnorm_backward(opsOf(input), nil, input._c, gradOutput._c, opt(gradInput), opt(gradWeight),
+         opt(gradBias), opt(self.weight), self.running_mean._c, self.running_var._c, opt(self.save_mean),
+         opt(self.save_std), BN._useBatchStats(self, input) and 1 or 0, scale or 1, self.eps), 3)
+   return self.gradInput
+end
+onDevice(BN, 'backward', function(self, input, gradOutput, scale)
+   return bnBackward(self, input, gradOutput, scale, self.gradInput, self.gradWeight, self.gradBias)
+end)
+onDevice(BN, 'updateGradInput', function(self, input, gradOutput)
+   return bnBackward(self, input, gradOutput, 1, self.gradInput)
+end)
+onDevice(BN, 'accGradParameters', function(self, input, gradOutput, scale)
+   return bnBackward(self, input, gradOutput, scale, nil, self.gradWeight, self.gradBias)
+end)
+
+-- ---------------------------------------------------------------- SpatialMaxPooling, SpatialAveragePooling
+
+-- The pooled output's size (the CPU module's rule, lt_nn_SpatialPooling_outputSize), as a LongStorage.
+local pooledH, pooledW = ffi.new('int64_t[1]'), ffi.new('int64_t[1]')
+local function pooledSize(self, input, name)
+   check(C.lt_nn_SpatialPooling_outputSize(name, input._c, self.kW, self.kH, self.dW, self.dH, self.padW or 0,
+         self.padH or 0, self.ceil_mode and 1 or 0, pooledH, pooledW), 3)
+   local size = input:size():totable()
+   size[#size - 1], size[#size] = tonumber(pooledH[0]), tonumber(pooledW[0])
+   return torch.LongStorage(size)
+end
+
+-- On the device the indices are a CudaLongTensor (the CPU module keeps a LongTensor, which :cuda() converts).
+onDevice(nn.SpatialMaxPooling, 'updateOutput', function(self, input)
+   if torch.type(self.indices) ~= 'torch.CudaLongTensor' then self.indices = torch.CudaLongTensor() end
+   self.iheight, self.iwidth = input:size(input:dim() - 1), input:size(input:dim())
+   local size = pooledSize(self, input, 'cuda SpatialMaxPooling forward')
+   self.output:resize(size)
+   self.indices:resize(size)
+   check(C.lt_cuops_maxpool_forward(opsOf(input), nil, self.output._c, self.indices._c, input._c, self.kW, self.kH,
+         self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0), 2)
+   return self.output
+end)
+onDevice(nn.SpatialMaxPooling, 'updateGradInput', function(self, input, gradOutput)
+   if self.gradInput then
+      self.gradInput:resizeAs(input)
+      check(C.lt_cuops_maxpool_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.indices._c,
+            input._c, self.kW, self.kH, self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0), 2)
+      return self.gradInput
+   end
+end)
+
+-- Files from before ceil mode and padding: count_include_pad absent means true; divide == false a sum pooling.
+local function includePad(self) return self.count_include_pad ~= false and 1 or 0 end
+onDevice(nn.SpatialAveragePooling, 'updateOutput', function(self, input)
+   self.output:resize(pooledSize(self, input, 'cuda SpatialAveragePooling forward'))
+   check(C.lt_cuops_avgpool_forward(opsOf(input), nil, self.output._c, input._c, self.kW, self.kH, self.dW, self.dH,
+         self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0, includePad(self)), 2)
+   if self.divide == false then self.output:mul(self.kW * self.kH) end
+   return self.output
+end)
+onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, gradOutput)
+   if self.gradInput then
+      self.gradInput:resizeAs(input)
+      check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, input._c, self.kW,
+            self.kH, self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0, includePad(self)), 2)
+      if self.divide == false then self.gradInput:mul(self.kW * self.kH) end
+      return self.gradInput
+   end
 end)

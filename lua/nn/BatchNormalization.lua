@@ -68,6 +68,9 @@ local function useBatchStats(self, input)
    return self.train ~= false and input:size(1) > 1
 end
 
+-- for cunn's GPU version (lua/cunn/gpu.lua), which follows the same rules
+BN._asBatch, BN._useBatchStats = asBatch, useBatchStats
+
 function BN:updateOutput(input)
    self:checkInputDim(input)
    input = asBatch(self, input)

@@ -19,7 +19,8 @@
  *          the largest element offset sum_d (sizes[d]-1)*strides[d] <= 2^31-1, and when
  *          gridDim.x * blockDim.x <= 2^31 (THC's fast path);
  *     i64  64-bit index arithmetic, always valid.
- *   The nn kernels (logsoftmax, classnll) have no <idx> suffix: they use 64-bit indices throughout.
+ *   The nn kernels (logsoftmax/softmax, classnll, batchnorm, pooling) have no <idx> suffix: they use 64-bit
+ *   indices throughout.
  *
  * Tensor operand: struct lt_cu_tensor, passed BY VALUE (144 bytes, 8-byte aligned):
  *     void     *data;          device pointer to the tensor's first element (storage + offset applied)
@@ -46,9 +47,10 @@
  *
  * Launch geometry
  *   Elementwise kernels (copy, fill, pointwise, dropout, classnll_bwd, the thread-per-output reductions,
- *   spatial logsoftmax) use grid-stride loops: any grid >= 1 and block >= 1 is correct.
- *   Kernels that reduce within a block (reduce_*, reduce_finish_*, reduce_dimblk_*, logsoftmax row
- *   kernels, classnll_fwd) need blockDim.x a multiple of 32 and <= 1024 (warp shuffles with a full mask).
+ *   spatial (log)softmax, batchnorm_fwd_eval, pooling) use grid-stride loops: any grid >= 1 and block >= 1
+ *   is correct. Kernels that reduce within a block (reduce_*, reduce_finish_*, reduce_dimblk_*, (log)softmax
+ *   row kernels, classnll_fwd, batchnorm_fwd_train, batchnorm_bwd) need blockDim.x a multiple of 32 and
+ *   <= 1024 (warp shuffles with a full mask).
  *   reduce_finish_* and classnll_fwd use block 0 only (launch them with grid = 1).
  *
  * Conversions (copy between types, and every load/store through the compute type)

@@ -83,6 +83,44 @@ int lt_cuops_logsoftmax_forward(const lt_cuops *ops, void *stream, lt_tensor *ou
 int lt_cuops_logsoftmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                                  const lt_tensor *grad_output, const lt_tensor *output);
 
+/* nn.SoftMax (and SpatialSoftMax) over the same dimension as LogSoftMax above; the same operands. */
+int lt_cuops_softmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input);
+int lt_cuops_softmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *output);
+
+/* nn.BatchNormalization / SpatialBatchNormalization (and VolumetricBatchNormalization) as the CPU kernels
+ * lt_nn_BatchNormalization_updateOutput / _backward (same arguments, same semantics): input (N, C, ...), out and
+ * grad_input contiguous of its shape, the per-feature vectors of C elements of its type. weight, bias (and
+ * running_mean, running_var in training) may be NULL; in training save_mean and save_std (contiguous) get the
+ * batch mean and 1/sqrt(var + eps) and the running statistics (contiguous) are updated with momentum; in
+ * evaluation the running statistics normalize. Backward: grad_input, grad_weight, grad_bias may each be NULL;
+ * the last two are accumulated with scale. Sums in the compute type (float for Float, double for Double). */
+int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                               const lt_tensor *weight, const lt_tensor *bias, lt_tensor *running_mean,
+                               lt_tensor *running_var, lt_tensor *save_mean, lt_tensor *save_std, int train,
+                               double momentum, double eps);
+int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                const lt_tensor *grad_output, lt_tensor *grad_input, lt_tensor *grad_weight,
+                                lt_tensor *grad_bias, const lt_tensor *weight, const lt_tensor *running_mean,
+                                const lt_tensor *running_var, const lt_tensor *save_mean, const lt_tensor *save_std,
+                                int train, double scale, double eps);
+
+/* nn.SpatialMaxPooling / SpatialAveragePooling on (C, H, W) or (N, C, H, W) input, as the CPU kernels: the
+ * output size by lt_nn_SpatialPooling_outputSize; out, indices (a CudaLongTensor of 1-based positions in the
+ * input plane, h*iW + w + 1; 0 for a window without a value above -inf) and grad_input contiguous, of their
+ * shapes. The backward passes gather (one thread per input element, no atomics): deterministic. */
+int lt_cuops_maxpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, lt_tensor *indices,
+                             const lt_tensor *input, int kW, int kH, int dW, int dH, int padW, int padH,
+                             int ceil_mode);
+int lt_cuops_maxpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *indices, const lt_tensor *input, int kW,
+                              int kH, int dW, int dH, int padW, int padH, int ceil_mode);
+int lt_cuops_avgpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input, int kW,
+                             int kH, int dW, int dH, int padW, int padH, int ceil_mode, int count_include_pad);
+int lt_cuops_avgpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                              int padW, int padH, int ceil_mode, int count_include_pad);
+
 /* nn.ClassNLLCriterion: input (C) or (N, C), target of N 1-based classes (a LongTensor), weights of C or
  * NULL. Forward gives the loss and the total weight on the host; a target outside 1..C (other than
  * ignore_index) is an error naming the sample. Backward writes every element of grad_input (contiguous, of

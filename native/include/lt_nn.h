@@ -60,6 +60,10 @@ int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt
 int lt_nn_SpatialMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                             lt_tensor *indices, int kW, int kH, int dW, int dH, int padW, int padH,
                                             int ceil_mode);
+/* The output's height and width by that rule, with the same checks (fn names the caller in errors); only
+ * input's sizes are read, so it serves the GPU versions too. */
+int lt_nn_SpatialPooling_outputSize(const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                                    int padW, int padH, int ceil_mode, int64_t *oH, int64_t *oW);
 /* Divisor: the window clipped to the padded image (count_include_pad) or to
  * the image itself (exclude). */
 int lt_nn_SpatialAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kW, int kH, int dW, int dH,

@@ -213,6 +213,16 @@ static int pool_begin(pool_call *c, const char *fn, lt_tensor *input, lt_tensor 
 
 static int pool_end(pool_call *c, int rc) { return nn_copies_free(&c->cp, rc); }
 
+int lt_nn_SpatialPooling_outputSize(const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                                    int padW, int padH, int ceil_mode, int64_t *oH, int64_t *oW) {
+  pool_geom g = {0};
+  if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", fn);
+  if (pool_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, ceil_mode)) return -1;
+  *oH = g.oH;
+  *oW = g.oW;
+  return 0;
+}
+
 int lt_nn_SpatialMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int kH,
                                          int dW, int dH, int padW, int padH, int ceil_mode) {
   NN_NEED(input);

@@ -1,0 +1,165 @@
+/* pooling.cu — SpatialMaxPooling and SpatialAveragePooling forward and backward (nn's, and cudnn's
+ * subclasses), with the semantics of the CPU kernels in native/src/nn_pooling.c.
+ *
+ * Contiguous planes: input (planes, iH, iW), output (planes, oH, oW), planes = N*C; the host gives the output
+ * size (Torch7's rule with ceil mode and the dropped last window, see nn_pooling.c). Window (oh, ow) covers
+ * rows oh*dH - padH .. + kH - 1 and columns ow*dW - padW .. + kW - 1; only its part inside the image is read.
+ * Geometry arguments, all long long, in this order (written G below):
+ *   planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW
+ *
+ * Max — one thread per output (grid-stride), any geometry:
+ *   lt_maxpool_fwd_<T>(T *out, long long *indices, const T *in, G)
+ *     scanning the window's rows, then columns: the first maximum wins, a NaN propagates (the last NaN wins);
+ *     indices are 1-based positions in the input plane (h*iW + w + 1), Torch7's; a window with no value above
+ *     -inf gives out = -inf and index 0 (no gradient).
+ *   lt_maxpool_bwd_<T>(T *gradIn, const T *gradOut, const long long *indices, G)
+ *     one thread per INPUT element, gathering gradOut from the windows that cover it and chose it, in the
+ *     windows' order: deterministic and without atomics; writes every element of gradIn.
+ * Average — one thread per output / per input element, any geometry:
+ *   lt_avgpool_fwd_<T>(T *out, const T *in, G, int count_include_pad)
+ *     the window's sum (rows of column sums, in A) divided by the window clipped to the padded image
+ *     (count_include_pad) or to the image
+ *   lt_avgpool_bwd_<T>(T *gradIn, const T *gradOut, G, int count_include_pad)
+ *     gradIn = sum over the windows covering the element of gradOut / that window's divisor (gathered).
+ * T is Float, Double or Half; computed in A = lt_acc_t<T>.
+ */
+#include "lt_cuda_common.cuh"
+
+struct lt_pool_geom {
+  long long planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW;
+};
+
+/* The first and one-past-last outputs along a side whose windows cover input position x. */
+LT_D void lt_pool_covering(long long x, long long k, long long d, long long pad, long long out, long long *lo,
+                           long long *hi) {
+  const long long p = x + pad;
+  *lo = p < k ? 0 : (p - k) / d + 1;
+  const long long last = p / d;
+  *hi = last < out - 1 ? last + 1 : out;
+}
+
+/* Output e's plane and its window clipped to the image: rows [h0, h1), columns [w0, w1). */
+struct lt_pool_window {
+  long long plane, oh, ow, h0, h1, w0, w1;
+};
+LT_D lt_pool_window lt_pool_window_of(const lt_pool_geom &g, long long e) {
+  lt_pool_window r;
+  r.ow = e % g.oW, r.oh = (e / g.oW) % g.oH, r.plane = e / (g.oW * g.oH);
+  const long long h = r.oh * g.dH - g.padH, w = r.ow * g.dW - g.padW;
+  r.h0 = h > 0 ? h : 0, r.h1 = h + g.kH < g.iH ? h + g.kH : g.iH;
+  r.w0 = w > 0 ? w : 0, r.w1 = w + g.kW < g.iW ? w + g.kW : g.iW;
+  return r;
+}
+
+/* Input element e's plane and position, and the outputs whose windows cover it: rows [oh0, oh1), columns
+ * [ow0, ow1). */
+struct lt_pool_cover {
+  long long plane, h, w, oh0, oh1, ow0, ow1;
+};
+LT_D lt_pool_cover lt_pool_cover_of(const lt_pool_geom &g, long long e) {
+  lt_pool_cover r;
+  r.w = e % g.iW, r.h = (e / g.iW) % g.iH, r.plane = e / (g.iW * g.iH);
+  lt_pool_covering(r.h, g.kH, g.dH, g.padH, g.oH, &r.oh0, &r.oh1);
+  lt_pool_covering(r.w, g.kW, g.dW, g.padW, g.oW, &r.ow0, &r.ow1);
+  return r;
+}
+
+/* Window o's divisor along a side: clipped to the padded image, or to the image. */
+LT_D long long lt_pool_span(long long o, long long k, long long d, long long pad, long long in, int include_pad) {
+  const long long a = o * d - pad, b = a + k;
+  if (include_pad) return (b < in + pad ? b : in + pad) - a;
+  return (b < in ? b : in) - (a > 0 ? a : 0);
+}
+
+template <typename T>
+LT_D void lt_maxpool_fwd(T *out, long long *ind, const T *in, const lt_pool_geom g) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, g.planes * g.oH * g.oW) {
+    const lt_pool_window win = lt_pool_window_of(g, e);
+    const T *x = in + win.plane * g.iH * g.iW;
+    A m = lt_lowest<A>();
+    long long at = -1;
+    for (long long h = win.h0; h < win.h1; ++h)
+      for (long long w = win.w0; w < win.w1; ++w) {
+        const A v = lt_cast<A>(x[h * g.iW + w]);
+        if (v > m || lt_isnan(v)) m = v, at = h * g.iW + w;
+      }
+    out[e] = lt_cast<T>(m);
+    ind[e] = at + 1;
+  }
+}
+
+template <typename T>
+LT_D void lt_maxpool_bwd(T *grad_in, const T *grad_out, const long long *ind, const lt_pool_geom g) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, g.planes * g.iH * g.iW) {
+    const lt_pool_cover c = lt_pool_cover_of(g, e);
+    const long long base = c.plane * g.oH * g.oW, self = c.h * g.iW + c.w + 1;
+    A s = 0;
+    for (long long oh = c.oh0; oh < c.oh1; ++oh)
+      for (long long ow = c.ow0; ow < c.ow1; ++ow)
+        if (ind[base + oh * g.oW + ow] == self) s += lt_cast<A>(grad_out[base + oh * g.oW + ow]);
+    grad_in[e] = lt_cast<T>(s);
+  }
+}
+
+template <typename T>
+LT_D void lt_avgpool_fwd(T *out, const T *in, const lt_pool_geom g, int include_pad) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, g.planes * g.oH * g.oW) {
+    const lt_pool_window win = lt_pool_window_of(g, e);
+    const T *x = in + win.plane * g.iH * g.iW;
+    A s = 0;
+    for (long long h = win.h0; h < win.h1; ++h) {
+      A row = 0;
+      for (long long w = win.w0; w < win.w1; ++w) row += lt_cast<A>(x[h * g.iW + w]);
+      s += row;
+    }
+    const long long div = lt_pool_span(win.oh, g.kH, g.dH, g.padH, g.iH, include_pad) *
+                          lt_pool_span(win.ow, g.kW, g.dW, g.padW, g.iW, include_pad);
+    out[e] = lt_cast<T>(s / (A)div);
+  }
+}
+
+template <typename T>
+LT_D void lt_avgpool_bwd(T *grad_in, const T *grad_out, const lt_pool_geom g, int include_pad) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, g.planes * g.iH * g.iW) {
+    const lt_pool_cover c = lt_pool_cover_of(g, e);
+    const T *go = grad_out + c.plane * g.oH * g.oW;
+    A s = 0;
+    for (long long oh = c.oh0; oh < c.oh1; ++oh) {
+      const long long dh = lt_pool_span(oh, g.kH, g.dH, g.padH, g.iH, include_pad);
+      for (long long ow = c.ow0; ow < c.ow1; ++ow)
+        s += lt_cast<A>(go[oh * g.oW + ow]) / (A)(dh * lt_pool_span(ow, g.kW, g.dW, g.padW, g.iW, include_pad));
+    }
+    grad_in[e] = lt_cast<T>(s);
+  }
+}
+
+#define LT_POOL_G                                                                                         \
+  long long planes, long long iH, long long iW, long long oH, long long oW, long long kH, long long kW,     \
+      long long dH, long long dW, long long padH, long long padW
+#define LT_POOL_MAKE_G {planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW}
+
+#define LT_POOL(T, N)                                                                                     \
+  extern "C" __global__ void lt_maxpool_fwd_##N(T *out, long long *indices, const T *in, LT_POOL_G) {     \
+    lt_maxpool_fwd<T>(out, indices, in, lt_pool_geom LT_POOL_MAKE_G);                                     \
+  }                                                                                                       \
+  LT_EXPORT(lt_maxpool_fwd_##N)                                                                           \
+  extern "C" __global__ void lt_maxpool_bwd_##N(T *gradIn, const T *gradOut, const long long *indices,    \
+                                                LT_POOL_G) {                                              \
+    lt_maxpool_bwd<T>(gradIn, gradOut, indices, lt_pool_geom LT_POOL_MAKE_G);                             \
+  }                                                                                                       \
+  LT_EXPORT(lt_maxpool_bwd_##N)                                                                           \
+  extern "C" __global__ void lt_avgpool_fwd_##N(T *out, const T *in, LT_POOL_G, int count_include_pad) {  \
+    lt_avgpool_fwd<T>(out, in, lt_pool_geom LT_POOL_MAKE_G, count_include_pad);                           \
+  }                                                                                                       \
+  LT_EXPORT(lt_avgpool_fwd_##N)                                                                           \
+  extern "C" __global__ void lt_avgpool_bwd_##N(T *gradIn, const T *gradOut, LT_POOL_G,                   \
+                                                int count_include_pad) {                                  \
+    lt_avgpool_bwd<T>(gradIn, gradOut, lt_pool_geom LT_POOL_MAKE_G, count_include_pad);                   \
+  }                                                                                                       \
+  LT_EXPORT(lt_avgpool_bwd_##N)
+
+LT_FOR_FLOAT_TYPES(LT_POOL)

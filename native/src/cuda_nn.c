@@ -1,0 +1,364 @@
+/* cunn's modules on a device: LogSoftMax and SoftMax, BatchNormalization, SpatialMaxPooling and
+ * SpatialAveragePooling. Shapes and types checked here with the CPU kernels' rules, inputs made contiguous on
+ * the device, native/cuda's kernels started through the launcher (lt_cuda_ops.h). Nothing here touches device
+ * memory. */
+#include "cuda_ops_internal.h"
+
+/* Device scratch copies made for one call, freed together. */
+typedef struct {
+  void *p[8];
+  int n;
+} copies_t;
+
+/* t's data on the device, contiguous (a scratch copy when t is not), or NULL when t is absent. */
+static int input_data(const lt_cuops *ops, void *stream, copies_t *c, const lt_tensor *t, const void **data) {
+  *data = NULL;
+  if (!t) return 0;
+  void *copy;
+  if (contiguous_input(ops, stream, t, data, &copy)) return -1;
+  if (copy) c->p[c->n++] = copy;
+  return 0;
+}
+
+static int copies_free(const lt_cuops *ops, copies_t *c, int rc) {
+  for (int i = 0; i < c->n; i++) rc = scratch_free(ops, c->p[i], rc);
+  return rc;
+}
+
+/* The device address of t's first element (t checked contiguous), or NULL when t is absent. */
+static void *output_data(const lt_tensor *t) {
+  lt_cu_tensor d;
+  if (!t || lt_cuops_describe(t, &d, NULL)) return NULL;
+  return d.data;
+}
+
+/* ---------------------------------------------------------------- LogSoftMax, SoftMax */
+
+/* (outer, classes, inner) of (Log)SoftMax's input, by THNN's rule. */
+static int lsm_geometry(const char *fn, const lt_tensor *t, int64_t *outer, int64_t *classes, int64_t *inner) {
+  char b[256];
+  switch (t->ndim) {
+    case 1: *outer = 1, *classes = t->size[0], *inner = 1; return 0;
+    case 2: *outer = t->size[0], *classes = t->size[1], *inner = 1; return 0;
+    case 3: *outer = 1, *classes = t->size[0], *inner = t->size[1] * t->size[2]; return 0;
+    case 4: *outer = t->size[0], *classes = t->size[1], *inner = t->size[2] * t->size[3]; return 0;
+    default: return lt_fail("%s: 1D, 2D, 3D or 4D tensor expected, got %s", fn, lt_shape_str(t, b, sizeof b));
+  }
+}
+
+/* (Log)SoftMax's forward (dst = out, x = input) or backward (dst = gradInput, x = gradOutput, y = output):
+ * rows of a 1-D or 2-D tensor a block each, the class dimension of a 3-D or 4-D one a thread per position. */
+static int softmax_family(const lt_cuops *ops, void *stream, int log, int backward, lt_tensor *dst,
+                          const lt_tensor *x, const lt_tensor *y) {
+  static const char *const names[2][2] = {{"cuda SoftMax forward", "cuda SoftMax backward"},
+                                          {"cuda LogSoftMax forward", "cuda LogSoftMax backward"}};
+  const char *fn = names[log != 0][backward != 0];
+  const lt_tensor *shape = backward ? y : x;  /* the forward output has the input's shape */
+  int64_t outer = 0, classes = 0, inner = 0;
+  if (check_ops(ops, fn) || check_float_input(fn, shape) || lsm_geometry(fn, shape, &outer, &classes, &inner) ||
+      check_contiguous_output(fn, dst, shape, backward ? "gradInput" : "the output") ||
+      (backward && (same_type(fn, y, x, "gradOutput") || same_count(fn, y, x, "gradOutput"))))
+    return -1;
+  if (lt_tensor_nelement(shape) == 0) return 0;
+  const void *px, *py = NULL;
+  void *copy1, *copy2 = NULL;
+  if (contiguous_input(ops, stream, x, &px, &copy1)) return -1;
+  if (backward && contiguous_input(ops, stream, y, &py, &copy2)) return scratch_free(ops, copy1, -1);
+  void *pd = output_data(dst);
+  args_t a = {0};
+  add_raw(&a, &pd, "p");
+  add_raw(&a, (void *)&px, "p");
+  if (backward) add_raw(&a, (void *)&py, "p");
+  add_count(&a, outer);
+  add_count(&a, classes);
+  if (inner != 1) add_count(&a, inner);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_%s_%s%s_%s", log ? "logsoftmax" : "softmax", inner == 1 ? "" : "spatial_",
+           backward ? "bwd" : "fwd", tname(shape->type));
+  unsigned grid = inner == 1 ? (unsigned)(outer < block_cap(ops) ? outer : block_cap(ops)) : grid_for(ops, outer * inner);
+  int rc = launch(ops, stream, "logsoftmax", kernel, grid, &a);
+  rc = scratch_free(ops, copy1, rc);
+  return scratch_free(ops, copy2, rc);
+}
+
+int lt_cuops_logsoftmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input) {
+  return softmax_family(ops, stream, 1, 0, out, input, NULL);
+}
+
+int lt_cuops_logsoftmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                                 const lt_tensor *grad_output, const lt_tensor *output) {
+  return softmax_family(ops, stream, 1, 1, grad_input, grad_output, output);
+}
+
+int lt_cuops_softmax_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input) {
+  return softmax_family(ops, stream, 0, 0, out, input, NULL);
+}
+
+int lt_cuops_softmax_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *output) {
+  return softmax_family(ops, stream, 0, 1, grad_input, grad_output, output);
+}
+
+/* ---------------------------------------------------------------- BatchNormalization */
+
+/* The input as (N, C, S), S the product of the dimensions after the features (nn_batchnorm.c's rule). */
+static int bn_geometry(const char *fn, const lt_tensor *input, int64_t *N, int64_t *C, int64_t *S) {
+  char b[256];
+  if (check_float_input(fn, input)) return -1;
+  if (input->ndim < 2)
+    return lt_fail("%s: 2D or 4D input tensor expected (batch x features) but got: %s", fn,
+                   lt_shape_str(input, b, sizeof b));
+  *N = input->size[0], *C = input->size[1], *S = 1;
+  for (int d = 2; d < input->ndim; d++) *S *= input->size[d];
+  return 0;
+}
+
+/* A per-feature vector: C elements of input's type; an output must also be contiguous. Absent (NULL) is
+ * accepted unless needed. */
+static int bn_vector(const char *fn, const lt_tensor *v, const lt_tensor *input, int64_t C, const char *what,
+                     int needed, int output) {
+  char b[256];
+  if (!v) return needed ? lt_fail("%s: %s is needed", fn, what) : 0;
+  if (v->type != input->type || lt_tensor_nelement(v) != C)
+    return lt_fail("%s: %s should be a %s tensor of %lld elements, not a %s one of %s", fn, what, tname(input->type),
+                   (long long)C, tname(v->type), lt_shape_str(v, b, sizeof b));
+  if (output && !lt_tensor_is_contiguous(v)) return lt_fail("%s: %s must be contiguous", fn, what);
+  return 0;
+}
+
+/* The block-per-feature kernels' grid. */
+static unsigned feature_grid(const lt_cuops *ops, int64_t C) {
+  return (unsigned)(C < 1 ? 1 : C < block_cap(ops) ? C : block_cap(ops));
+}
+
+int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                               const lt_tensor *weight, const lt_tensor *bias, lt_tensor *running_mean,
+                               lt_tensor *running_var, lt_tensor *save_mean, lt_tensor *save_std, int train,
+                               double momentum, double eps) {
+  static const char fn[] = "cuda BatchNormalization forward";
+  int64_t N = 0, C = 0, S = 0;
+  if (check_ops(ops, fn) || bn_geometry(fn, input, &N, &C, &S) ||
+      check_contiguous_output(fn, out, input, "the output") || bn_vector(fn, weight, input, C, "weight", 0, 0) ||
+      bn_vector(fn, bias, input, C, "bias", 0, 0) ||
+      bn_vector(fn, running_mean, input, C, "running_mean", !train, train) ||
+      bn_vector(fn, running_var, input, C, "running_var", !train, train) ||
+      (train && (bn_vector(fn, save_mean, input, C, "save_mean", 1, 1) ||
+                 bn_vector(fn, save_std, input, C, "save_std", 1, 1))))
+    return -1;
+  if (C == 0 || (!train && N * S == 0)) return 0;
+  copies_t c = {{0}, 0};
+  const void *in, *w, *b, *rm = NULL, *rv = NULL;
+  if (input_data(ops, stream, &c, input, &in) || input_data(ops, stream, &c, weight, &w) ||
+      input_data(ops, stream, &c, bias, &b) ||
+      (!train && (input_data(ops, stream, &c, running_mean, &rm) || input_data(ops, stream, &c, running_var, &rv))))
+    return copies_free(ops, &c, -1);
+  void *po = output_data(out), *sm = NULL, *ss = NULL, *orm = NULL, *orv = NULL;
+  args_t a = {0};
+  add_raw(&a, &po, "p");
+  if (train) {
+    sm = output_data(save_mean), ss = output_data(save_std);
+    orm = output_data(running_mean), orv = output_data(running_var);
+    add_raw(&a, &sm, "p");
+    add_raw(&a, &ss, "p");
+    add_raw(&a, &orm, "p");
+    add_raw(&a, &orv, "p");
+  }
+  add_raw(&a, (void *)&in, "p");
+  add_raw(&a, (void *)&w, "p");
+  add_raw(&a, (void *)&b, "p");
+  if (!train) {
+    add_raw(&a, (void *)&rm, "p");
+    add_raw(&a, (void *)&rv, "p");
+  }
+  add_count(&a, N);
+  add_count(&a, C);
+  add_count(&a, S);
+  if (train) add_value(&a, lt_host_type(input->type), momentum);
+  add_value(&a, lt_host_type(input->type), eps);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_batchnorm_fwd_%s_%s", train ? "train" : "eval", tname(input->type));
+  int rc = launch(ops, stream, "batchnorm", kernel, train ? feature_grid(ops, C) : grid_for(ops, N * C * S), &a);
+  return copies_free(ops, &c, rc);
+}
+
+int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                const lt_tensor *grad_output, lt_tensor *grad_input, lt_tensor *grad_weight,
+                                lt_tensor *grad_bias, const lt_tensor *weight, const lt_tensor *running_mean,
+                                const lt_tensor *running_var, const lt_tensor *save_mean, const lt_tensor *save_std,
+                                int train, double scale, double eps) {
+  static const char fn[] = "cuda BatchNormalization backward";
+  char b1[256], b2[256];
+  int64_t N = 0, C = 0, S = 0;
+  if (check_ops(ops, fn) || bn_geometry(fn, input, &N, &C, &S)) return -1;
+  if (!grad_output || grad_output->type != input->type || !lt_tensor_is_same_size(input, grad_output))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of the input's size %s", fn,
+                   grad_output ? lt_shape_str(grad_output, b1, sizeof b1) : "(none)", tname(input->type),
+                   lt_shape_str(input, b2, sizeof b2));
+  const lt_tensor *mean = train ? save_mean : running_mean, *std = train ? save_std : running_var;
+  if ((grad_input && check_contiguous_output(fn, grad_input, input, "gradInput")) ||
+      bn_vector(fn, grad_weight, input, C, "gradWeight", 0, 1) || bn_vector(fn, grad_bias, input, C, "gradBias", 0, 1) ||
+      bn_vector(fn, weight, input, C, "weight", 0, 0) ||
+      bn_vector(fn, mean, input, C, train ? "save_mean" : "running_mean", 1, 0) ||
+      bn_vector(fn, std, input, C, train ? "save_std" : "running_var", 1, 0))
+    return -1;
+  if (C == 0 || (!grad_input && !grad_weight && !grad_bias)) return 0;
+  copies_t c = {{0}, 0};
+  const void *in, *go, *w, *m, *s;
+  if (input_data(ops, stream, &c, input, &in) || input_data(ops, stream, &c, grad_output, &go) ||
+      input_data(ops, stream, &c, weight, &w) || input_data(ops, stream, &c, mean, &m) ||
+      input_data(ops, stream, &c, std, &s))
+    return copies_free(ops, &c, -1);
+  void *gi = output_data(grad_input), *gw = output_data(grad_weight), *gb = output_data(grad_bias);
+  int tr = train ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &gi, "p");
+  add_raw(&a, &gw, "p");
+  add_raw(&a, &gb, "p");
+  add_raw(&a, (void *)&in, "p");
+  add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&w, "p");
+  add_raw(&a, (void *)&m, "p");
+  add_raw(&a, (void *)&s, "p");
+  add_count(&a, N);
+  add_count(&a, C);
+  add_count(&a, S);
+  add_raw(&a, &tr, "i");
+  add_value(&a, lt_host_type(input->type), scale);
+  add_value(&a, lt_host_type(input->type), eps);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_batchnorm_bwd_%s", tname(input->type));
+  int rc = launch(ops, stream, "batchnorm", kernel, feature_grid(ops, C), &a);
+  return copies_free(ops, &c, rc);
+}
+
+/* ---------------------------------------------------------------- SpatialMaxPooling, SpatialAveragePooling */
+
+/* A pooling call's operands checked: input 3-D or 4-D (planes, iH, iW), the output size by the CPU module's rule
+ * (nn_pooling.c), `pooled` (output, indices or gradOutput) of the input's leading dimensions and that size.
+ * geo gets the kernels' geometry arguments: planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW. */
+static int pool_operands(const char *fn, const lt_tensor *input, const lt_tensor *pooled, const char *what,
+                         int same_type_as_input, const int *kp, int ceil_mode, long long geo[11]) {
+  const int kW = kp[0], kH = kp[1], dW = kp[2], dH = kp[3], padW = kp[4], padH = kp[5];
+  int64_t oH, oW;
+  if (check_float_input(fn, input) ||
+      lt_nn_SpatialPooling_outputSize(fn, input, kW, kH, dW, dH, padW, padH, ceil_mode, &oH, &oW))
+    return -1;
+  const int nd = input->ndim;
+  char b1[256], b2[256];
+  int ok = pooled->ndim == nd && (!same_type_as_input || pooled->type == input->type);
+  for (int d = 0; ok && d < nd - 2; d++) ok = pooled->size[d] == input->size[d];
+  ok = ok && pooled->size[nd - 2] == oH && pooled->size[nd - 1] == oW;
+  if (!ok)
+    return lt_fail("%s: %s %s (%s) does not match the input %s pooled to %lld x %lld", fn, what,
+                   lt_shape_str(pooled, b1, sizeof b1), tname(pooled->type), lt_shape_str(input, b2, sizeof b2),
+                   (long long)oH, (long long)oW);
+  long long planes = input->size[nd - 3] * (nd == 4 ? input->size[0] : 1);
+  long long g[11] = {planes, input->size[nd - 2], input->size[nd - 1], oH, oW, kH, kW, dH, dW, padH, padW};
+  memcpy(geo, g, sizeof g);
+  return 0;
+}
+
+static void add_geometry(args_t *a, const long long geo[11]) {
+  for (int k = 0; k < 11; k++) add_count(a, geo[k]);
+}
+
+static int check_indices(const char *fn, const lt_tensor *indices) {
+  if (lt_host_type(indices->type) != LT_LONG)
+    return lt_fail("%s: indices must be a CudaLongTensor, not a %s one", fn, tname(indices->type));
+  return 0;
+}
+
+int lt_cuops_maxpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, lt_tensor *indices,
+                             const lt_tensor *input, int kW, int kH, int dW, int dH, int padW, int padH,
+                             int ceil_mode) {
+  static const char fn[] = "cuda SpatialMaxPooling forward";
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  long long geo[11];
+  if (check_ops(ops, fn) || pool_operands(fn, input, out, "the output", 1, kp, ceil_mode, geo) ||
+      check_indices(fn, indices) || pool_operands(fn, input, indices, "indices", 0, kp, ceil_mode, geo))
+    return -1;
+  if (!lt_tensor_is_contiguous(out) || !lt_tensor_is_contiguous(indices))
+    return lt_fail("%s: the output and indices must be contiguous", fn);
+  const int64_t n = geo[0] * geo[3] * geo[4];
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *in;
+  if (input_data(ops, stream, &c, input, &in)) return copies_free(ops, &c, -1);
+  void *po = output_data(out), *pi = output_data(indices);
+  args_t a = {0};
+  add_raw(&a, &po, "p");
+  add_raw(&a, &pi, "p");
+  add_raw(&a, (void *)&in, "p");
+  add_geometry(&a, geo);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_maxpool_fwd_%s", tname(input->type));
+  return copies_free(ops, &c, launch(ops, stream, "pooling", kernel, grid_for(ops, n), &a));
+}
+
+int lt_cuops_maxpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *indices, const lt_tensor *input, int kW,
+                              int kH, int dW, int dH, int padW, int padH, int ceil_mode) {
+  static const char fn[] = "cuda SpatialMaxPooling backward";
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  long long geo[11];
+  if (check_ops(ops, fn) || pool_operands(fn, input, grad_output, "gradOutput", 1, kp, ceil_mode, geo) ||
+      check_indices(fn, indices) || pool_operands(fn, input, indices, "indices", 0, kp, ceil_mode, geo) ||
+      check_contiguous_output(fn, grad_input, input, "gradInput"))
+    return -1;
+  const int64_t n = lt_tensor_nelement(input);
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *go, *ind;
+  if (input_data(ops, stream, &c, grad_output, &go) || input_data(ops, stream, &c, indices, &ind))
+    return copies_free(ops, &c, -1);
+  void *gi = output_data(grad_input);
+  args_t a = {0};
+  add_raw(&a, &gi, "p");
+  add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&ind, "p");
+  add_geometry(&a, geo);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_maxpool_bwd_%s", tname(input->type));
+  return copies_free(ops, &c, launch(ops, stream, "pooling", kernel, grid_for(ops, n), &a));
+}
+
+/* SpatialAveragePooling's forward (dst = out, src = input) or backward (dst = gradInput, src = gradOutput). */
+static int avgpool(const lt_cuops *ops, void *stream, int backward, lt_tensor *dst, const lt_tensor *src,
+                   const lt_tensor *input, const int *kp, int ceil_mode, int count_include_pad) {
+  const char *fn = backward ? "cuda SpatialAveragePooling backward" : "cuda SpatialAveragePooling forward";
+  long long geo[11];
+  if (check_ops(ops, fn)) return -1;
+  if (backward ? pool_operands(fn, input, src, "gradOutput", 1, kp, ceil_mode, geo) ||
+                     check_contiguous_output(fn, dst, input, "gradInput")
+               : pool_operands(fn, input, dst, "the output", 1, kp, ceil_mode, geo))
+    return -1;
+  if (!backward && !lt_tensor_is_contiguous(dst)) return lt_fail("%s: the output must be contiguous", fn);
+  const int64_t n = backward ? lt_tensor_nelement(input) : geo[0] * geo[3] * geo[4];
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *ps;
+  if (input_data(ops, stream, &c, src, &ps)) return copies_free(ops, &c, -1);
+  void *pd = output_data(dst);
+  int include = count_include_pad ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &pd, "p");
+  add_raw(&a, (void *)&ps, "p");
+  add_geometry(&a, geo);
+  add_raw(&a, &include, "i");
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_avgpool_%s_%s", backward ? "bwd" : "fwd", tname(input->type));
+  return copies_free(ops, &c, launch(ops, stream, "pooling", kernel, grid_for(ops, n), &a));
+}
+
+int lt_cuops_avgpool_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input, int kW,
+                             int kH, int dW, int dH, int padW, int padH, int ceil_mode, int count_include_pad) {
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  return avgpool(ops, stream, 0, out, input, input, kp, ceil_mode, count_include_pad);
+}
+
+int lt_cuops_avgpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
+                              const lt_tensor *grad_output, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                              int padW, int padH, int ceil_mode, int count_include_pad) {
+  const int kp[6] = {kW, kH, dW, dH, padW, padH};
+  return avgpool(ops, stream, 1, grad_input, grad_output, input, kp, ceil_mode, count_include_pad);
+}
