@@ -157,8 +157,7 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     from simt_emulator import emulated_cuda_env
 
     here = os.path.dirname(os.path.abspath(__file__))
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "conv")
-    env = emulated_cuda_env(simt, tmp_path, files)
+    env = emulated_cuda_env(simt, tmp_path)   # every kernel file
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
                         "-k", "device_operations or without_a_gpu"], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=1200)

@@ -6,10 +6,11 @@
 -- pooling counts the padding, ...), so such programs and models build, load from .t7 files, run and
 -- save back under the same class names. What only tuned cuDNN on a GPU (algorithm search, workspace
 -- sizes, handles, math types) is accepted and ignored: see the settings below.
--- As cudnn.torch did, it loads cunn: on cutorch's GPU backend its classes then run on the GPU versions of their
--- nn parents (cunn/gpu.lua).
+-- As cudnn.torch did, it loads cunn (and so cutorch) where cutorch takes a GPU: its classes then run on the GPU
+-- versions of their nn parents (cunn/gpu.lua). On a machine without one it leaves cutorch to the program, so
+-- that cudnn.RNN's tensors follow the default tensor type until the program requires cutorch.
 require 'nn'
-require 'cunn'
+if package.loaded.cutorch or torch._cutorchTriesGpu() then require 'cunn' end
 
 cudnn = cudnn or {}
 local cudnn = cudnn

@@ -195,17 +195,8 @@ cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
 -- ---------------------------------------------------------------- the backend
 
 cutorch.backend = 'cpu'
-local choice = os.getenv('LUATORCH_CUTORCH') or ''
-if choice == '' then choice = 'auto' end
-if choice ~= 'auto' and choice ~= 'gpu' and choice ~= 'cpu' then
-   error('LUATORCH_CUTORCH must be auto, gpu or cpu, got "' .. choice .. '"', 0)
-end
--- auto: a device the driver shows (no driver, or none: the CPU backend, silently)
-local function gpuPresent()
-   local n = ffi.new('int[1]')
-   return torch.C.lt_cuda_device_count(n) == 0 and n[0] > 0
-end
-if choice == 'gpu' or (choice == 'auto' and gpuPresent()) then
+local choice = torch._cutorchChoice()
+if torch._cutorchTriesGpu() then
    local ok, why = pcall(require('cutorch.gpu'), cutorch)
    if not ok then
       -- a half-started backend (device storages on) cannot fall back: only a refusal before that can

@@ -171,3 +171,22 @@ function torch._hasC(name)
    local ok, f = pcall(function() return C[name] end)
    return ok and f ~= nil
 end
+
+-- cutorch's backend choice, LUATORCH_CUTORCH: 'auto' (unset or empty), 'gpu' or 'cpu'.
+function torch._cutorchChoice()
+   local choice = os.getenv('LUATORCH_CUTORCH') or ''
+   if choice == '' then choice = 'auto' end
+   if choice ~= 'auto' and choice ~= 'gpu' and choice ~= 'cpu' then
+      error('LUATORCH_CUTORCH must be auto, gpu or cpu, got "' .. choice .. '"', 0)
+   end
+   return choice
+end
+
+-- Whether `require 'cutorch'` tries the GPU backend: LUATORCH_CUTORCH=gpu, or auto with a device the driver
+-- shows (no driver, or no device: the CPU backend, silently).
+function torch._cutorchTriesGpu()
+   local choice = torch._cutorchChoice()
+   if choice ~= 'auto' then return choice == 'gpu' end
+   local n = ffi.new('int[1]')
+   return C.lt_cuda_device_count(n) == 0 and n[0] > 0
+end
