@@ -215,6 +215,81 @@ def lua(args):
         print("OK lua", flush=True)
 
 
+def lua_gpu(args):
+    """The Lua package on tensors in GPU memory (run with cutorch's GPU backend and two GPUs per rank): allreduce,
+    iallreduce and broadcast of Cuda tensors (staged through host memory) give what they give on host tensors and
+    leave the tensors on their GPUs; and nn.DataParallelTable over the rank's two GPUs, its gradient buckets
+    summed across ranks while the backward runs (allreduceGradients), trains as the same table over CPU workers
+    with the same allreduce, each rank on its own data."""
+    from pytorch_bridge import Runtime
+
+    rt = Runtime()
+    res = rt.execute(r"""
+        require 'cudnn'
+        require 'optim'
+        local mpi = require 'mpi'
+        assert(cutorch.backend == 'gpu' and cutorch.getDeviceCount() >= 2, 'two GPUs expected')
+        local r, p = mpi.rank(), mpi.size()
+        -- collectives on device tensors
+        cutorch.setDevice(2)
+        local t = torch.CudaTensor(3001):fill(r + 1)
+        mpi.allreduce(t, {algorithm = 'multicolor', colors = 2, chunk = 512})
+        assert(t:getDevice() == 2 and t:min() == p * (p + 1) / 2 and t:max() == p * (p + 1) / 2, 'allreduce')
+        local m = torch.CudaDoubleTensor(5, 4):fill(r)
+        local col = m:select(2, 3)
+        local h = mpi.iallreduce(col, {algorithm = 'ring'})
+        mpi.wait(h)
+        assert(col:min() == p * (p - 1) / 2 and m:select(2, 1):max() == r, 'non-contiguous iallreduce')
+        local b = torch.CudaLongTensor(4):fill(r)
+        mpi.broadcast(b, p - 1)
+        assert(b:min() == p - 1 and b:max() == p - 1 and b:getDevice() == 2, 'broadcast')
+        cutorch.setDevice(1)
+        -- DataParallelTable over this rank's GPUs with its buckets allreduced across ranks
+        local function train(ty)
+           if ty:match('Cuda') then cutorch.setDevice(1) end
+           torch.manualSeed(5)
+           local net = nn.Sequential()
+              :add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(cudnn.SpatialBatchNormalization(4))
+              :add(cudnn.ReLU(true)):add(nn.View(4 * 6 * 6)):add(nn.Linear(4 * 6 * 6, 5)):double():type(ty)
+           local dpt = nn.DataParallelTable(1, true):add(net, {1, 2}):implementation('optimized')
+              :threads(function() require 'cudnn' end)
+           dpt:allreduceGradients(mpi, {size = 40})   -- small buckets: several per step
+           local crit = nn.CrossEntropyCriterion():type(ty)
+           local w, g = dpt:getParameters()
+           torch.manualSeed(100 + r)   -- each rank its own data
+           local x, y = torch.randn(6, 3, 6, 6):type(ty), torch.LongTensor(6):random(1, 5)
+           if ty:match('Cuda') then y = y:cudaLong() end
+           local state, losses = {learningRate = 0.1, momentum = 0.9}, {}
+           for step = 1, 3 do
+              optim.sgd(function()
+                 dpt:zeroGradParameters()
+                 losses[step] = dpt:forwardBackward(x, y, crit)
+                 dpt:waitGradients()
+                 g:div(p)
+                 return losses[step], g
+              end, w, state)
+           end
+           dpt.impl:close()
+           return losses, w:double()
+        end
+        local l1, w1 = train('torch.DoubleTensor')
+        local l2, w2 = train('torch.CudaDoubleTensor')
+        local worst = 0
+        for i = 1, #l1 do worst = math.max(worst, math.abs(l1[i] - l2[i]) / math.abs(l1[i])) end
+        local dw = (w1 - w2):abs():max()
+        assert(worst < 1e-9 and dw < 1e-9, string.format('GPU training vs CPU: loss %g, parameters %g', worst, dw))
+        -- and the ranks ended with the same parameters
+        local sum = w2:clone()
+        mpi.allreduce(sum)
+        assert((sum / p - w2):abs():max() < 1e-12, 'ranks disagree')
+        return r, p
+    """)
+    ok = tuple(res) == (R, P)
+    all_ok(ok, "lua_gpu: %r" % (res,))
+    if R == 0:
+        print("OK lua_gpu", flush=True)
+
+
 def api(args):
     """Argument errors raise before any communication (run as a singleton or under mpiexec)."""
     def raises(exc, fn, *a, **k):

@@ -39,11 +39,11 @@ def _launchers():
 LAUNCHERS = _launchers()
 
 
-def launch(mpi, n, *args, timeout=120, extra=()):
+def launch(mpi, n, *args, timeout=120, extra=(), base_env=None):
     if mpi not in LAUNCHERS:
         pytest.skip("%s is not installed" % mpi)
     cmd, env = LAUNCHERS[mpi]
-    env = {**os.environ, **env, "PYTHONPATH": ROOT, "LUATORCH_MPI_TIMEOUT": "60"}
+    env = {**(os.environ if base_env is None else base_env), **env, "PYTHONPATH": ROOT, "LUATORCH_MPI_TIMEOUT": "60"}
     t0 = time.monotonic()
     r = subprocess.run([*cmd, *extra, "-n", str(n), sys.executable, WORKER, *args], capture_output=True, text=True,
                        timeout=timeout, env=env, cwd=ROOT)
@@ -98,6 +98,18 @@ def test_argument_errors():
 @pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
 def test_lua_package(mpi):
     assert_ok(launch(mpi, 2, "lua"), "lua")
+
+
+@pytest.mark.slow
+def test_lua_package_on_gpu_tensors(simt, tmp_path):
+    """mpi.allreduce/iallreduce/broadcast on tensors in GPU memory, and nn.DataParallelTable over two GPUs per
+    rank with its gradient buckets allreduced across two ranks, against the same over CPU workers: on the
+    emulated CUDA driver (two devices per rank, guarded device memory), cutorch's GPU backend."""
+    from simt_emulator import emulated_cuda_env
+
+    env = emulated_cuda_env(simt, tmp_path, guard=True)
+    env.update(LUATORCH_CUTORCH="gpu", LT_EMULATED_CUDA_DEVICES="2")
+    assert_ok(launch("mpich", 2, "lua_gpu", timeout=900, base_env=env), "lua_gpu")
 
 
 def test_hung_rank_times_out_with_a_message():

@@ -1,10 +1,12 @@
 """cutorch's GPU backend (lua/cutorch/gpu.lua, native/src/cuda_storage.c): the Cuda types in device memory.
 
 The tests below need the GPU backend (LUATORCH_CUTORCH=gpu and a CUDA device) and skip without it; .ci/gpu-check
-runs them on a GPU machine. In CI the last
-test runs them in a process whose libcuda is tests/cuda_host/emulated_driver.c with LT_EMULATED_CUDA_GUARD=1:
-device memory there is an arena the host cannot read, so any host code that touched a device pointer (instead of
-going through the driver's copies and kernels) would crash the run. Oracles: numpy on the same values, and the
+runs them on a GPU machine. In CI
+test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory runs them in a process whose libcuda is
+tests/cuda_host/emulated_driver.c with two devices and LT_EMULATED_CUDA_GUARD=1: device memory there is an arena
+per device that the host cannot read, and a kernel sees only its own device's, so any host code that touched a
+device pointer (instead of going through the driver's copies and kernels), or a kernel given another GPU's
+memory, would crash the run. The tests of several GPUs skip on a machine with one. Oracles: numpy on the same values, and the
 CPU backend's own methods for the staged ones."""
 import os
 import subprocess
@@ -610,15 +612,15 @@ def test_freed_device_memory_is_reused_by_the_caching_allocator(gpu):
 
 @pytest.mark.slow
 def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_path):
-    """Every test above, in a process whose CUDA driver and cuBLAS are tests/cuda_host's emulations with
-    LT_EMULATED_CUDA_GUARD=1 (device memory the host cannot touch) and whose kernels run in the SIMT
-    emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'` must take the GPU backend."""
+    """Every test of this file, in a process whose CUDA driver and cuBLAS are tests/cuda_host's emulations
+    with two devices and LT_EMULATED_CUDA_GUARD=1 (device memory the host cannot touch, and a kernel cannot touch
+    another device's) and whose kernels run in the SIMT emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'`
+    must take the GPU backend."""
     from simt_emulator import emulated_cuda_env
 
-    files = ("copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "classnll", "dropout", "batchnorm",
-             "pooling", "conv")
-    env = emulated_cuda_env(simt, tmp_path, files, guard=True)
+    env = emulated_cuda_env(simt, tmp_path, guard=True)   # every kernel file
     env["LUATORCH_CUTORCH"] = "gpu"
+    env["LT_EMULATED_CUDA_DEVICES"] = "2"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
                         "-k", "not emulated_driver"], capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),
                        timeout=1800)
@@ -703,3 +705,121 @@ def test_a_residual_network_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
     for i, what in ((2, "parameters"), (3, "running_mean"), (4, "running_var"), (6, "evaluation output")):
         np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-9, atol=1e-12, err_msg=what)
     assert fallbacks(rt) == {}, "the training step left the device"
+
+
+# ----------------------------------------------------------------------------- several GPUs
+
+@pytest.fixture
+def two_gpus(gpu):
+    if gpu.eval("cutorch.getDeviceCount()") < 2:
+        pytest.skip("needs two GPUs (the emulated-driver run of this file shows two: LT_EMULATED_CUDA_DEVICES=2)")
+    yield gpu
+    gpu.execute("cutorch.setDevice(1)")
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_copies_between_gpus_in_any_layout_and_type(two_gpus, rng, layout):
+    """A tensor on GPU 1 copied into one on GPU 2 (the driver's peer copy), from any layout into a transposed
+    destination, Cuda into CudaDouble: the values arrive, the destination stays on GPU 2, the source on GPU 1,
+    and a clone is made on the current device (GPU 1 again), as cutorch's."""
+    rt = two_gpus
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    src = rt.eval("function(t, layout) return layout(t) end")(to_device(rt, x, "Cuda"), rt.eval(LAYOUTS[layout]))
+    want = view_of(x, layout)
+    copy = rt.eval("""function(src, typ)
+       cutorch.setDevice(2)
+       local dst = torch.getmetatable(typ).new(src:size(2), src:size(1)):t()   -- a transposed view on GPU 2
+       dst:copy(src)
+       cutorch.setDevice(1)
+       return dst, dst:getDevice(), src:getDevice(), dst:clone():getDevice()
+    end""")
+    for typ, dtype in (("torch.CudaTensor", np.float32), ("torch.CudaDoubleTensor", np.float64)):
+        dst, dst_dev, src_dev, clone_dev = copy(src, typ)
+        assert (dst_dev, src_dev, clone_dev) == (2, 1, 1)
+        np.testing.assert_array_equal(to_host(rt, dst), want.astype(dtype))
+    assert fallbacks(rt) == {}
+
+
+# a small network with batch norm trained by nn.DataParallelTable (forwardBackward, optim.sgd) in double, on
+# the given types and assignments; returns the losses, the final parameters, batch norm's running mean, the
+# evaluation output and the devices of the replicas' parameters
+DPT_TRAIN = """
+return function(ty, gpus, impl, threaded, x, y)
+   require 'optim'
+   if ty:match('Cuda') then cutorch.setDevice(gpus[1]) end
+   torch.manualSeed(5)
+   local base = nn.Sequential()
+      :add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(cudnn.SpatialBatchNormalization(4))
+      :add(cudnn.ReLU(true)):add(nn.View(4 * 6 * 6)):add(nn.Linear(4 * 6 * 6, 5))
+   local net = base:double():type(ty)
+   local dpt = nn.DataParallelTable(1, true):add(net, gpus):implementation(impl)
+   if threaded then dpt:threads(function() require 'cudnn' end) end
+   local crit = nn.CrossEntropyCriterion():type(ty)
+   local w, g = dpt:getParameters()
+   local input, target = x:type(ty), ty:match('Cuda') and y:cudaLong() or y:long()
+   local state, losses = {learningRate = 0.1, momentum = 0.9, weightDecay = 1e-4}, {}
+   for step = 1, 4 do
+      optim.sgd(function()
+         dpt:zeroGradParameters()
+         losses[step] = dpt:forwardBackward(input, target, crit)
+         return losses[step], g
+      end, w, state)
+   end
+   dpt:evaluate()
+   local out = dpt:forward(input):double()
+   local devices = {}
+   local function device(t) return t.getDevice and t:getDevice() or 0 end
+   for k, f in ipairs(dpt.flattenedParams) do devices[k] = device(f[1]) end
+   local result = {losses, w:double(), dpt:get(1):get(2).running_mean:double(), out, devices,
+                   torch.type(dpt.output), device(dpt.output)}
+   dpt.impl:close()
+   cutorch.setDevice(1)
+   return result
+end
+"""
+
+
+@pytest.mark.parametrize("impl", ["baseline", "optimized"])
+@pytest.mark.parametrize("threaded", [False, True], ids=["serial", "threads"])
+@pytest.mark.parametrize("gpus", [(1, 2), (2, 1, 1)], ids=["1-2", "2-1-1"])
+def test_data_parallel_table_over_gpus_as_over_cpu_workers(two_gpus, rng, impl, threaded, gpus):
+    """nn.DataParallelTable with its replicas on GPUs (each replica on its assigned device: clones made and run
+    there, slices and parameters moved by peer copies, gradients summed on the first device) trains as the same
+    table over CPU workers: losses, parameters, batch norm's running mean (per replica, as Torch7) and the
+    evaluation output agree to 1e-9 in double, with several replicas on one GPU too, and nothing staged."""
+    rt = two_gpus
+    rt.execute("require 'cudnn'")
+    x = rng.standard_normal((7, 3, 6, 6))   # 7 over 2 or 3 replicas: uneven slices
+    y = rng.integers(1, 6, 7).astype(np.float64)
+    train = rt.execute(DPT_TRAIN)
+    lua_gpus = rt.eval("function(...) return {...} end")(*gpus)
+    cpu = train("torch.DoubleTensor", lua_gpus, impl, threaded, rt.from_numpy(x), rt.from_numpy(y))
+    dev = train("torch.CudaDoubleTensor", lua_gpus, impl, threaded, rt.from_numpy(x), rt.from_numpy(y))
+    np.testing.assert_allclose(list(dev[1].values()), list(cpu[1].values()), rtol=1e-9)
+    for i, what in ((2, "parameters"), (3, "running_mean"), (4, "evaluation output")):
+        np.testing.assert_allclose(rt.to_numpy(dev[i]), rt.to_numpy(cpu[i]), rtol=1e-9, atol=1e-12, err_msg=what)
+    assert tuple(dev[5].values()) == gpus   # replica k's parameters on GPU gpus[k]
+    assert dev[6] == "torch.CudaDoubleTensor" and dev[7] == gpus[0]
+    assert fallbacks(rt) == {}
+
+
+def test_data_parallel_table_refuses_assignments_it_cannot_keep(two_gpus):
+    """A GPU the machine does not have, and a module made on another GPU than its first assignment, are
+    errors that say what to change; a layer given tensors on two GPUs says which are where."""
+    rt = two_gpus
+    rt.execute("require 'cunn'")
+    run = rt.eval("""function(gpus)
+       local dpt = nn.DataParallelTable(1):add(nn.Linear(3, 2):cuda(), gpus)
+       return select(2, pcall(dpt.forward, dpt, torch.CudaTensor(4, 3):fill(1)))
+    end""")
+    assert "replica 2 is assigned GPU 9, but this machine has" in run(rt.eval("{1, 9}"))
+    msg = run(rt.eval("{2, 1}"))
+    assert "the module is on GPU 1 but its first assignment is GPU 2" in msg and "cutorch.setDevice(2)" in msg
+    msg = rt.eval("""(function()
+       local conv = nn.SpatialConvolution(2, 3, 3, 3):cuda()
+       cutorch.setDevice(2)
+       local x = torch.CudaTensor(1, 2, 5, 5):fill(1)
+       cutorch.setDevice(1)
+       return select(2, pcall(conv.forward, conv, x))
+    end)()""")
+    assert "its tensors are on different GPUs (input on GPU 2, weight on GPU 1)" in msg

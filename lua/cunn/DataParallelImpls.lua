@@ -2,9 +2,12 @@
 -- (Torch7's cunn names, which appear in saved files):
 --   nn.DataParallelTable.Basic    serially on the calling thread; replica 1 is
 --                                 dpt.modules[1], the others are its clones;
+--                                 with GPUs (dpt:_devices()), each replica is
+--                                 made and run with its device current;
 --   nn.DataParallelTable.Threads  one worker (pthread + LuaJIT state) per device,
 --                                 specific mode, tensors shared by pointer;
---                                 worker i holds its replica in _G.module.
+--                                 worker i holds its replica in _G.module and,
+--                                 with GPUs, keeps its device current.
 -- exec(closure, n, ...) runs closure(replica_i, i, ...) for i = 1..n and returns the
 -- first results as a table. Closures sent to workers must be serializable:
 -- upvalues are plain data, tensors, or package tables.
@@ -24,9 +27,17 @@ function BasicImpl:exec(closure, n, ...)
    n = n or #dpt.gpuAssignments
    self.modules[1] = dpt.modules[1]
    local res = {}
+   local gpus = dpt:_devices()
    for i = 1, n do
-      if not self.modules[i] then self.modules[i] = dpt.modules[1]:clone() end
-      res[i] = closure(self.modules[i], i, ...)
+      if gpus then
+         res[i] = dpt._runOn(gpus[i], function(...)
+            if not self.modules[i] then self.modules[i] = dpt.modules[1]:clone() end
+            return closure(self.modules[i], i, ...)
+         end, ...)
+      else
+         if not self.modules[i] then self.modules[i] = dpt.modules[1]:clone() end
+         res[i] = closure(self.modules[i], i, ...)
+      end
    end
    return res
 end
@@ -89,11 +100,14 @@ function ThreadsImpl:_setup()
       -- replica 1 is dpt.modules[1] (its tensors shared with the worker's copy); the others are
       -- clones made in their own worker
       local m1 = self.dpt.modules[1]
+      local gpus = self.dpt:_devices()
       for i = 1, #self.dpt.gpuAssignments do
-         pool:addjob(i, function(m, idx)
+         pool:addjob(i, function(m, idx, gpu)
+            -- with GPUs this worker's device stays current: its replica, buffers and kernels are there
+            if gpu then cutorch.setDevice(gpu) end
             _G.module = idx == 1 and m or m:clone()
             _G.dptFlat = nil
-         end, nil, m1, i)
+         end, nil, m1, i, gpus and gpus[i])
          if self.syncCopies then pool:synchronize() end
       end
       pool:synchronize()

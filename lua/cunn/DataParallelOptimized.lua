@@ -99,14 +99,62 @@ local function deviceJob(m, i, a)
    local used, dim = a.used, a.dim
    local barrier = a.barrier and ffi.cast('void*', a.barrier)
    local chan = a.chan and ffi.cast('void*', a.chan)
-   local ty = a.grads[1]:type() == 'torch.FloatTensor' and C.LT_FLOAT or C.LT_DOUBLE
-   local elem = ty == C.LT_FLOAT and 4 or 8
+   local gpus = a.gpus   -- the replicas' devices when they are GPUs (else nil: host memory)
+   local ty = a.grads[1]._c.type   -- a host type, or a Cuda type in host memory (cutorch on the CPU)
+   local elem = ty % 8 == C.LT_FLOAT and 4 or 8
    local function ptr(t) return ffi.cast('char*', t._c.storage.data) + tonumber(t._c.offset) * elem end
 
+   -- elements [from, to) of every replica's flat gradient summed into replica 1's, the others zeroed
    local function sumRange(from, to)
-      local srcs = ffi.new('void*[?]', used)
-      for k = 1, used do srcs[k - 1] = ptr(a.grads[k]) end
-      C.lt_sum_buffers(ty, ptr(a.grads[1]), srcs, used, from, to, 1)
+      if to <= from then return end
+      if not gpus then
+         local srcs = ffi.new('void*[?]', used)
+         for k = 1, used do srcs[k - 1] = ptr(a.grads[k]) end
+         C.lt_sum_buffers(ty, ptr(a.grads[1]), srcs, used, from, to, 1)
+         return
+      end
+      -- on GPUs: each other replica's range comes over to replica 1's device (a peer copy into this
+      -- worker's buffer there) and is added by a kernel there
+      local n = to - from
+      local g1 = a.grads[1]:narrow(1, from + 1, n)
+      for k = 2, used do
+         local gk = a.grads[k]:narrow(1, from + 1, n)
+         if gpus[k] == gpus[1] then
+            g1:add(gk)
+         else
+            local buf = cutorch.withDevice(gpus[1], function()
+               local b = _G.dptPeerBuffer
+               if not b or torch.type(b) ~= torch.type(g1) or b:getDevice() ~= gpus[1] then
+                  b = g1.new()
+                  _G.dptPeerBuffer = b
+               end
+               if b:nElement() < n then b:resize(n) end
+               return b:narrow(1, 1, n)
+            end)
+            buf:copy(gk)
+            g1:add(buf)
+         end
+         gk:zero()
+      end
+   end
+
+   -- x on this replica's device, in its type for host Float/Double (as the baseline's slices)
+   local function here(x, slot)
+      if not (gpus and torch.isTensor(x)) then return x end
+      local want = torch.type(x)
+      if not want:match('^torch%.Cuda') then
+         if want ~= 'torch.FloatTensor' and want ~= 'torch.DoubleTensor' then return x end
+         want = torch.type(a.grads[1])
+      elseif x:getDevice() == gpus[i] then
+         return x
+      end
+      _G[slot] = _G[slot] or {}
+      local b = _G[slot][i]
+      if not b or torch.type(b) ~= want or b:getDevice() ~= gpus[i] then
+         b = torch.getmetatable(want).new()
+         _G[slot][i] = b
+      end
+      return b:resize(x:size()):copy(x)
    end
 
    local ts = ffi.new('lt_timer_timespec')
@@ -130,10 +178,12 @@ local function deviceJob(m, i, a)
       local start, len
       if i <= extra then start, len = (i - 1) * (per + 1) + 1, per + 1
       else start, len = extra * (per + 1) + (i - 1 - extra) * per + 1, per end
-      local x = a.input:narrow(dim, start, len)
-      local y = torch.isTensor(a.target) and a.target:narrow(dim, start, len) or a.target
-      if a.crit then _G.dptCriterion = a.crit:clone() end
-      local crit = _G.dptCriterion
+      local x = here(a.input:narrow(dim, start, len), 'dptInput')
+      local y = torch.isTensor(a.target) and here(a.target:narrow(dim, start, len), 'dptTarget') or a.target
+      -- per replica: the serial impl runs every replica in one Lua state
+      _G.dptCriterion = _G.dptCriterion or {}
+      if a.crit then _G.dptCriterion[i] = a.crit:clone() end
+      local crit = _G.dptCriterion[i]
       if a.sync and i > 1 then a.params[i]:copy(a.params[1]) end
       local t1 = clock()
       times.sync = t1 - t0
@@ -240,6 +290,11 @@ function DataParallelTable:forwardBackward(input, target, criterion, scale)
 end
 
 function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, scale)
+   -- the main side's tensors (output, gradInput) on replica 1's device
+   return self:_onFirstDevice(self._forwardBackwardOptimizedHere, self, input, target, criterion, scale)
+end
+
+function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterion, scale)
    self.flattenParams = true
    if not self:hasFlattenedParameters() then self:flattenParameters() end
    local D = #self.gpuAssignments
@@ -272,7 +327,7 @@ function DataParallelTable:_forwardBackwardOptimized(input, target, criterion, s
    local base = {input = input, target = target, dim = dim, N = N, D = D, used = used, scale = scale or 1,
                  sync = self.needsSync, params = params, grads = grads, output = output,
                  gradInput = self.gradInput, buckets = hook and o.buckets or nil, counts = hook and o.counts or nil,
-                 chan = hook and addr(o.chan) or nil, phase = 'fb'}
+                 chan = hook and addr(o.chan) or nil, phase = 'fb', gpus = self:_devices()}
    local threaded = self.impl.post ~= nil
    if threaded and not hook then base.barrier = addr(o.barrier) end
    local losses, outs, wtimes = {}, {}, {}

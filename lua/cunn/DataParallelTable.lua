@@ -13,6 +13,11 @@
 -- get(1) exists; parameters()/getParameters() are replica 1's.
 -- The optimized one-job-per-device path is dpt:forwardBackward (see
 -- DataParallelOptimized.lua).
+-- On cutorch's GPU backend, with a replica of Cuda type, the "GPUs" are GPUs:
+-- replica i lives on device gpuAssignments[i] (made there, run there: the
+-- serial impl switches device per replica, each worker thread sets its own),
+-- slices and parameters move between devices by the driver's peer copies, and
+-- output, gradInput and the reduced gradients are on gpuAssignments[1].
 local DataParallelTable, parent = torch.class('nn.DataParallelTable', 'nn.Container')
 
 local Impls = {}
@@ -53,6 +58,46 @@ function DataParallelTable:add(module, gpus)
    self.modules[1] = module
    self.gpuAssignments = gpus
    return self
+end
+
+-- The devices of the replicas (cutorch numbering) when they are GPUs: cutorch's GPU backend and a replica 1
+-- of Cuda type; nil when the replicas are CPU workers. Checks the assignments against the machine.
+function DataParallelTable:_devices()
+   local ct = package.loaded.cutorch
+   if not (ct and ct.backend == 'gpu') then return nil end
+   local m = self.modules[1]
+   local params = m and m:parameters()
+   local ty = params and params[1] and torch.type(params[1]) or self.typeStr
+   if not tostring(ty):match('^torch%.Cuda') then return nil end
+   local n = ct.getDeviceCount()
+   for i, g in ipairs(self.gpuAssignments) do
+      if type(g) ~= 'number' or g < 1 or g > n or g ~= math.floor(g) then
+         error(string.format('DataParallelTable: replica %d is assigned GPU %s, but this machine has %d GPU%s',
+                             i, tostring(g), n, n == 1 and '' or 's'), 0)
+      end
+   end
+   -- replica 1 is the module itself, which the caller's optimizer holds: it cannot move, so it must be there
+   local first = self.gpuAssignments[1]
+   if params and params[1] and params[1]:getDevice() ~= first then
+      error(string.format('DataParallelTable: the module is on GPU %d but its first assignment is GPU %d: make ' ..
+                          'the module with cutorch.setDevice(%d), or list GPU %d first', params[1]:getDevice(),
+                          first, first, params[1]:getDevice()), 0)
+   end
+   return self.gpuAssignments
+end
+
+-- fn(...) with device d current (cutorch.withDevice), or just fn(...) when d is nil.
+local function runOn(d, fn, ...)
+   if not d then return fn(...) end
+   local args = table.pack(...)
+   return cutorch.withDevice(d, function() return fn(unpack(args, 1, args.n)) end)
+end
+DataParallelTable._runOn = runOn
+
+-- fn(...) on replica 1's device (the output's, gradInput's and the reduced gradients').
+function DataParallelTable:_onFirstDevice(fn, ...)
+   local gpus = self:_devices()
+   return runOn(gpus and gpus[1], fn, ...)
 end
 
 function DataParallelTable:threads(initFunc, syncCopies)
@@ -110,7 +155,8 @@ function DataParallelTable:_distribute(dst, src)
             (torch.type(s) == 'torch.FloatTensor' or torch.type(s) == 'torch.DoubleTensor') then
             want = onDevice
          end
-         d = d and torch.isTensor(d) and torch.type(d) == torch.type(want) and d or want.new()
+         d = d and torch.isTensor(d) and torch.type(d) == torch.type(want) and
+             (not d.getDevice or d:getDevice() == cutorch.getDevice()) and d or want.new()
          d:resize(s:narrow(self.dimension, start, len):size()):copy(s:narrow(self.dimension, start, len))
          return d
       end
@@ -119,7 +165,8 @@ function DataParallelTable:_distribute(dst, src)
       for k = #s + 1, #d do d[k] = nil end
       return d
    end
-   for i = 1, used do dst[i] = slice(dst[i], src, i) end
+   local gpus = self:_devices()
+   for i = 1, used do dst[i] = runOn(gpus and gpus[i], slice, dst[i], src, i) end
    for i = used + 1, #dst do dst[i] = nil end
    return used
 end
@@ -152,7 +199,7 @@ function DataParallelTable:_concat(dst, srcs)
       end
       return d
    end
-   return cat(dst, srcs)
+   return self:_onFirstDevice(cat, dst, srcs)
 end
 
 -- ---------------------------------------------------------------- timing
@@ -224,7 +271,7 @@ DataParallelTable._flatten = flatten
 function DataParallelTable:flattenParameters()
    self._othersZero = false
    -- replica 1 on this side (its storages are the ones the optimizer holds)
-   local flat1 = flatten(self.modules[1])
+   local flat1 = self:_onFirstDevice(flatten, self.modules[1])
    self.impl:replicaOneChanged()
    local flat = self.impl:exec(function(m, i, f)
       if i == 1 then return false end
@@ -272,6 +319,10 @@ end
 -- Torch7's _reduce: a star gather-add of every replica's gradients into
 -- replica 1 through one scratch buffer, then the others are zeroed.
 function DataParallelTable:_reduceGradients()
+   return self:_onFirstDevice(self._reduceGradientsHere, self)
+end
+
+function DataParallelTable:_reduceGradientsHere()
    local grads = {}
    if self.flattenedParams then
       for k, f in ipairs(self.flattenedParams) do grads[k] = {f[2]} end
@@ -280,8 +331,10 @@ function DataParallelTable:_reduceGradients()
    end
    for k = 2, #grads do
       for j, src in ipairs(grads[k]) do
-         self.buffer = self.buffer or src.new()
-         if torch.type(self.buffer) ~= torch.type(src) then self.buffer = src.new() end
+         local b = self.buffer
+         if not b or torch.type(b) ~= torch.type(src) or (b.getDevice and b:getDevice() ~= grads[1][j]:getDevice()) then
+            self.buffer = src.new()
+         end
          self.buffer:resizeAs(src):copy(src)
          grads[1][j]:add(self.buffer)
       end

@@ -14,11 +14,36 @@ local function onGPU(t) return torch.isTensor(t) and torch._onDevice(t) end
 
 local opsOf = cutorch._deviceOps
 
+-- The module's tensors a kernel of it reads or writes besides its arguments.
+local OPERANDS = {'weight', 'bias', 'gradWeight', 'gradBias', 'running_mean', 'running_var', 'output', 'gradInput'}
+
+-- As THCUNN's assertSameGPU: a kernel runs on one device and cannot reach another's memory, so operands on
+-- two GPUs are an error that names them (not a fault inside the kernel).
+local function sameDevice(self, name, ...)
+   local first, firstWhat
+   local function see(t, what)
+      if not onGPU(t) then return end
+      local d = t._c.storage.device
+      if first == nil then
+         first, firstWhat = d, what
+      elseif d ~= first then
+         error(string.format('%s:%s: its tensors are on different GPUs (%s on GPU %d, %s on GPU %d): move them to ' ..
+                             'one (with that device current, :cuda() or :copy())', torch.type(self), name,
+                             firstWhat, first + 1, what, d + 1), 4)
+      end
+   end
+   for i = 1, select('#', ...) do see(select(i, ...), i == 1 and 'input' or 'argument ' .. i) end
+   for _, k in ipairs(OPERANDS) do see(self[k], k) end
+end
+
 -- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory.
 local function onDevice(class, name, gpu)
    local host = class[name]
    class[name] = function(self, input, ...)
-      if onGPU(input) then return gpu(self, input, ...) end
+      if onGPU(input) then
+         sameDevice(self, name, input, ...)
+         return gpu(self, input, ...)
+      end
       return host(self, input, ...)
    end
 end

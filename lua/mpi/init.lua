@@ -42,20 +42,34 @@ function mpi.barrier() check(C.ltc_barrier(ctx), 2) end
 function mpi.library() return ffi.string(C.ltc_library(ctx)) end
 function mpi.setTimeout(seconds) C.ltc_set_timeout(ctx, seconds) end
 
-local dtypes = {[torch._types.Float.id] = C.LTC_FLOAT, [torch._types.Double.id] = C.LTC_DOUBLE}
+-- Float and Double, and cutorch's Cuda and CudaDouble (their host types': the C side sees host memory)
+local T = torch._types
+local dtypes = {[T.Float.id] = C.LTC_FLOAT, [T.Double.id] = C.LTC_DOUBLE}
+if T.Cuda then dtypes[T.Cuda.id], dtypes[T.CudaDouble.id] = C.LTC_FLOAT, C.LTC_DOUBLE end
 
--- The contiguous tensor the C side works on (t itself, or a copy to be
--- written back), its element type and the options as C values.
+-- The contiguous host-memory tensor the C side works on: t itself, or a copy to be written back into t
+-- (t not contiguous, or in GPU memory: staged through host memory, as this MPI is not taken to read
+-- device memory).
+local function hostWork(t)
+   if torch._onDevice(t) then
+      local ty = torch._typesById[t._c.type]
+      return torch.getmetatable('torch.' .. (ty.hostName or ty.name) .. 'Tensor').new():resize(t:size()):copy(t)
+   end
+   return t:isContiguous() and t or t:contiguous()
+end
+
+-- The tensor the C side works on (see hostWork), its element type and the options as C values.
 local function prepare(fname, t, opts)
    if not torch.isTensor(t) then error(fname .. ': a Tensor expected, got ' .. torch.type(t), 3) end
    local dt = dtypes[t._c.type]
    if not dt then
-      error(fname .. ': a FloatTensor or DoubleTensor expected, got ' .. torch.typename(t), 3)
+      error(fname .. ': a FloatTensor or DoubleTensor (or CudaTensor, CudaDoubleTensor) expected, got ' ..
+            torch.typename(t), 3)
    end
    opts = opts or {}
    local alg = C.ltc_algorithm_id(opts.algorithm or 'auto')
    if alg < 0 then error(fname .. ": unknown algorithm '" .. tostring(opts.algorithm) .. "'", 3) end
-   local work = t:isContiguous() and t or t:contiguous()
+   local work = hostWork(t)
    local data = work:nElement() > 0 and torch.C.lt_tensor_data(work._c) or nil
    return work, data, work:nElement(), dt, alg, opts.colors or 0, opts.chunk or 0
 end
@@ -95,7 +109,7 @@ end
 function mpi.broadcast(t, root)
    if not torch.isTensor(t) then error('broadcast: a Tensor expected, got ' .. torch.type(t), 2) end
    root = root or 0
-   local work = t:isContiguous() and t or t:contiguous()
+   local work = hostWork(t)
    local nbytes = work:nElement() * torch._typesById[work._c.type].elemsize
    local data = nbytes > 0 and torch.C.lt_tensor_data(work._c) or nil
    check(C.ltc_broadcast(ctx, data, nbytes, root), 2)

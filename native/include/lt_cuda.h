@@ -70,6 +70,8 @@ enum { LT_CUDA_MAX_DEVICES = 64 };   /* devices this build addresses */
 
 /* Make device's primary context current on this thread (retained on first use). */
 int lt_cuda_set_device(int device);
+/* Device device's primary context (a CUcontext), retained on first use. */
+int lt_cuda_context(int device, void **ctx);
 /* A function of one of the libraries (loaded if need be): NULL and lt_errmsg when it is not there. */
 void *lt_cuda_symbol(int which, const char *name);
 /* The driver's name for a CUresult. */

@@ -175,6 +175,9 @@ int lt_cuops_full_conv2d_backward_params(const lt_cuops *ops, void *stream, cons
 /* The caching allocator's backend over the CUDA driver: cuMemAlloc/cuMemFree and timing-free events, each
  * call with its device's primary context current. One for the process. */
 lt_cuda_backend *lt_cuda_device_backend(void);
+/* bytes from src on device src_device to dst on device dst_device (the driver's peer copy), finished on return;
+ * the current device is dst_device afterwards. */
+int lt_cuda_copy_peer(int dst_device, void *dst, int src_device, const void *src, int64_t bytes);
 /* The CUBIN (or PTX for "compute_XX") of native/cuda/<file>.cu ("copy" or "copy.cu") for arch, as the launcher,
  * cutorch.kernels and `luatorch cuda compile` all compile it: the .cuh headers of the folder in memory, sorted by
  * name; -std=c++17 -DLT_CUDA_NVRTC=1 and the registered include folders; through cache_dir (NULL: the

@@ -30,6 +30,7 @@ static struct {
                 void **);
   int (*device_get)(int *, int);
   int (*device_attribute)(int *, int, int);
+  int (*peer_async)(cu_ptr, void *, cu_ptr, void *, size_t, void *);
 } drv;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,7 +57,8 @@ static int resolve(void) {
     {(void **)&drv.stream_sync, "cuStreamSynchronize"}, {(void **)&drv.dtoh_async, "cuMemcpyDtoHAsync_v2"},
     {(void **)&drv.htod_async, "cuMemcpyHtoDAsync_v2"}, {(void **)&drv.module_load, "cuModuleLoadData"},
     {(void **)&drv.module_function, "cuModuleGetFunction"}, {(void **)&drv.launch, "cuLaunchKernel"},
-    {(void **)&drv.device_get, "cuDeviceGet"}, {(void **)&drv.device_attribute, "cuDeviceGetAttribute"}};
+    {(void **)&drv.device_get, "cuDeviceGet"}, {(void **)&drv.device_attribute, "cuDeviceGetAttribute"},
+    {(void **)&drv.peer_async, "cuMemcpyPeerAsync"}};
   int count = 0;
   if (lt_cuda_device_count(&count) || count == 0)
     return lt_fail("cuda: no CUDA device: %s", lt_cuda_library_info(LT_CUDA_DRIVER));
@@ -323,6 +325,21 @@ static int cu_to_device(void *ctx, void *dst, const void *src, int64_t bytes, vo
   int rc = drv.htod_async((cu_ptr)(uintptr_t)dst, src, (size_t)bytes, stream);
   if (rc == CU_OK) rc = drv.stream_sync(stream);   /* src is the caller's again when this returns */
   return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
+}
+
+/* Bytes from device src_device's memory to device dst_device's, by the driver (directly where the GPUs can
+ * reach each other, staged through host memory by the driver where not), on dst_device's default stream;
+ * done when this returns. */
+int lt_cuda_copy_peer(int dst_device, void *dst, int src_device, const void *src, int64_t bytes) {
+  if (resolve()) return -1;
+  void *dst_ctx, *src_ctx;
+  if (lt_cuda_context(dst_device, &dst_ctx) || lt_cuda_context(src_device, &src_ctx) || lt_cuda_set_device(dst_device))
+    return -1;
+  int rc = drv.peer_async((cu_ptr)(uintptr_t)dst, dst_ctx, (cu_ptr)(uintptr_t)src, src_ctx, (size_t)bytes, NULL);
+  if (rc == CU_OK) rc = drv.stream_sync(NULL);
+  if (rc != CU_OK)
+    return lt_fail("cuda: a copy from device %d to device %d: %s (%d)", src_device, dst_device, lt_cuda_error_text(rc), rc);
+  return 0;
 }
 
 /* ---------------------------------------------------------------- cuBLAS */

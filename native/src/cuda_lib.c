@@ -346,8 +346,8 @@ int lt_cuda_device_properties(int device, lt_cuda_device_props *p) {
 /* The primary contexts retained so far, one per device (retained once, kept for the process). */
 static void *primary_ctx[LT_CUDA_MAX_DEVICES];
 
-int lt_cuda_set_device(int device) {
-  /* every kernel launch comes here: once a device's context is retained, only make it current */
+/* Device `device`'s primary context, retained on first use. */
+int lt_cuda_context(int device, void **out) {
   void *ctx = device >= 0 && device < LT_CUDA_MAX_DEVICES ? __atomic_load_n(&primary_ctx[device], __ATOMIC_ACQUIRE)
                                                           : NULL;
   int rc = 0;
@@ -360,8 +360,17 @@ int lt_cuda_set_device(int device) {
     ctx = primary_ctx[device];
     if (!ctx && (rc = cu.primary_ctx_retain(&ctx, dev)) == 0) __atomic_store_n(&primary_ctx[device], ctx, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
+    if (rc != 0) return lt_fail("cuda: device %d's context: %s", device, cu_error(rc));
   }
-  if (rc == 0) rc = cu.ctx_set_current(ctx);
+  *out = ctx;
+  return 0;
+}
+
+int lt_cuda_set_device(int device) {
+  /* every kernel launch comes here: once a device's context is retained, only make it current */
+  void *ctx;
+  if (lt_cuda_context(device, &ctx)) return -1;
+  int rc = cu.ctx_set_current(ctx);
   if (rc != 0) return lt_fail("cuda: device %d's context: %s", device, cu_error(rc));
   return 0;
 }

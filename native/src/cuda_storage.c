@@ -231,17 +231,36 @@ static int download(lt_tensor *dst, const lt_tensor *src) {
   return rc ? -1 : 0;
 }
 
+/* Device src into device dst on another device: contiguous bytes go over by the driver's peer copy, src made
+ * contiguous on its device first if need be, and converted to dst's type and layout on dst's device. */
+static int between_devices(lt_tensor *dst, const lt_tensor *src) {
+  int from_device = src->storage->device, to_device = dst->storage->device;
+  lt_tensor packed = {0}, landed = {0};
+  int rc = 0;
+  const lt_tensor *from = src;
+  if (!lt_tensor_is_contiguous(src)) {
+    rc = scratch(&packed, src->type, src, from_device) || lt_cuops_copy(lt_cuda_storage_ops(from_device), NULL, &packed, src);
+    from = &packed;
+  }
+  lt_tensor *to = dst;
+  if (rc == 0 && (!lt_tensor_is_contiguous(dst) || dst->type != src->type)) {
+    rc = scratch(&landed, src->type, src, to_device);
+    to = &landed;
+  }
+  if (rc == 0) rc = lt_cuda_copy_peer(to_device, lt_tensor_data(to), from_device, lt_tensor_data(from), nbytes(from));
+  if (rc == 0 && to != dst) rc = lt_cuops_copy(lt_cuda_storage_ops(to_device), NULL, dst, &landed);
+  lt_tensor_clear(&packed);
+  lt_tensor_clear(&landed);
+  if (lt_cuda_set_device(current_device)) rc = -1;
+  return rc ? -1 : 0;
+}
+
 /* lt_tensor_copy's case where either side is device memory (same element counts, checked there). */
 int lt_cuda_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
   int dd = lt_tensor_is_device(dst), sd = lt_tensor_is_device(src);
   if (dd && sd && dst->storage->device == src->storage->device)
     return lt_cuops_copy(lt_cuda_storage_ops(dst->storage->device), NULL, dst, src);
-  if (dd && sd) {   /* between devices: through the host */
-    lt_tensor host = {0};
-    int rc = scratch(&host, src->type, src, -1) || download(&host, src) || upload(dst, &host);
-    lt_tensor_clear(&host);
-    return rc ? -1 : 0;
-  }
+  if (dd && sd) return between_devices(dst, src);
   return dd ? upload(dst, src) : download(dst, src);
 }
 

@@ -3,7 +3,8 @@
  * that cu_gemm (handles per thread and device, operation codes, float and double scalars, status codes) runs
  * in CI as it runs on a GPU. gemm is the plain triple loop in double: an oracle, not a fast path.
  * cublasGetProperty answers version 13.1.0, so the C layer takes it for cuBLAS 13. Statuses as cuBLAS's:
- * 0 success, 1 not initialized, 7 invalid value. Under the driver's LT_EMULATED_CUDA_GUARD, gemm opens the
+ * 0 success, 1 not initialized, 7 invalid value, 13 execution failed (a handle used on another device than
+ * the one current when it was made). Under the driver's LT_EMULATED_CUDA_GUARD, gemm opens the
  * guarded device memory to itself through the driver's emulated_device_access, as a kernel launch does. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -12,9 +13,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7 };
+enum { SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13 };
 
-typedef struct { int magic; void *stream; } handle;
+typedef struct { int magic; void *stream; int device; } handle;
 static const int MAGIC = 0x6c744842;
 
 EXPORT int cublasGetProperty(int which, int *value) {
@@ -24,10 +25,30 @@ EXPORT int cublasGetProperty(int which, int *value) {
   return SUCCESS;
 }
 
+/* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; cuBLAS's argument rules */
+/* The emulated driver's emulated_device_access (already loaded by the C layer), or none. */
+static void (*access)(int);
+static int (*current_device)(void);   /* the driver's current context's device, which a handle is bound to */
+
+static void find_driver(void) {
+  static int looked;
+  if (looked) return;
+  const char *path = getenv("LUATORCH_CUDA_DRIVER");
+  void *driver = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  access = driver ? (void (*)(int))dlsym(driver, "emulated_device_access") : NULL;
+  current_device = driver ? (int (*)(void))dlsym(driver, "emulated_current_device") : NULL;
+  looked = 1;
+}
+static int device_now(void) { find_driver(); return current_device ? current_device() : 0; }
+static void device_access(int open) {
+  find_driver();
+  if (access) access(open);
+}
+
 EXPORT int cublasCreate_v2(void **h) {
   handle *p = malloc(sizeof *p);
   if (!p) return NOT_INITIALIZED;
-  p->magic = MAGIC, p->stream = NULL;
+  p->magic = MAGIC, p->stream = NULL, p->device = device_now();
   *h = p;
   return SUCCESS;
 }
@@ -41,20 +62,6 @@ EXPORT int cublasSetStream_v2(void *h, void *stream) {
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
   ((handle *)h)->stream = stream;
   return SUCCESS;
-}
-
-/* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; cuBLAS's argument rules */
-/* The emulated driver's emulated_device_access (already loaded by the C layer), or none. */
-static void device_access(int open) {
-  static void (*access)(int);
-  static int looked;
-  if (!looked) {
-    const char *path = getenv("LUATORCH_CUDA_DRIVER");
-    void *driver = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-    access = driver ? (void (*)(int))dlsym(driver, "emulated_device_access") : NULL;
-    looked = 1;
-  }
-  if (access) access(open);
 }
 
 static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
@@ -71,6 +78,7 @@ static int gemm(void *h, int ta, int tb, int m, int n, int k, double alpha, cons
 static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
                      const void *b, int ldb, double beta, void *c, int ldc, int dbl) {
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
+  if (((handle *)h)->device != device_now()) return EXECUTION_FAILED;   /* a handle works on its own device */
   const int arows = ta ? k : m, brows = tb ? n : k;
   if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (arows > 1 ? arows : 1) ||
       ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))

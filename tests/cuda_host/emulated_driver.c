@@ -5,18 +5,22 @@
  * not put there is not found), and cuLaunchKernel hands the same params array to the emulated kernel of
  * that name, from the libraries named in LT_EMULATED_CUDA_KERNELS (paths, ':'-separated).
  *
- * One device, compute capability 8.0, 2 multiprocessors, 1 GiB; launches, copies and events complete at
- * once (every stream is synchronous).
+ * LT_EMULATED_CUDA_DEVICES devices (1 to 8, default 1), each with its primary context (the current one is per
+ * thread, as the driver's), compute capability 8.0, 2 multiprocessors and 1 GiB; launches, copies and events
+ * complete at once (every stream is synchronous). Memory is allocated on the current context's device.
  *
- * LT_EMULATED_CUDA_GUARD=1 makes device memory unreachable from the host, as a GPU's is: it comes from one
- * arena mapped PROT_NONE, opened only while this driver copies or runs a kernel (and while the emulated
- * cuBLAS multiplies, through emulated_device_access), so host code that dereferences a device pointer
- * crashes the test instead of passing unnoticed. Without it device memory is plain host memory, which
- * tests that share buffers with the host (bench cuda's) rely on. CUresult values as CUDA's: 0 success, 1 invalid value, 2 out of
- * memory, 101 invalid device, 200 invalid image, 500 not found, 719 launch failed. */
+ * LT_EMULATED_CUDA_GUARD=1 makes device memory unreachable from the host, as a GPU's is: each device's memory
+ * is an arena mapped PROT_NONE, opened only while this driver copies (the arenas the copy's pointers are in)
+ * or runs a kernel (the current device's arena alone: a kernel reading another device's memory crashes, as it
+ * faults on GPUs without peer access), and while the emulated cuBLAS multiplies (emulated_device_access), so
+ * host code that dereferences a device pointer crashes the test instead of passing unnoticed. Without it
+ * device memory is plain host memory, which tests that share buffers with the host (bench cuda's) rely on.
+ * CUresult values as CUDA's: 0 success, 1 invalid value, 2 out of memory, 101 invalid device, 200 invalid
+ * image, 201 invalid context, 500 not found, 719 launch failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <stdio.h>
@@ -25,10 +29,23 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, INVALID_IMAGE = 200, NOT_FOUND = 500,
-       LAUNCH_FAILED = 719 };
-static const long long MEMORY = 1ll << 30;
-static long long in_use;
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, INVALID_IMAGE = 200,
+       INVALID_CONTEXT = 201, NOT_FOUND = 500, LAUNCH_FAILED = 719, MAX_DEVICES = 8 };
+static const long long MEMORY = 1ll << 30;   /* per device */
+static long long in_use[MAX_DEVICES];
+static char contexts[MAX_DEVICES];            /* a primary context is the address of its device's byte */
+static __thread int current = -1;             /* the calling thread's current context's device */
+
+static int device_count(void) {
+  static int n;
+  if (!__atomic_load_n(&n, __ATOMIC_ACQUIRE)) {
+    const char *e = getenv("LT_EMULATED_CUDA_DEVICES");
+    int v = e && *e ? atoi(e) : 1;
+    __atomic_store_n(&n, v < 1 ? 1 : v > MAX_DEVICES ? MAX_DEVICES : v, __ATOMIC_RELEASE);
+  }
+  return n;
+}
+static int valid(int dev) { return dev >= 0 && dev < device_count(); }
 
 typedef int (*simt_launch_fn)(const char *, const char *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               void **, char *, int);
@@ -60,29 +77,30 @@ static void load_kernels(void) {
 
 EXPORT int cuInit(unsigned flags) { return flags ? INVALID_VALUE : OK; }
 EXPORT int cuDriverGetVersion(int *v) { *v = 13000; return OK; }
-EXPORT int cuDeviceGetCount(int *n) { *n = 1; return OK; }
+EXPORT int cuDeviceGetCount(int *n) { *n = device_count(); return OK; }
 EXPORT int cuDeviceGet(int *dev, int ordinal) {
-  if (ordinal != 0) return INVALID_DEVICE;
-  *dev = 0;
+  if (!valid(ordinal)) return INVALID_DEVICE;
+  *dev = ordinal;
   return OK;
 }
 EXPORT int cuDeviceGetName(char *name, int len, int dev) {
-  if (dev != 0) return INVALID_DEVICE;
+  if (!valid(dev)) return INVALID_DEVICE;
   snprintf(name, (size_t)len, "luatorch emulated device (SIMT on the CPU)");
   return OK;
 }
 EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
-  if (dev != 0) return INVALID_DEVICE;
+  if (!valid(dev)) return INVALID_DEVICE;
   *bytes = (size_t)MEMORY;
   return OK;
 }
 EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev) {
-  if (dev != 0) return INVALID_DEVICE;
+  if (!valid(dev)) return INVALID_DEVICE;
   switch (attr) {
     case 1: *v = 1024; break;       /* max threads per block */
     case 8: *v = 49152; break;      /* shared memory per block */
     case 10: *v = 32; break;        /* warp size */
     case 16: *v = 2; break;         /* multiprocessors */
+    case 33: *v = dev; break;       /* PCI bus id */
     case 75: *v = 8; break;         /* compute capability 8.0 */
     case 76: *v = 0; break;
     default: *v = 0; break;
@@ -96,6 +114,7 @@ EXPORT int cuGetErrorString(int rc, const char **s) {
     case OUT_OF_MEMORY: *s = "out of memory"; break;
     case INVALID_DEVICE: *s = "invalid device ordinal"; break;
     case INVALID_IMAGE: *s = "device kernel image is invalid"; break;
+    case INVALID_CONTEXT: *s = "invalid device context"; break;
     case NOT_FOUND: *s = "named symbol not found"; break;
     case LAUNCH_FAILED: *s = "unspecified launch failure"; break;
     default: *s = NULL; return INVALID_VALUE;
@@ -103,23 +122,35 @@ EXPORT int cuGetErrorString(int rc, const char **s) {
   return OK;
 }
 EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
-  if (dev != 0) return INVALID_DEVICE;
-  *ctx = (void *)&in_use;
+  if (!valid(dev)) return INVALID_DEVICE;
+  *ctx = &contexts[dev];
   return OK;
 }
-EXPORT int cuCtxSetCurrent(void *ctx) { return ctx == (void *)&in_use ? OK : INVALID_VALUE; }
+EXPORT int cuCtxSetCurrent(void *ctx) {
+  if (!ctx) { current = -1; return OK; }
+  ptrdiff_t d = (char *)ctx - contexts;
+  if (d < 0 || d >= device_count()) return INVALID_CONTEXT;
+  current = (int)d;
+  return OK;
+}
 EXPORT int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
-  *free_bytes = (size_t)(MEMORY - __atomic_load_n(&in_use, __ATOMIC_RELAXED));
+  if (current < 0) return INVALID_CONTEXT;
+  *free_bytes = (size_t)(MEMORY - __atomic_load_n(&in_use[current], __ATOMIC_RELAXED));
   *total = (size_t)MEMORY;
   return OK;
 }
+/* The device of the calling thread's current context (-1: none), for the emulated cuBLAS's handles. */
+EXPORT int emulated_current_device(void) { return current; }
 
-/* ---- guarded device memory (LT_EMULATED_CUDA_GUARD=1): first-fit blocks of one PROT_NONE arena ---- */
+/* ---- guarded device memory (LT_EMULATED_CUDA_GUARD=1): first-fit blocks of one PROT_NONE arena per device ---- */
 enum { MAX_BLOCKS = 16384 };
 static int guard = -1;
-static char *arena;
-static struct { size_t off, size; int used; } blocks[MAX_BLOCKS];
-static int nblocks, opened;
+typedef struct {
+  char *base;
+  struct { size_t off, size; int used; } blocks[MAX_BLOCKS];
+  int nblocks, opened;
+} arena_t;
+static arena_t arenas[MAX_DEVICES];
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int guarded(void) {
@@ -128,10 +159,11 @@ static int guarded(void) {
   if (guard < 0) {
     const char *g = getenv("LT_EMULATED_CUDA_GUARD");
     int on = g && *g && strcmp(g, "0");
-    if (on) {
-      arena = mmap(NULL, (size_t)MEMORY, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (arena == MAP_FAILED) on = 0, arena = NULL;
-      blocks[0].off = 0, blocks[0].size = (size_t)MEMORY, blocks[0].used = 0, nblocks = 1;
+    for (int d = 0; on && d < device_count(); d++) {
+      arena_t *a = &arenas[d];
+      a->base = mmap(NULL, (size_t)MEMORY, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (a->base == MAP_FAILED) on = 0, a->base = NULL;
+      a->blocks[0].off = 0, a->blocks[0].size = (size_t)MEMORY, a->blocks[0].used = 0, a->nblocks = 1;
     }
     __atomic_store_n(&guard, on, __ATOMIC_RELEASE);
   }
@@ -139,30 +171,43 @@ static int guarded(void) {
   return guard;
 }
 
-/* Open (1) or close (0) the arena to the host; nested opens from several threads are counted. */
-EXPORT void emulated_device_access(int open) {
-  if (!guarded()) return;
+/* The device whose arena holds p (-1: none). */
+static int arena_of(unsigned long long p) {
+  for (int d = 0; d < device_count(); d++)
+    if (arenas[d].base && p >= (uintptr_t)arenas[d].base && p < (uintptr_t)arenas[d].base + (size_t)MEMORY) return d;
+  return -1;
+}
+
+/* Open (1) or close (0) device dev's arena to the host; nested opens from several threads are counted. */
+static void access_device(int dev, int open) {
+  if (!guarded() || dev < 0) return;
   pthread_mutex_lock(&arena_lock);
-  if (open && opened++ == 0) mprotect(arena, (size_t)MEMORY, PROT_READ | PROT_WRITE);
-  if (!open && --opened == 0) mprotect(arena, (size_t)MEMORY, PROT_NONE);
+  arena_t *a = &arenas[dev];
+  if (open && a->opened++ == 0) mprotect(a->base, (size_t)MEMORY, PROT_READ | PROT_WRITE);
+  if (!open && --a->opened == 0) mprotect(a->base, (size_t)MEMORY, PROT_NONE);
   pthread_mutex_unlock(&arena_lock);
 }
 
-static int arena_alloc(size_t n, unsigned long long *p) {
+/* The current context's device memory, for work that runs "on the device" (the emulated cuBLAS). */
+EXPORT void emulated_device_access(int open) { access_device(current, open); }
+
+static int arena_alloc(int dev, size_t n, unsigned long long *p) {
   n = (n + 511) / 512 * 512;
   pthread_mutex_lock(&arena_lock);
+  arena_t *a = &arenas[dev];
   int rc = OUT_OF_MEMORY;
-  for (int i = 0; i < nblocks; i++) {
-    if (blocks[i].used || blocks[i].size < n) continue;
-    if (blocks[i].size > n) {   /* split: the rest becomes a free block after it */
-      if (nblocks == MAX_BLOCKS) break;
-      memmove(&blocks[i + 2], &blocks[i + 1], (size_t)(nblocks - i - 1) * sizeof blocks[0]);
-      blocks[i + 1].off = blocks[i].off + n, blocks[i + 1].size = blocks[i].size - n, blocks[i + 1].used = 0;
-      blocks[i].size = n;
-      nblocks++;
+  for (int i = 0; i < a->nblocks; i++) {
+    if (a->blocks[i].used || a->blocks[i].size < n) continue;
+    if (a->blocks[i].size > n) {   /* split: the rest becomes a free block after it */
+      if (a->nblocks == MAX_BLOCKS) break;
+      memmove(&a->blocks[i + 2], &a->blocks[i + 1], (size_t)(a->nblocks - i - 1) * sizeof a->blocks[0]);
+      a->blocks[i + 1].off = a->blocks[i].off + n, a->blocks[i + 1].size = a->blocks[i].size - n;
+      a->blocks[i + 1].used = 0;
+      a->blocks[i].size = n;
+      a->nblocks++;
     }
-    blocks[i].used = 1;
-    *p = (unsigned long long)(uintptr_t)(arena + blocks[i].off);
+    a->blocks[i].used = 1;
+    *p = (unsigned long long)(uintptr_t)(a->base + a->blocks[i].off);
     rc = OK;
     break;
   }
@@ -170,18 +215,19 @@ static int arena_alloc(size_t n, unsigned long long *p) {
   return rc;
 }
 
-static int arena_free(unsigned long long p, size_t *n) {
+static int arena_free(int dev, unsigned long long p, size_t *n) {
   pthread_mutex_lock(&arena_lock);
+  arena_t *a = &arenas[dev];
   int rc = INVALID_VALUE;
-  for (int i = 0; i < nblocks; i++) {
-    if (!blocks[i].used || (uintptr_t)(arena + blocks[i].off) != p) continue;
-    *n = blocks[i].size;
-    blocks[i].used = 0;
+  for (int i = 0; i < a->nblocks; i++) {
+    if (!a->blocks[i].used || (uintptr_t)(a->base + a->blocks[i].off) != p) continue;
+    *n = a->blocks[i].size;
+    a->blocks[i].used = 0;
     for (int j = i; j >= i - 1 && j >= 0; j--)   /* merge with the free neighbours */
-      while (j + 1 < nblocks && !blocks[j].used && !blocks[j + 1].used) {
-        blocks[j].size += blocks[j + 1].size;
-        memmove(&blocks[j + 1], &blocks[j + 2], (size_t)(nblocks - j - 2) * sizeof blocks[0]);
-        nblocks--;
+      while (j + 1 < a->nblocks && !a->blocks[j].used && !a->blocks[j + 1].used) {
+        a->blocks[j].size += a->blocks[j + 1].size;
+        memmove(&a->blocks[j + 1], &a->blocks[j + 2], (size_t)(a->nblocks - j - 2) * sizeof a->blocks[0]);
+        a->nblocks--;
       }
     rc = OK;
     break;
@@ -190,36 +236,44 @@ static int arena_free(unsigned long long p, size_t *n) {
   return rc;
 }
 
-/* Device memory: host memory with its size just before it (for the accounting), or guarded arena blocks. */
+/* Device memory of the current context's device: host memory with its size and device just before it (for
+ * the accounting), or guarded arena blocks. */
+typedef struct { size_t size; int device; } header;
+
 EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
   if (n == 0) return INVALID_VALUE;
+  int dev = current;
+  if (dev < 0) return INVALID_CONTEXT;
   if (guarded()) n = (n + 511) / 512 * 512;   /* the block's size, which cuMemFree gives back */
-  if (__atomic_add_fetch(&in_use, (long long)n, __ATOMIC_RELAXED) > MEMORY) {
-    __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+  if (__atomic_add_fetch(&in_use[dev], (long long)n, __ATOMIC_RELAXED) > MEMORY) {
+    __atomic_sub_fetch(&in_use[dev], (long long)n, __ATOMIC_RELAXED);
     return OUT_OF_MEMORY;
   }
   if (guarded()) {
-    int rc = arena_alloc(n, p);
-    if (rc != OK) __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+    int rc = arena_alloc(dev, n, p);
+    if (rc != OK) __atomic_sub_fetch(&in_use[dev], (long long)n, __ATOMIC_RELAXED);
     return rc;
   }
   char *m = aligned_alloc(512, 512 + (n + 511) / 512 * 512);
   if (!m) return OUT_OF_MEMORY;
-  memcpy(m, &n, sizeof n);
+  header h = {n, dev};
+  memcpy(m, &h, sizeof h);
   *p = (unsigned long long)(uintptr_t)(m + 512);
   return OK;
 }
 EXPORT int cuMemFree_v2(unsigned long long p) {
   if (!p) return OK;
-  size_t n;
   if (guarded()) {
-    if (arena_free(p, &n) != OK) return INVALID_VALUE;
-    __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+    size_t n;
+    int dev = arena_of(p);
+    if (dev < 0 || arena_free(dev, p, &n) != OK) return INVALID_VALUE;
+    __atomic_sub_fetch(&in_use[dev], (long long)n, __ATOMIC_RELAXED);
     return OK;
   }
   char *m = (char *)(uintptr_t)p - 512;
-  memcpy(&n, m, sizeof n);
-  __atomic_sub_fetch(&in_use, (long long)n, __ATOMIC_RELAXED);
+  header h;
+  memcpy(&h, m, sizeof h);
+  __atomic_sub_fetch(&in_use[h.device], (long long)h.size, __ATOMIC_RELAXED);
   free(m);
   return OK;
 }
@@ -233,19 +287,36 @@ EXPORT int cuEventRecord(void *e, void *stream) { (void)stream; return e ? OK : 
 EXPORT int cuEventQuery(void *e) { return e ? OK : INVALID_VALUE; }   /* all work is done on return */
 EXPORT int cuEventDestroy_v2(void *e) { free(e); return OK; }
 EXPORT int cuStreamSynchronize(void *stream) { (void)stream; return OK; }
-EXPORT int cuCtxSynchronize(void) { return OK; }
+EXPORT int cuCtxSynchronize(void) { return current < 0 ? INVALID_CONTEXT : OK; }
+/* Copies find the devices of their device pointers from the addresses, as unified addressing does. */
 EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *stream) {
   (void)stream;
-  emulated_device_access(1);
+  int dev = guarded() ? arena_of(src) : current;
+  access_device(dev, 1);
   memcpy(dst, (const void *)(uintptr_t)src, n);
-  emulated_device_access(0);
+  access_device(dev, 0);
   return OK;
 }
 EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *stream) {
   (void)stream;
-  emulated_device_access(1);
+  int dev = guarded() ? arena_of(dst) : current;
+  access_device(dev, 1);
   memcpy((void *)(uintptr_t)dst, src, n);
-  emulated_device_access(0);
+  access_device(dev, 0);
+  return OK;
+}
+/* Between the memories of two contexts' devices (the same one allowed). */
+EXPORT int cuMemcpyPeerAsync(unsigned long long dst, void *dst_ctx, unsigned long long src, void *src_ctx, size_t n,
+                             void *stream) {
+  (void)stream;
+  ptrdiff_t dd = (char *)dst_ctx - contexts, sd = (char *)src_ctx - contexts;
+  if (!dst_ctx || !src_ctx || dd < 0 || dd >= device_count() || sd < 0 || sd >= device_count()) return INVALID_CONTEXT;
+  if (guarded() && (arena_of(dst) != dd || arena_of(src) != sd)) return INVALID_VALUE;   /* not that device's */
+  access_device((int)dd, 1);
+  if (sd != dd) access_device((int)sd, 1);
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  if (sd != dd) access_device((int)sd, 0);
+  access_device((int)dd, 0);
   return OK;
 }
 
@@ -299,10 +370,11 @@ EXPORT int cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsig
   (void)stream;
   function *f = fp;
   if (shared || extra) return INVALID_VALUE;   /* the kernels use neither */
+  if (current < 0) return INVALID_CONTEXT;
   char err[512] = "";
-  emulated_device_access(1);
+  access_device(current, 1);   /* this device's memory only */
   int rc = f->launch(f->name, NULL, gx, gy, gz, bx, by, bz, params, err, (int)sizeof err);
-  emulated_device_access(0);
+  access_device(current, 0);
   if (rc) {
     fprintf(stderr, "emulated driver: %s: %s\n", f->name, err);
     return LAUNCH_FAILED;
