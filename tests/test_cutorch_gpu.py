@@ -744,7 +744,7 @@ def test_copies_between_gpus_in_any_layout_and_type(two_gpus, rng, layout):
 # the given types and assignments; returns the losses, the final parameters, batch norm's running mean, the
 # evaluation output and the devices of the replicas' parameters
 DPT_TRAIN = """
-return function(ty, gpus, impl, threaded, x, y)
+return function(ty, gpus, impl, threaded, nccl, x, y)
    require 'optim'
    if ty:match('Cuda') then cutorch.setDevice(gpus[1]) end
    torch.manualSeed(5)
@@ -752,7 +752,7 @@ return function(ty, gpus, impl, threaded, x, y)
       :add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(cudnn.SpatialBatchNormalization(4))
       :add(cudnn.ReLU(true)):add(nn.View(4 * 6 * 6)):add(nn.Linear(4 * 6 * 6, 5))
    local net = base:double():type(ty)
-   local dpt = nn.DataParallelTable(1, true):add(net, gpus):implementation(impl)
+   local dpt = nn.DataParallelTable(1, true, nccl):add(net, gpus):implementation(impl)
    if threaded then dpt:threads(function() require 'cudnn' end) end
    local crit = nn.CrossEntropyCriterion():type(ty)
    local w, g = dpt:getParameters()
@@ -771,7 +771,7 @@ return function(ty, gpus, impl, threaded, x, y)
    local function device(t) return t.getDevice and t:getDevice() or 0 end
    for k, f in ipairs(dpt.flattenedParams) do devices[k] = device(f[1]) end
    local result = {losses, w:double(), dpt:get(1):get(2).running_mean:double(), out, devices,
-                   torch.type(dpt.output), device(dpt.output)}
+                   torch.type(dpt.output), device(dpt.output), dpt._ncclComm ~= nil}
    dpt.impl:close()
    cutorch.setDevice(1)
    return result
@@ -782,24 +782,30 @@ end
 @pytest.mark.parametrize("impl", ["baseline", "optimized"])
 @pytest.mark.parametrize("threaded", [False, True], ids=["serial", "threads"])
 @pytest.mark.parametrize("gpus", [(1, 2), (2, 1, 1)], ids=["1-2", "2-1-1"])
-def test_data_parallel_table_over_gpus_as_over_cpu_workers(two_gpus, rng, impl, threaded, gpus):
+@pytest.mark.parametrize("nccl", [False, True], ids=["peer", "nccl"])
+def test_data_parallel_table_over_gpus_as_over_cpu_workers(two_gpus, rng, impl, threaded, gpus, nccl):
     """nn.DataParallelTable with its replicas on GPUs (each replica on its assigned device: clones made and run
-    there, slices and parameters moved by peer copies, gradients summed on the first device) trains as the same
-    table over CPU workers: losses, parameters, batch norm's running mean (per replica, as Torch7) and the
-    evaluation output agree to 1e-9 in double, with several replicas on one GPU too, and nothing staged."""
+    there, slices and parameters moved by peer copies, gradients summed on the first device, or by NCCL's reduce
+    and broadcast with useNCCL where every replica has its own GPU) trains as the same table over CPU workers:
+    losses, parameters, batch norm's running mean (per replica, as Torch7) and the evaluation output agree to
+    1e-9 in double, with several replicas on one GPU too, and nothing staged."""
     rt = two_gpus
     rt.execute("require 'cudnn'")
     x = rng.standard_normal((7, 3, 6, 6))   # 7 over 2 or 3 replicas: uneven slices
     y = rng.integers(1, 6, 7).astype(np.float64)
     train = rt.execute(DPT_TRAIN)
     lua_gpus = rt.eval("function(...) return {...} end")(*gpus)
-    cpu = train("torch.DoubleTensor", lua_gpus, impl, threaded, rt.from_numpy(x), rt.from_numpy(y))
-    dev = train("torch.CudaDoubleTensor", lua_gpus, impl, threaded, rt.from_numpy(x), rt.from_numpy(y))
+    cpu = train("torch.DoubleTensor", lua_gpus, impl, threaded, nccl, rt.from_numpy(x), rt.from_numpy(y))
+    dev = train("torch.CudaDoubleTensor", lua_gpus, impl, threaded, nccl, rt.from_numpy(x), rt.from_numpy(y))
     np.testing.assert_allclose(list(dev[1].values()), list(cpu[1].values()), rtol=1e-9)
     for i, what in ((2, "parameters"), (3, "running_mean"), (4, "evaluation output")):
         np.testing.assert_allclose(rt.to_numpy(dev[i]), rt.to_numpy(cpu[i]), rtol=1e-9, atol=1e-12, err_msg=what)
     assert tuple(dev[5].values()) == gpus   # replica k's parameters on GPU gpus[k]
     assert dev[6] == "torch.CudaDoubleTensor" and dev[7] == gpus[0]
+    if nccl and len(set(gpus)) == len(gpus) and os.environ.get("LUATORCH_CUDA_NCCL"):   # the emulated run has one
+        assert dev[8], "NCCL was not used"
+    if len(set(gpus)) < len(gpus) or not nccl:
+        assert not dev[8]
     assert fallbacks(rt) == {}
 
 

@@ -25,6 +25,9 @@
 -- the flat gradient, view = its narrow), e.g. to start mpi.iallreduce while
 -- the backward of earlier layers is still running; dpt:waitGradients()
 -- waits for what the hooks returned.
+-- On GPUs with useNCCL (a GPU per replica, no bucket hook), steps 1 and 5 are
+-- NCCL's broadcast and reduce of the flat parameters and gradients, started by
+-- the main thread around the devices' jobs.
 -- dpt:implementation('baseline') makes forwardBackward the Torch7 sequence
 -- (forward, criterion on replica 1's side, backward, star reduction).
 local DataParallelTable = ...
@@ -324,12 +327,19 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
                        and self.gradInput or input.new()
       self.gradInput:resizeAs(input)
    end
+   -- with NCCL (useNCCL, replicas on distinct GPUs, every replica busy): its broadcast before and its reduce
+   -- after the devices' jobs replace the in-job parameter copies and the chunked sum (buckets keep theirs)
+   local nccl = not hook and used == D and self:_nccl() ~= nil
+   if nccl and self.needsSync then
+      self:_ncclFlat('bcast')
+      self.needsSync = false
+   end
    local base = {input = input, target = target, dim = dim, N = N, D = D, used = used, scale = scale or 1,
                  sync = self.needsSync, params = params, grads = grads, output = output,
                  gradInput = self.gradInput, buckets = hook and o.buckets or nil, counts = hook and o.counts or nil,
                  chan = hook and addr(o.chan) or nil, phase = 'fb', gpus = self:_devices()}
    local threaded = self.impl.post ~= nil
-   if threaded and not hook then base.barrier = addr(o.barrier) end
+   if threaded and not hook and not nccl then base.barrier = addr(o.barrier) end
    local losses, outs, wtimes = {}, {}, {}
    -- device i's arguments: a plain copy of base (the serializer writes plain
    -- fields), plus the criterion when that worker has not got this one yet
@@ -369,7 +379,7 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
          for i = 1, used do losses[i], outs[i], wtimes[i] = rets[i][1], rets[i][2], rets[i][3] end
          if hook then
             runHooks()
-         else
+         elseif not nccl then
             base.phase = 'reduce'
             local red = self.impl:exec(function(m, i) return select(3, deviceJob(m, i, base)) end, used)
             for i = 1, used do wtimes[i].reduce = red[i].reduce end
@@ -377,7 +387,13 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
       end
    end
    self._othersZero = false
-   local ok, err = pcall(dispatch)
+   local ok, err = pcall(function()
+      dispatch()
+      if nccl then
+         self:_ncclFlat('reduce')
+         for k = 2, D do grads[k]:zero() end
+      end
+   end)
    if not ok then
       -- the barrier and channel may hold this call's leftovers: new ones next time
       o.aborted = true

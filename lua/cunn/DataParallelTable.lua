@@ -1,4 +1,4 @@
--- nn.DataParallelTable (Torch7 cunn), with CPU workers as the "GPUs".
+-- nn.DataParallelTable (Torch7 cunn), with CPU workers as the "GPUs" (or GPUs, below).
 --
 --   local dpt = nn.DataParallelTable(1 [, flattenParams [, useNCCL]])
 --   dpt:add(net, {1, 2})            -- or dpt:add(net, 1); dpt:add(other, 2) (only the first module is kept)
@@ -17,7 +17,9 @@
 -- replica i lives on device gpuAssignments[i] (made there, run there: the
 -- serial impl switches device per replica, each worker thread sets its own),
 -- slices and parameters move between devices by the driver's peer copies, and
--- output, gradInput and the reduced gradients are on gpuAssignments[1].
+-- output, gradInput and the reduced gradients are on gpuAssignments[1]. With
+-- useNCCL (and flattenParams) and a GPU per replica, NCCL's reduce and
+-- broadcast move the flat gradients and parameters instead (cuda_nccl.c).
 local DataParallelTable, parent = torch.class('nn.DataParallelTable', 'nn.Container')
 
 local Impls = {}
@@ -37,14 +39,14 @@ function DataParallelTable:__init(dimension, flattenParams, useNCCL)
    self.gradInputGpu = {}
    self.flattenedParams = nil
    self.flattenParams = flattenParams or false
-   self.usenccl = false
    self.needsSync = false
    self.impl = Impls.Basic(self)
    if useNCCL then
       assert(self.flattenParams, 'cannot use nccl without flattenParams')
-      -- there are no GPUs: the device reduction is ours (see forwardBackward)
-      print('warning: could not load nccl, falling back to default communication')
    end
+   -- NCCL reduces and broadcasts the flat gradients and parameters where the replicas are on distinct GPUs
+   -- and libnccl loads (see _nccl); elsewhere the table's own reduction does
+   self.usenccl = useNCCL and true or false
 end
 
 function DataParallelTable:add(module, gpus)
@@ -302,8 +304,58 @@ function DataParallelTable:parameters()
    return self.modules[1]:parameters()
 end
 
--- Copy replica 1's parameters to the others (serially, as Torch7's _broadcast).
+-- ---------------------------------------------------------------- NCCL
+
+
+-- The NCCL communicators over the replicas' GPUs (one lt_nccl), or nil where NCCL does not apply: not
+-- asked for (useNCCL), not on GPUs, parameters not flattened, a GPU used twice, or libnccl missing (said once,
+-- in Torch7's words, and the table's own reduction runs).
+function DataParallelTable:_nccl()
+   if not (self.usenccl and self.flattenedParams) then return nil end
+   local gpus = self:_devices()
+   if not gpus or #gpus < 2 then return nil end
+   local key = table.concat(gpus, ',')
+   if self._ncclKey == key then return self._ncclComm end
+   local devices, seen, why = ffi.new('int[?]', #gpus), {}, nil
+   for i, g in ipairs(gpus) do
+      devices[i - 1] = g - 1
+      if seen[g] then why = 'GPU ' .. g .. ' is assigned twice, and NCCL takes one communicator per GPU' end
+      seen[g] = true
+   end
+   local c = not why and torch.C.lt_nccl_new(#gpus, devices) or nil
+   if c == nil then
+      print('warning: could not load nccl, falling back to default communication (' ..
+            (why or ffi.string(torch.C.lt_errmsg())) .. ')')
+      self._ncclComm = nil
+   else
+      self._ncclComm = ffi.gc(c, torch.C.lt_nccl_free)
+   end
+   self._ncclKey = key
+   return self._ncclComm
+end
+
+-- NCCL's reduce (which = 'reduce': every replica's flat gradient summed into replica 1's) or broadcast
+-- ('bcast': replica 1's flat parameters into the others'), over all replicas; true when NCCL did it.
+function DataParallelTable:_ncclFlat(which)
+   local comm = self:_nccl()
+   if not comm then return false end
+   local f = self.flattenedParams
+   local slot = which == 'reduce' and 2 or 1
+   local n = #self.gpuAssignments
+   local buffers = ffi.new('void*[?]', n)
+   for k = 1, n do buffers[k - 1] = torch.C.lt_tensor_data(f[k][slot]._c) end
+   local t = f[1][slot]
+   local fn = which == 'reduce' and torch.C.lt_nccl_reduce or torch.C.lt_nccl_bcast
+   torch._check(fn(comm, t._c.type, buffers, t:nElement()), 3)
+   return true
+end
+
+-- Copy replica 1's parameters to the others (serially, as Torch7's _broadcast; NCCL's broadcast with useNCCL).
 function DataParallelTable:syncParameters()
+   if self.flattenedParams and #self.flattenedParams == #self.gpuAssignments and self:_ncclFlat('bcast') then
+      self.needsSync = false
+      return
+   end
    if self.flattenedParams then
       local f = self.flattenedParams
       for k = 2, #f do f[k][1]:copy(f[1][1]) end
@@ -323,6 +375,10 @@ function DataParallelTable:_reduceGradients()
 end
 
 function DataParallelTable:_reduceGradientsHere()
+   if self.flattenedParams and #self.flattenedParams == #self.gpuAssignments and self:_ncclFlat('reduce') then
+      for k = 2, #self.flattenedParams do self.flattenedParams[k][2]:zero() end
+      return
+   end
    local grads = {}
    if self.flattenedParams then
       for k, f in ipairs(self.flattenedParams) do grads[k] = {f[2]} end
@@ -503,7 +559,7 @@ function DataParallelTable:__write(file)
    obj.inputGpu, obj.gradOutputGpu, obj.outputGpu, obj.gradInputGpu = {}, {}, {}, {}
    -- run-time state: buffers, replica handles, bucket hooks
    for _, k in ipairs {'buffer', '_params', '_opt', '_bucketHook', '_bucketWait', '_bucketHandles', 'maxUsedGpu',
-                       '_times', '_othersZero'} do
+                       '_times', '_othersZero', '_ncclComm', '_ncclKey'} do
       obj[k] = nil
    end
    file:writeObject(obj)

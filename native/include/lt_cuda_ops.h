@@ -178,6 +178,16 @@ lt_cuda_backend *lt_cuda_device_backend(void);
 /* bytes from src on device src_device to dst on device dst_device (the driver's peer copy), finished on return;
  * the current device is dst_device afterwards. */
 int lt_cuda_copy_peer(int dst_device, void *dst, int src_device, const void *src, int64_t bytes);
+
+/* NCCL over the GPUs of a DataParallelTable (native/src/cuda_nccl.c): a communicator per device (distinct
+ * devices, 0-based), then buffers[i] (count elements of type, on devices[i]) summed into buffers[0]
+ * (lt_nccl_reduce) or buffers[0] copied into the others (lt_nccl_bcast); finished on return. NULL / -1 with
+ * lt_errmsg when NCCL is not installed or refuses. */
+typedef struct lt_nccl lt_nccl;
+lt_nccl *lt_nccl_new(int n, const int *devices);
+void lt_nccl_free(lt_nccl *c);
+int lt_nccl_reduce(lt_nccl *c, int type, void **buffers, int64_t count);
+int lt_nccl_bcast(lt_nccl *c, int type, void **buffers, int64_t count);
 /* The CUBIN (or PTX for "compute_XX") of native/cuda/<file>.cu ("copy" or "copy.cu") for arch, as the launcher,
  * cutorch.kernels and `luatorch cuda compile` all compile it: the .cuh headers of the folder in memory, sorted by
  * name; -std=c++17 -DLT_CUDA_NVRTC=1 and the registered include folders; through cache_dir (NULL: the

@@ -190,6 +190,11 @@ static void access_device(int dev, int open) {
 
 /* The current context's device memory, for work that runs "on the device" (the emulated cuBLAS). */
 EXPORT void emulated_device_access(int open) { access_device(current, open); }
+/* Device dev's memory, for the emulated NCCL (whose collectives span devices). */
+EXPORT void emulated_access_device(int dev, int open) { access_device(dev, open); }
+/* The device whose memory holds p under LT_EMULATED_CUDA_GUARD (-1: none of them); without the guard -2 (not
+ * known: memory is plain host memory). */
+EXPORT int emulated_device_of(unsigned long long p) { return guarded() ? arena_of(p) : -2; }
 
 static int arena_alloc(int dev, size_t n, unsigned long long *p) {
   n = (n + 511) / 512 * 512;
