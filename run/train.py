@@ -8,7 +8,7 @@ Options (the fb.resnet.torch single-dash spellings are accepted as well):
     --model NAME|FILE.t7   -netType      resnet | googlenet_bn | a Torch7 model file (bare or DPT-wrapped)
     --dataset builtin|PATH -data         built-in Fashion-MNIST, a packed set, or an image folder
     --np N                               launch N ranks with the MPI library's launcher (1: no MPI)
-    --devices D            -nGPU         DataParallelTable devices per rank (CPU workers)
+    --devices D            -nGPU         DataParallelTable devices per rank (GPUs where cutorch has them, else CPU workers)
     --epochs E             -nEpochs
     --batch-size B         -batchSize    global batch over all ranks and devices (a multiple of the ranks)
     --lr LR                -LR

@@ -15,12 +15,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["--model", "resnet", "--depth", "8", "--workers", "1", "-momentum", "0.9", "--val-iters", "2"]
 
 
-def train(tmp_path, name, *args, np_=1, check=True, timeout=600):
+def train(tmp_path, name, *args, np_=1, check=True, timeout=600, env=None):
     save = str(tmp_path / name)
     cmd = [sys.executable, "-m", "run.cli", "train", "--save", save, *SMALL, *args]
     if np_ > 1:
         cmd += ["--np", str(np_)]
-    env = child_env()
+    env = child_env(**(env or {}))
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
         assert r.returncode == 0, "train failed (%d):\n%s\n%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
@@ -248,6 +248,24 @@ def test_ranks_times_devices_equal_single_process(tmp_path, lrt, single_process,
     rec = log(run)[0]
     assert rec["ranks"] == ranks and rec["devices"] == devices
     b, _ = params(lrt, os.path.join(run, "model_1.t7"))
+    assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
+    assert np.max(np.abs(a - init)) > 1e-4
+
+
+@pytest.mark.slow
+def test_gpus_train_as_one_process(tmp_path, lrt, single_process, simt):
+    """On cutorch's GPU backend (the emulated CUDA driver with two devices, guarded memory) `--devices 2` trains
+    on the two GPUs (the optimized DataParallelTable, nothing staged through host memory) and ends where 1 rank
+    x 1 CPU device does after k steps."""
+    from simt_emulator import emulated_cuda_env
+
+    env = emulated_cuda_env(simt, tmp_path, guard=True)
+    env.update(LUATORCH_CUTORCH="gpu", LT_EMULATED_CUDA_DEVICES="2", LUATORCH_CUDA_FALLBACK="error")
+    a, init = single_process
+    run, r = train(tmp_path, "gpus", *EXACT, "--devices", "2", "--dpt", "optimized", env=env, timeout=1200)
+    assert "1 rank x 2 GPUs (1,2)" in r.stderr, r.stderr[-2000:]
+    assert log(run)[0]["devices"] == 2
+    b, _ = params(lrt, os.path.join(run, "model_1.t7"))   # a CudaDoubleTensor model, read here on the CPU
     assert np.max(np.abs(a - b)) <= 1e-10 * np.max(np.abs(a))
     assert np.max(np.abs(a - init)) > 1e-4
 

@@ -28,6 +28,7 @@ function Trainer:__init(model, criterion, opt, optimState, comm)
       weightDecay = opt.weightDecay,
    }
    self.params, self.gradParams = model:getParameters()
+   self.onGpu = torch._onDevice(self.params)
    -- the paper's DataParallelTable: one job per device per step (forwardBackward), and the
    -- inter-rank allreduce started per gradient bucket while the backward pass still runs
    self.dpt = torch.type(model) == 'nn.DataParallelTable' and model or nil
@@ -193,6 +194,7 @@ function Trainer:train(epoch, dataloader, progress)
          criterion:backward(output, target)
          model:backward(input, criterion.gradInput)
       end
+      if self.onGpu then cutorch.synchronize() end   -- kernels run asynchronously: charge them here
       t.compute = t.compute + step:time().real
 
       step:reset()
@@ -204,6 +206,7 @@ function Trainer:train(epoch, dataloader, progress)
          end
          gradParams:div(self.world)
       end
+      if self.onGpu then cutorch.synchronize() end
       t.allreduce = t.allreduce + step:time().real
 
       local global = self:sumAcrossRanks({loss})
@@ -214,6 +217,7 @@ function Trainer:train(epoch, dataloader, progress)
 
       step:reset()
       optim.sgd(feval, params, optimState)
+      if self.onGpu then cutorch.synchronize() end
       t.update = t.update + step:time().real
 
       local top1, top5, b = self:computeScore(output, target)

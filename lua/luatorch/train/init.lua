@@ -38,7 +38,9 @@ local function banner(opt, info, world, nParams, latest)
    return string.format('luatorch train: %s (%s parameters) on %s (%s, %d train / %d val images, %d classes)\n' ..
                         '                %s x %s, global batch %d%s%s; run folder %s%s',
                         name, count(nParams), opt.data, info.kind, info.nTrain, info.nVal, info.nClasses,
-                        plural(world, 'rank'), plural(opt.nGPU, 'device'), opt.batchSize,
+                        plural(world, 'rank'),
+                        opt.gpus and plural(opt.nGPU, 'GPU') .. ' (' .. table.concat(opt.gpus, ',') .. ')'
+                        or plural(opt.nGPU, 'device'), opt.batchSize,
                         world > 1 and string.format(' (%d per rank), allreduce %s', opt.rankBatchSize,
                                                     opt.allreduce) or '',
                         opt.nGPU > 1 and ', DataParallelTable ' .. opt.dpt or '', opt.save,
@@ -96,6 +98,7 @@ function train.main(argv, host)
       if rank == 0 then print(finished) end
       return nil, nil
    end
+   models.placement(opt)   -- GPUs or CPU workers; a resumed model loads onto the first GPU
    local checkpointModel = latest and checkpoints.loadModel(opt.resume, latest, opt.trustModel)
    if latest == nil and opt.optimState ~= 'none' then optimState = load(opt.optimState, opt.trustModel) end
    local model, criterion = models.setup(opt, checkpointModel, info)

@@ -1,7 +1,7 @@
 -- Model and criterion for a training run (fb.resnet.torch's models/init.lua):
 -- a fresh ResNet / GoogLeNet-BN, a legacy Torch7 .t7 model (nn.* or cudnn.*, bare or
 -- wrapped in a DataParallelTable), or a checkpoint being resumed; optional
--- -resetClassifier for fine-tuning; a DataParallelTable over -nGPU devices.
+-- -resetClassifier for fine-tuning; a DataParallelTable over -nGPU devices (GPUs where cutorch has them).
 require 'nn'
 require 'cudnn'
 
@@ -74,8 +74,32 @@ function M.skipInputGradient(model)
    end
 end
 
+-- Where the model trains: on cutorch's GPU backend (a GPU present, LUATORCH_CUTORCH not cpu) the GPUs
+-- (opt.gpus, cutorch numbering; the model in the Cuda type of opt.tensorType), else host tensors on CPU
+-- workers (opt.gpus nil). A rank takes opt.nGPU consecutive GPUs from localRank * nGPU on (MPI's or
+-- Slurm's local rank), so the ranks of one machine use different GPUs where there are enough.
+function M.placement(opt)
+   opt.modelType = opt.tensorType
+   if not torch._cutorchTriesGpu() then return end
+   require 'cutorch'
+   if cutorch.backend ~= 'gpu' then return end
+   local count = cutorch.getDeviceCount()
+   if opt.nGPU > count then
+      error(string.format('models: -nGPU %d, but this machine has %d GPU%s (LUATORCH_CUTORCH=cpu trains on %d ' ..
+                          'CPU workers instead)', opt.nGPU, count, count == 1 and '' or 's', opt.nGPU), 0)
+   end
+   local localRank = tonumber(os.getenv('OMPI_COMM_WORLD_LOCAL_RANK') or os.getenv('MPI_LOCALRANKID') or
+                              os.getenv('SLURM_LOCALID') or '0') or 0
+   local first = (localRank * opt.nGPU) % count
+   opt.gpus = {}
+   for i = 1, opt.nGPU do opt.gpus[i] = (first + i - 1) % count + 1 end
+   opt.modelType = opt.tensorType == 'torch.DoubleTensor' and 'torch.CudaDoubleTensor' or 'torch.CudaTensor'
+   cutorch.setDevice(opt.gpus[1])
+end
+
 -- Returns model, criterion. `checkpointModel` is the model of a resumed run.
 function M.setup(opt, checkpointModel, info)
+   if opt.modelType == nil then M.placement(opt) end
    local model
    if checkpointModel then
       model = unwrap(checkpointModel)
@@ -90,24 +114,25 @@ function M.setup(opt, checkpointModel, info)
 
    M.skipInputGradient(model)
 
+   -- on GPUs: the model on the first one before the table clones it to the others
+   model = model:type(opt.modelType)
    if opt.nGPU > 1 then
       require 'cunn'
-      local devices = {}
-      for i = 1, opt.nGPU do devices[i] = i end
+      local devices = opt.gpus or {}
+      for i = #devices + 1, opt.nGPU do devices[i] = i end
       local dpt = nn.DataParallelTable(1, true, false):add(model, devices)
       if dpt.implementation then dpt:implementation(opt.dpt) end
       dpt:threads(function() require 'nn'; require 'cudnn' end)
       dpt.gradInput = nil
-      model = dpt
+      model = dpt:type(opt.modelType)
    end
-   model = model:type(opt.tensorType)
 
    -- a model whose last layer is a LogSoftMax (GoogLeNet-BN's heads) takes ClassNLL
    local mods = unwrap(model):listModules()
    local last = torch.type(mods[#mods])
    local criterion = (last == 'nn.LogSoftMax' or last == 'cudnn.LogSoftMax') and nn.ClassNLLCriterion()
                      or nn.CrossEntropyCriterion()
-   return model, criterion:type(opt.tensorType)
+   return model, criterion:type(opt.modelType)
 end
 
 return M
