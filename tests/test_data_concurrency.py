@@ -214,6 +214,10 @@ def test_shards_without_manifest_are_named(tmp_path, mnist_src):
 
 HOLD = """
 import os, signal, sys, time
+# the dispositions of a program started from a terminal, whatever the launcher left (a backgrounded job ignores
+# SIGINT, nohup SIGHUP), so that each signal below ends it
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 %s
 from pytorch_bridge.data.store import Store
 st = Store(%r, "train", %d, %d, shm_dir=%r)
