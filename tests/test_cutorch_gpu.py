@@ -332,6 +332,17 @@ LAYERS = {
     "SpatialAveragePooling exclude pad, ceil": (
         "nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):setCountExcludePad():ceil()", (2, 3, 8, 7)),
     "SpatialAveragePooling 3-D": ("nn.SpatialAveragePooling(2, 2)", (3, 5, 4)),
+    # nn's elementwise activations (native/cuda/nn_pointwise.cu)
+    "HardTanh": ("nn.HardTanh(-0.5, 0.7)", (5, 7)), "HardTanh in place": ("nn.HardTanh(-1, 1, true)", (4, 6)),
+    "ReLU6": ("nn.ReLU6()", (3, 4, 5)), "LeakyReLU": ("nn.LeakyReLU(0.1)", (5, 7)),
+    "LeakyReLU in place": ("nn.LeakyReLU(0.2, true)", (5, 7)), "ELU": ("nn.ELU(0.8)", (2, 3, 4, 5)),
+    "ELU in place": ("nn.ELU(1, true)", (5, 7)), "SoftPlus": ("nn.SoftPlus(2, 1)", (5, 7)),
+    "SoftSign": ("nn.SoftSign()", (5, 7)), "SoftShrink": ("nn.SoftShrink(0.3)", (5, 7)),
+    "HardShrink": ("nn.HardShrink(0.4)", (5, 7)), "TanhShrink": ("nn.TanhShrink()", (5, 7)),
+    "LogSigmoid": ("nn.LogSigmoid()", (5, 7)), "Abs": ("nn.Abs()", (9,)), "Exp": ("nn.Exp()", (5, 7)),
+    "Square": ("nn.Square()", (5, 7)), "Power": ("nn.Power(3)", (5, 7)),
+    "Log of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Log())", (5, 7)),
+    "Sqrt of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Sqrt(0.1))", (5, 7)),
 }
 
 
@@ -375,6 +386,34 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
         assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+def test_elementwise_activations_on_views_and_errors(gpu, rng):
+    """The activations' kernels read and write any layout: ELU and SoftPlus on a transposed and a narrowed view
+    of device memory, with a transposed gradOutput, give the CPU module's values (double, 1e-12); a module
+    given tensors on host and device memory at once says which."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x, g = rng.standard_normal((6, 8)), rng.standard_normal((8, 6))
+    run = rt.eval("""function(ctor, x, g)
+       local cpu, dev = ctor():double(), ctor():type('torch.CudaDoubleTensor')
+       -- 8 x 4 views: a narrowed transpose of x, and gradOutput narrowed along its rows' length (stride 6)
+       local xc, gc = x:t():narrow(2, 2, 4), g:narrow(2, 3, 4)
+       local xd, gd = x:cudaDouble():t():narrow(2, 2, 4), g:cudaDouble():narrow(2, 3, 4)
+       local yc, yd = cpu:forward(xc), dev:forward(xd)
+       local ic, id = cpu:backward(xc, gc), dev:backward(xd, gd)
+       return (yc - yd:double()):abs():max(), (ic - id:double()):abs():max(), xd:isContiguous()
+    end""")
+    for ctor in ("nn.ELU", "function() return nn.SoftPlus(2, 1) end"):
+        dy, di, contiguous = run(rt.eval(ctor), rt.from_numpy(x), rt.from_numpy(g))
+        assert dy <= 1e-12 and di <= 1e-12 and not contiguous, (ctor, dy, di)
+    msg = rt.eval("""(function()
+       local m = nn.ELU():cuda()
+       m:forward(torch.CudaTensor(3):fill(1))
+       return select(2, pcall(m.backward, m, torch.CudaTensor(3):fill(1), torch.FloatTensor(3):fill(1)))
+    end)()""")
+    assert "gradOutput" in msg or "host memory" in msg, msg
     assert fallbacks(rt) == {}
 
 

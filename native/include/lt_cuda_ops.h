@@ -135,6 +135,13 @@ int lt_cuops_classnll_backward(const lt_cuops *ops, void *stream, lt_tensor *gra
 /* nn.Dropout: noise (contiguous, of input's type and element count) gets 0 or the kept value (1, or
  * 1/(1-p) unless v1), from Philox4x32-10 on (seed, offset .. offset + n - 1); out = input * noise.
  * Backward: grad_input = grad_output * noise. */
+/* nn's elementwise activations (lt_nn_pointwise.h's ops; native/cuda/nn_pointwise.cu): out = f_op(input; a, b),
+ * grad_input = df_op(grad_output, ref; a, b) with ref the input or the output as that header says. Float and
+ * Double; any layouts; out may be input and grad_input grad_output. */
+int lt_cuops_nn_pointwise_forward(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *input,
+                                  double a, double b);
+int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt_tensor *grad_input,
+                                   const lt_tensor *grad_output, const lt_tensor *ref, double a, double b);
 int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
                              lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset);
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,

@@ -362,3 +362,48 @@ int lt_cuops_avgpool_backward(const lt_cuops *ops, void *stream, lt_tensor *grad
   const int kp[6] = {kW, kH, dW, dH, padW, padH};
   return avgpool(ops, stream, 1, grad_input, grad_output, input, kp, ceil_mode, count_include_pad);
 }
+
+/* ---------------------------------------------------------------- nn's elementwise activations */
+
+/* Every tensor given (non-NULL, with a storage) in device dev's memory, else an error naming the odd one. */
+static int on_device(const char *fn, int dev, const lt_tensor *t, const char *what) {
+  if (!t || !t->storage) return 0;
+  if (!lt_tensor_is_device(t)) return lt_fail("%s: %s is in host memory, the input on GPU %d", fn, what, dev + 1);
+  if (t->storage->device != dev)
+    return lt_fail("%s: its tensors are on different GPUs (input on GPU %d, %s on GPU %d): move them to one", fn,
+                   dev + 1, what, t->storage->device + 1);
+  return 0;
+}
+
+/* t shaped like ref, a new storage (if it needs one) on device dev whichever device is current. */
+static int resize_on(lt_tensor *t, const lt_tensor *ref, int dev) {
+  int current = lt_cuda_storage_device();
+  if (lt_cuda_storage_set_device(dev)) return -1;
+  int rc = lt_tensor_resize(t, ref->ndim, ref->size);
+  if (lt_cuda_storage_set_device(current)) rc = -1;
+  return rc;
+}
+
+/* nn_pointwise.c's entries for tensors in GPU memory: its contract (inplace writes into input / gradOutput and
+ * makes output / gradInput a view of it; else they are resized on the input's GPU). */
+int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace) {
+  static const char fn[] = "pointwise_updateOutput";
+  int dev = input->storage->device;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, output, "output")) return -1;
+  if (inplace) return lt_cuops_nn_pointwise_forward(ops, NULL, op, input, input, a, b) || lt_tensor_set(output, input);
+  return resize_on(output, input, dev) || lt_cuops_nn_pointwise_forward(ops, NULL, op, output, input, a, b);
+}
+
+int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,
+                                         double a, double b, int inplace) {
+  static const char fn[] = "pointwise_updateGradInput";
+  int dev = gradOutput->storage->device;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, ref, "the input or output") || on_device(fn, dev, gradInput, "gradInput")) return -1;
+  if (inplace)
+    return lt_cuops_nn_pointwise_backward(ops, NULL, op, gradOutput, gradOutput, ref, a, b) ||
+           lt_tensor_set(gradInput, gradOutput);
+  return resize_on(gradInput, gradOutput, dev) ||
+         lt_cuops_nn_pointwise_backward(ops, NULL, op, gradInput, gradOutput, ref, a, b);
+}

@@ -432,6 +432,50 @@ int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad
   return scratch_free(ops, copy, rc);
 }
 
+/* ---------------------------------------------------------------- nn's elementwise activations */
+
+/* The forward (ref NULL: dst = f(src)) or the backward (dst = df(src = gradOutput, ref)) of an activation. */
+static int nn_pointwise(const lt_cuops *ops, void *stream, int op, lt_tensor *dst, const lt_tensor *src,
+                        const lt_tensor *ref, double a, double b) {
+  const char *fn = ref ? "cuda pointwise activation backward" : "cuda pointwise activation forward";
+  if (check_ops(ops, fn) || same_type(fn, dst, src, ref ? "gradOutput" : "the input") ||
+      same_count(fn, dst, src, ref ? "gradOutput" : "the input") ||
+      (ref && (same_type(fn, dst, ref, "the reference") || same_count(fn, dst, ref, "the reference"))))
+    return -1;
+  int host = lt_host_type(src->type);
+  if (host != LT_FLOAT && host != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(host));
+  lt_cu_tensor d[3];
+  int64_t off[3];
+  int k = ref ? 3 : 2;
+  if (lt_cuops_describe(dst, &d[0], &off[0]) || lt_cuops_describe(src, &d[1], &off[1]) ||
+      (ref && lt_cuops_describe(ref, &d[2], &off[2])))
+    return -1;
+  const int64_t n = lt_tensor_nelement(dst);
+  if (n == 0) return 0;
+  unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_nn_pw_%s_%s_%s", ref ? "bwd" : "fwd", tname(host), index_kind(ops, n, off, k, grid));
+  int iop = op;
+  args_t args = {0};
+  for (int i = 0; i < k; i++) add_tensor(&args, &d[i]);
+  add_count(&args, n);
+  add_raw(&args, &iop, "i");
+  add_raw(&args, &a, "d");
+  add_raw(&args, &b, "d");
+  return launch(ops, stream, "nn_pointwise", kernel, grid, &args);
+}
+
+int lt_cuops_nn_pointwise_forward(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *input,
+                                  double a, double b) {
+  return nn_pointwise(ops, stream, op, out, input, NULL, a, b);
+}
+
+int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt_tensor *grad_input,
+                                   const lt_tensor *grad_output, const lt_tensor *ref, double a, double b) {
+  if (!ref) return lt_fail("cuda pointwise activation backward: no reference tensor");
+  return nn_pointwise(ops, stream, op, grad_input, grad_output, ref, a, b);
+}
+
 /* ---------------------------------------------------------------- matrix products */
 
 /* A 2-D view: its first element, sizes and strides in elements. */

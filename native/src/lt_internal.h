@@ -47,6 +47,10 @@ static inline int lt_host_type(int type) { return type >= LT_CUDA_BYTE ? type - 
 /* cuda_storage.c: the storage and copy paths of device memory (lt_cuda_storage.h), called where the host
  * code would otherwise read or write a device storage's data. */
 lt_storage *lt_cuda_storage_new_if_device(int type, int64_t size, int *handled);
+/* nn_pointwise.c's entries for tensors in GPU memory (cuda_nn.c), its arguments already checked. */
+int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace);
+int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,
+                                         double a, double b, int inplace);
 void lt_cuda_storage_free_data(lt_storage *s);
 int lt_cuda_storage_resize(lt_storage *s, int64_t size);
 int lt_cuda_storage_fill(lt_storage *s, double value);

@@ -1,0 +1,126 @@
+/* nn_pointwise.cu — nn's elementwise activations on the GPU (Tanh ... Power: the ops of
+ * native/include/lt_nn_pointwise.h, whose numbers and formulas these are; native/src/nn_pointwise.c is the CPU
+ * kernel and the oracle).
+ *
+ *   lt_nn_pw_fwd_<T>_<idx>(lt_cu_tensor out, lt_cu_tensor in, long long n, int op, double a, double b)
+ *     out[i] = f_op(in[i]; a, b); out may be in (the modules' inplace).
+ *   lt_nn_pw_bwd_<T>_<idx>(lt_cu_tensor gradIn, lt_cu_tensor gradOut, lt_cu_tensor ref, long long n, int op,
+ *                          double a, double b)
+ *     gradIn[i] = df_op(gradOut[i], ref[i]; a, b), ref being the input or the output as the header says per op;
+ *     gradIn may be gradOut.
+ * T is Float or Double; values are computed in lt_acc_t<T>, a and b rounded to it first (as the CPU kernel
+ * rounds them to its real type). Grid-stride loops: any launch geometry.
+ */
+#include "lt_cuda_common.cuh"
+
+/* lt_nn_pointwise.h's op numbers */
+enum { PW_TANH = 1, PW_SIGMOID, PW_HARDTANH, PW_LEAKYRELU, PW_ELU, PW_SOFTPLUS, PW_SOFTSIGN, PW_SOFTSHRINK,
+       PW_HARDSHRINK, PW_TANHSHRINK, PW_LOGSIGMOID, PW_ABS, PW_EXP, PW_LOG, PW_SQRT, PW_SQUARE, PW_POWER };
+
+LT_D float lt_m_log1p(float x) { return log1pf(x); }
+LT_D double lt_m_log1p(double x) { return log1p(x); }
+
+template <typename A>
+LT_D A lt_pw_f(int op, A x, A a, A b) {
+  const A zero = (A)0, one = (A)1;
+  switch (op) {
+    case PW_TANH: return lt_m_tanh(x);
+    case PW_SIGMOID: return one / (one + lt_m_exp(-x));
+    case PW_HARDTANH: return x < a ? a : (x > b ? b : x);
+    case PW_LEAKYRELU: return x > zero ? x : x * a;
+    case PW_ELU: return x <= zero ? (lt_m_exp(x) - one) * a : x;
+    case PW_SOFTPLUS: return x * a > b ? x : lt_m_log1p(lt_m_exp(x * a)) / a;
+    case PW_SOFTSIGN: return x / (one + lt_m_abs(x));
+    case PW_SOFTSHRINK: return x > a ? x - a : (x < -a ? x + a : zero);
+    case PW_HARDSHRINK: return (x > a || x < -a) ? x : zero;
+    case PW_TANHSHRINK: return x - lt_m_tanh(x);
+    case PW_LOGSIGMOID: return (x < zero ? x : zero) - lt_m_log1p(lt_m_exp(x < zero ? x : -x));   /* no overflow */
+    case PW_ABS: return lt_m_abs(x);
+    case PW_EXP: return lt_m_exp(x);
+    case PW_LOG: return lt_m_log(x);
+    case PW_SQRT: return lt_m_sqrt(x + a);
+    case PW_SQUARE: return x * x;
+    case PW_POWER: return lt_m_pow(x, a);
+  }
+  return zero;
+}
+
+template <typename A>
+LT_D A lt_pw_df(int op, A g, A r, A a, A b) {
+  const A zero = (A)0, one = (A)1;
+  switch (op) {
+    case PW_TANH: return g * (one - r * r);
+    case PW_SIGMOID: return g * (one - r) * r;
+    case PW_HARDTANH: return (r <= a || r >= b) ? zero : g;
+    case PW_LEAKYRELU: return r > zero ? g : g * a;
+    case PW_ELU: return r <= zero ? g * (r + a) : g;
+    case PW_SOFTPLUS: {
+      if (r * a > b) return g;
+      const A z = lt_m_exp(r * a);
+      return g * (z - one) / z;
+    }
+    case PW_SOFTSIGN: {
+      const A d = one + lt_m_abs(r);
+      return g / (d * d);
+    }
+    case PW_SOFTSHRINK:
+    case PW_HARDSHRINK: return (r > a || r < -a) ? g : zero;
+    case PW_TANHSHRINK: {
+      const A t = lt_m_tanh(r);
+      return g * t * t;
+    }
+    case PW_LOGSIGMOID: {   /* 1 - sigmoid(x) = sigmoid(-x) */
+      const A e = lt_m_exp(r < zero ? r : -r);
+      return g * (r < zero ? one / (one + e) : e / (one + e));
+    }
+    case PW_ABS: return r < zero ? -g : g;
+    case PW_EXP: return g * r;
+    case PW_LOG: return g / r;
+    case PW_SQRT: return r == zero ? zero : (A)0.5 * g / r;
+    case PW_SQUARE: return (A)2 * g * r;
+    case PW_POWER: return g * a * lt_m_pow(r, a - one);
+  }
+  return zero;
+}
+
+template <typename T, typename I>
+LT_D void lt_nn_pw_fwd_impl(lt_cu_tensor out, lt_cu_tensor in, long long n, int op, double a, double b) {
+  typedef lt_acc_t<T> A;
+  T *po = (T *)out.data;
+  const T *pi = (const T *)in.data;
+  const A aa = (A)a, bb = (A)b;
+  LT_GRID_LOOP(I, i, n) {
+    po[lt_offset<I>(out, i)] = lt_cast<T>(lt_pw_f<A>(op, lt_cast<A>(pi[lt_offset<I>(in, i)]), aa, bb));
+  }
+}
+
+template <typename T, typename I>
+LT_D void lt_nn_pw_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, lt_cu_tensor ref, long long n, int op, double a,
+                            double b) {
+  typedef lt_acc_t<T> A;
+  T *pgi = (T *)gin.data;
+  const T *pgo = (const T *)gout.data, *pr = (const T *)ref.data;
+  const A aa = (A)a, bb = (A)b;
+  LT_GRID_LOOP(I, i, n) {
+    const A g = lt_cast<A>(pgo[lt_offset<I>(gout, i)]), r = lt_cast<A>(pr[lt_offset<I>(ref, i)]);
+    pgi[lt_offset<I>(gin, i)] = lt_cast<T>(lt_pw_df<A>(op, g, r, aa, bb));
+  }
+}
+
+#define LT_NN_PW1(T, N, IDX)                                                                               \
+  extern "C" __global__ void lt_nn_pw_fwd_##N##_##IDX(lt_cu_tensor out, lt_cu_tensor in, long long n, int op, \
+                                                      double a, double b) {                                \
+    lt_nn_pw_fwd_impl<T, lt_##IDX>(out, in, n, op, a, b);                                                  \
+  }                                                                                                        \
+  LT_EXPORT(lt_nn_pw_fwd_##N##_##IDX)                                                                      \
+  extern "C" __global__ void lt_nn_pw_bwd_##N##_##IDX(lt_cu_tensor gradIn, lt_cu_tensor gradOut,             \
+                                                      lt_cu_tensor ref, long long n, int op, double a,      \
+                                                      double b) {                                          \
+    lt_nn_pw_bwd_impl<T, lt_##IDX>(gradIn, gradOut, ref, n, op, a, b);                                     \
+  }                                                                                                        \
+  LT_EXPORT(lt_nn_pw_bwd_##N##_##IDX)
+
+#define LT_NN_PW(T, N) LT_NN_PW1(T, N, i32) LT_NN_PW1(T, N, i64)
+
+LT_IF_Float(LT_NN_PW(float, Float))
+LT_IF_Double(LT_NN_PW(double, Double))
