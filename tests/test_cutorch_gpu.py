@@ -315,6 +315,7 @@ LAYERS = {
     "Sequential": ("nn.Sequential():add(nn.Linear(6, 4)):add(nn.Tanh()):add(nn.Linear(4, 2))", (3, 6)),
     "SoftMax": ("nn.SoftMax()", (5, 7)), "SoftMax on a vector": ("nn.SoftMax()", (9,)),
     "SpatialSoftMax": ("nn.SpatialSoftMax()", (2, 4, 3, 5)),
+    "SoftMin": ("nn.SoftMin()", (5, 7)), "SoftMin on a vector": ("nn.SoftMin()", (6,)),
     "SpatialLogSoftMax": ("nn.SpatialLogSoftMax()", (4, 3, 5)),
     "BatchNormalization": ("nn.BatchNormalization(4)", (6, 4)),
     "BatchNormalization without affine": ("nn.BatchNormalization(4, 1e-3, 0.3, false)", (5, 4)),

@@ -104,7 +104,7 @@ onDevice(nn.Sigmoid, 'updateGradInput', function(self, input, gradOutput)
    return self.gradInput
 end)
 
--- ---------------------------------------------------------------- LogSoftMax, SoftMax, ClassNLLCriterion
+-- ---------------------------------------------------------------- LogSoftMax, SoftMax, SoftMin, ClassNLLCriterion
 
 -- The (Log)SoftMax modules over the feature dimension (the spatial ones are the same kernels on 3-D/4-D input).
 local function softmaxOnDevice(class, forward, backward)
@@ -127,6 +127,22 @@ end
 for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do
    softmaxOnDevice(class, C.lt_cuops_softmax_forward, C.lt_cuops_softmax_backward)
 end
+
+-- SoftMin: the SoftMax of -x, its gradient negated (as the CPU module computes it)
+onDevice(nn.SoftMin, 'updateOutput', function(self, input)
+   self.mininput = self.mininput or input.new()
+   self.mininput:resizeAs(input):copy(input):mul(-1)
+   self.output:resizeAs(input)
+   check(C.lt_cuops_softmax_forward(opsOf(input), nil, self.output._c, self.mininput._c), 2)
+   return self.output
+end)
+onDevice(nn.SoftMin, 'updateGradInput', function(self, input, gradOutput)
+   gradOutput = gradOutput:contiguous()
+   self.gradInput:resizeAs(input)
+   check(C.lt_cuops_softmax_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
+   self.gradInput:mul(-1)
+   return self.gradInput
+end)
 
 -- cutorch's ClassNLLCriterion takes targets of any Cuda type (or a number): the kernels take a CudaLongTensor.
 local function deviceTarget(self, target) return self:_longTarget(target, 'torch.CudaLongTensor') end
