@@ -338,8 +338,8 @@ end
 -- ('bcast': replica 1's flat parameters into the others'), over all replicas; true when NCCL did it.
 function DataParallelTable:_ncclFlat(which)
    local comm = self:_nccl()
-   if not comm then return false end
    local f = self.flattenedParams
+   if not comm or #f ~= #self.gpuAssignments then return false end   -- every replica flattened
    local slot = which == 'reduce' and 2 or 1
    local n = #self.gpuAssignments
    local buffers = ffi.new('void*[?]', n)
@@ -352,7 +352,7 @@ end
 
 -- Copy replica 1's parameters to the others (serially, as Torch7's _broadcast; NCCL's broadcast with useNCCL).
 function DataParallelTable:syncParameters()
-   if self.flattenedParams and #self.flattenedParams == #self.gpuAssignments and self:_ncclFlat('bcast') then
+   if self:_ncclFlat('bcast') then
       self.needsSync = false
       return
    end
@@ -375,7 +375,7 @@ function DataParallelTable:_reduceGradients()
 end
 
 function DataParallelTable:_reduceGradientsHere()
-   if self.flattenedParams and #self.flattenedParams == #self.gpuAssignments and self:_ncclFlat('reduce') then
+   if self:_ncclFlat('reduce') then
       for k = 2, #self.flattenedParams do self.flattenedParams[k][2]:zero() end
       return
    end

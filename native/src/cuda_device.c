@@ -36,10 +36,10 @@ static struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int resolved;   /* 1 once every driver function above was found */
 
-typedef struct { void **slot; const char *name; } symbol;
+typedef lt_cuda_sym symbol;
 
 /* Each of syms from library `which`, once (*done set when all were found). */
-static int find_symbols(int which, const symbol *syms, size_t n, int *done) {
+int lt_cuda_find_symbols(int which, const lt_cuda_sym *syms, size_t n, int *done) {
   pthread_mutex_lock(&lock);
   int rc = 0;
   for (size_t i = 0; !*done && i < n; i++)
@@ -62,7 +62,7 @@ static int resolve(void) {
   int count = 0;
   if (lt_cuda_device_count(&count) || count == 0)
     return lt_fail("cuda: no CUDA device: %s", lt_cuda_library_info(LT_CUDA_DRIVER));
-  return find_symbols(LT_CUDA_DRIVER, syms, sizeof syms / sizeof syms[0], &resolved);
+  return lt_cuda_find_symbols(LT_CUDA_DRIVER, syms, sizeof syms / sizeof syms[0], &resolved);
 }
 
 static int failed(const char *what, int device, int code) {
@@ -358,7 +358,7 @@ static int blas_resolve(void) {
   static const symbol syms[] = {
     {(void **)&blas.create, "cublasCreate_v2"}, {(void **)&blas.set_stream, "cublasSetStream_v2"},
     {(void **)&blas.sgemm, "cublasSgemm_v2"}, {(void **)&blas.dgemm, "cublasDgemm_v2"}};
-  return find_symbols(LT_CUDA_CUBLAS, syms, sizeof syms / sizeof syms[0], &blas_resolved);
+  return lt_cuda_find_symbols(LT_CUDA_CUBLAS, syms, sizeof syms / sizeof syms[0], &blas_resolved);
 }
 
 static const char *blas_status(int s) {

@@ -3,8 +3,6 @@
  * copied to the others (ncclBcast), each a single NCCL group over the devices' default streams, finished when
  * the call returns (every device synchronized). libnccl is dlopen'ed with our declarations (cuda_lib.c);
  * without it lt_nccl_new fails saying why and the table reduces through peer copies instead. */
-#include <pthread.h>
-
 #include "lt_internal.h"
 
 enum { NCCL_SUCCESS = 0, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_SUM = 0 };
@@ -17,27 +15,16 @@ static struct {
   int (*reduce)(const void *, void *, size_t, int, int, int, void *, void *);
   int (*bcast)(void *, size_t, int, int, void *, void *);
   const char *(*error_string)(int);
-  int (*ctx_sync)(void);
 } api;
 static int resolved;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int resolve(void) {
-  pthread_mutex_lock(&lock);
-  int rc = 0;
-  if (!resolved) {
-    struct { void **slot; int lib; const char *name; } syms[] = {
-      {(void **)&api.init_all, LT_CUDA_NCCL, "ncclCommInitAll"}, {(void **)&api.destroy, LT_CUDA_NCCL, "ncclCommDestroy"},
-      {(void **)&api.group_start, LT_CUDA_NCCL, "ncclGroupStart"}, {(void **)&api.group_end, LT_CUDA_NCCL, "ncclGroupEnd"},
-      {(void **)&api.reduce, LT_CUDA_NCCL, "ncclReduce"}, {(void **)&api.bcast, LT_CUDA_NCCL, "ncclBcast"},
-      {(void **)&api.error_string, LT_CUDA_NCCL, "ncclGetErrorString"},
-      {(void **)&api.ctx_sync, LT_CUDA_DRIVER, "cuCtxSynchronize"}};
-    for (size_t i = 0; rc == 0 && i < sizeof syms / sizeof syms[0]; i++)
-      if (!(*syms[i].slot = lt_cuda_symbol(syms[i].lib, syms[i].name))) rc = -1;
-    if (rc == 0) resolved = 1;
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  static const lt_cuda_sym syms[] = {
+    {(void **)&api.init_all, "ncclCommInitAll"}, {(void **)&api.destroy, "ncclCommDestroy"},
+    {(void **)&api.group_start, "ncclGroupStart"}, {(void **)&api.group_end, "ncclGroupEnd"},
+    {(void **)&api.reduce, "ncclReduce"}, {(void **)&api.bcast, "ncclBcast"},
+    {(void **)&api.error_string, "ncclGetErrorString"}};
+  return lt_cuda_find_symbols(LT_CUDA_NCCL, syms, sizeof syms / sizeof syms[0], &resolved);
 }
 
 struct lt_nccl {
@@ -98,12 +85,9 @@ static int nccl_type(int type, int *out) {
 }
 
 /* Every device's queued work done (the group's collectives ran on the devices' default streams). */
-static int finish(lt_nccl *c, const char *what) {
-  for (int i = 0; i < c->n; i++) {
-    if (lt_cuda_set_device(c->devices[i])) return -1;
-    int rc = api.ctx_sync();
-    if (rc) return lt_fail("nccl: %s: synchronizing device %d: %s (%d)", what, c->devices[i], lt_cuda_error_text(rc), rc);
-  }
+static int finish(lt_nccl *c) {
+  for (int i = 0; i < c->n; i++)
+    if (lt_cuda_storage_synchronize(c->devices[i])) return -1;
   return 0;
 }
 
@@ -129,7 +113,7 @@ static int group(lt_nccl *c, int op, int type, void **buffers, int64_t count) {
   rc = api.group_end();
   if (first != NCCL_SUCCESS) return nccl_failed(what, first);
   if (rc != NCCL_SUCCESS) return nccl_failed("ncclGroupEnd", rc);
-  return finish(c, what);
+  return finish(c);
 }
 
 int lt_nccl_reduce(lt_nccl *c, int type, void **buffers, int64_t count) { return group(c, 0, type, buffers, count); }

@@ -47,6 +47,10 @@ static inline int lt_host_type(int type) { return type >= LT_CUDA_BYTE ? type - 
 /* cuda_storage.c: the storage and copy paths of device memory (lt_cuda_storage.h), called where the host
  * code would otherwise read or write a device storage's data. */
 lt_storage *lt_cuda_storage_new_if_device(int type, int64_t size, int *handled);
+/* Functions of one of the CUDA libraries looked up once (cuda_device.c): every slot filled and *done set, or -1
+ * with lt_errmsg naming the first one missing. */
+typedef struct { void **slot; const char *name; } lt_cuda_sym;
+int lt_cuda_find_symbols(int which, const lt_cuda_sym *syms, size_t n, int *done);
 /* nn_pointwise.c's entries for tensors in GPU memory (cuda_nn.c), its arguments already checked. */
 int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace);
 int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,

@@ -22,12 +22,10 @@ static int pw_check(const char *fn, int op, const lt_tensor *input, const lt_ten
 
 int lt_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace) {
   static const char fn[] = "pointwise_updateOutput";
-  if (lt_tensor_is_device(input)) {   /* cunn's: native/cuda/nn_pointwise.cu */
-    if (pw_check(fn, op, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
-    return lt_cuda_nn_pointwise_updateOutput(op, input, output, a, b, inplace);
-  }
-  NN_NEED(input);
+  const int device = lt_tensor_is_device(input);   /* cunn's: native/cuda/nn_pointwise.cu */
+  if (!device) NN_NEED(input);
   if (pw_check(fn, op, input, NULL, NULL) || nn_check_float(output, input->type, fn, "output")) return -1;
+  if (device) return lt_cuda_nn_pointwise_updateOutput(op, input, output, a, b, inplace);
   if (inplace) {
     NN_CALL(input->type, pw_forward, op, input, input, a, b);
     return lt_tensor_set(output, input);
@@ -40,14 +38,11 @@ int lt_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, do
 int lt_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput, double a,
                                     double b, int inplace) {
   static const char fn[] = "pointwise_updateGradInput";
-  if (lt_tensor_is_device(gradOutput)) {
-    if (pw_check(fn, op, ref, gradOutput, "gradOutput") || nn_check_float(gradInput, ref->type, fn, "gradInput"))
-      return -1;
-    return lt_cuda_nn_pointwise_updateGradInput(op, ref, gradOutput, gradInput, a, b, inplace);
-  }
-  NN_NEED(gradOutput);
+  const int device = lt_tensor_is_device(gradOutput);
+  if (!device) NN_NEED(gradOutput);
   if (pw_check(fn, op, ref, gradOutput, "gradOutput") || nn_check_float(gradInput, ref->type, fn, "gradInput"))
     return -1;
+  if (device) return lt_cuda_nn_pointwise_updateGradInput(op, ref, gradOutput, gradInput, a, b, inplace);
   lt_tensor *dst = gradOutput;
   if (!inplace) {
     if (nn_resize_as(gradInput, gradOutput)) return -1;

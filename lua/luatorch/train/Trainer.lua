@@ -194,7 +194,7 @@ function Trainer:train(epoch, dataloader, progress)
          criterion:backward(output, target)
          model:backward(input, criterion.gradInput)
       end
-      if self.onGpu then cutorch.synchronize() end   -- kernels run asynchronously: charge them here
+      if self.onGpu then cutorch.synchronizeAll() end   -- kernels run asynchronously: charge them here
       t.compute = t.compute + step:time().real
 
       step:reset()
@@ -206,7 +206,7 @@ function Trainer:train(epoch, dataloader, progress)
          end
          gradParams:div(self.world)
       end
-      if self.onGpu then cutorch.synchronize() end
+      if self.onGpu then cutorch.synchronizeAll() end
       t.allreduce = t.allreduce + step:time().real
 
       local global = self:sumAcrossRanks({loss})
@@ -217,7 +217,7 @@ function Trainer:train(epoch, dataloader, progress)
 
       step:reset()
       optim.sgd(feval, params, optimState)
-      if self.onGpu then cutorch.synchronize() end
+      if self.onGpu then cutorch.synchronizeAll() end
       t.update = t.update + step:time().real
 
       local top1, top5, b = self:computeScore(output, target)
