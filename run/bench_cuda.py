@@ -289,9 +289,13 @@ def gemm_records(torch, ours, rounds, sizes, device="cuda"):
 _LUA_TRAIN_STEP = """
 return function(build, batch, size, classes, nll)
    require 'cunn'
+   require 'cudnn'
    require 'optim'
    torch.manualSeed(1)
    local net = loadstring('return ' .. build)():cuda()
+   -- as fb.resnet.torch and imagenet-multiGPU.torch trained: cudnn's modules, algorithms found by timing
+   cudnn.convert(net, cudnn)
+   cudnn.benchmark = true
    net:training()
    local crit = (nll and nn.ClassNLLCriterion() or nn.CrossEntropyCriterion()):cuda()
    local x = torch.FloatTensor(batch, 3, size, size):normal():cuda()
@@ -333,7 +337,8 @@ def ours_train_step(build, batch, size, classes, nll, iters, warmup):
             cpus.append(c1 - c0)
         losses.append(loss)
     fallbacks = dict(rt.eval("cutorch.hostFallbacks()").items())
-    return walls, cpus, losses, fallbacks
+    convolutions = rt.eval("cudnn.isAvailable and cudnn.isAvailable() and 'cuDNN' or 'luatorch im2col + cuBLAS'")
+    return walls, cpus, losses, fallbacks, convolutions
 
 
 def train_records(torch, models, batches, iters, warmup, device="cuda"):
@@ -349,13 +354,14 @@ def train_records(torch, models, batches, iters, warmup, device="cuda"):
         googlenet = model == "googlenet_bn"
         loss_fn = torch.nn.functional.nll_loss if googlenet else torch.nn.functional.cross_entropy
         for batch in batches:
-            walls, cpus, losses, staged = ours_train_step(build, batch, size, classes, googlenet, iters, warmup)
+            walls, cpus, losses, staged, convolutions = ours_train_step(build, batch, size, classes, googlenet, iters, warmup)
             ours = {"ours_images_per_s": round(batch / median(walls), 1),
                     "ours_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
                     "ours_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
-                    "ours_first_last_loss": [losses[0], losses[-1]], "ours_host_fallbacks": staged}
-            print("train_step %s batch %d ours: %.1f img/s, host CPU %.1f ms/iter%s" % (
-                model, batch, ours["ours_images_per_s"], ours["ours_host_cpu_ms_per_iter"],
+                    "ours_first_last_loss": [losses[0], losses[-1]], "ours_host_fallbacks": staged,
+                    "ours_convolutions": convolutions}
+            print("train_step %s batch %d ours (%s): %.1f img/s, host CPU %.1f ms/iter%s" % (
+                model, batch, convolutions, ours["ours_images_per_s"], ours["ours_host_cpu_ms_per_iter"],
                 ", staged on the host: %s" % staged if staged else ""), flush=True)
             for tf32 in (True, False):
                 torch.backends.cudnn.allow_tf32 = tf32

@@ -228,8 +228,8 @@ def simt_builder(tmp_path_factory):
 
 # ----------------------------------------------------------------------------- the emulated driver
 def emulated_cuda_env(simt, outdir, files=KERNEL_FILES, guard=False):
-    """The environment of a process whose libcuda.so.1, libcublas and libnccl are tests/cuda_host/emulated_driver.c,
-    emulated_cublas.c and emulated_nccl.c (built into outdir), with the kernels of native/cuda/<files>.cu in the SIMT emulator;
+    """The environment of a process whose libcuda.so.1, libcublas, libnccl and libcudnn are
+    tests/cuda_host/emulated_driver.c, emulated_cublas.c, emulated_nccl.c and emulated_cudnn.c (built into outdir), with the kernels of native/cuda/<files>.cu in the SIMT emulator;
     guard: device memory the host cannot touch (LT_EMULATED_CUDA_GUARD). The kernel cache is the session's, so
     the emulated device's CUBINs are compiled once. Skips without NVRTC or a C compiler."""
     from pytorch_bridge.native import lib
@@ -240,14 +240,14 @@ def emulated_cuda_env(simt, outdir, files=KERNEL_FILES, guard=False):
     if not cc:
         pytest.skip("no C compiler for the emulated driver")
     built = {}
-    for name in ("driver", "cublas", "nccl"):
+    for name in ("driver", "cublas", "nccl", "cudnn"):
         built[name] = os.path.join(str(outdir), "lib%s_emulated.so" % name)
         p = subprocess.run([cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
                             "-fvisibility=hidden", os.path.join(SIMT_DIR, "emulated_%s.c" % name), "-o",
-                            built[name], "-ldl"], capture_output=True, text=True)
+                            built[name], "-ldl", "-lm"], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
     env = dict(os.environ, LUATORCH_CUDA_DRIVER=built["driver"], LUATORCH_CUDA_CUBLAS=built["cublas"],
-               LUATORCH_CUDA_NCCL=built["nccl"],
+               LUATORCH_CUDA_NCCL=built["nccl"], LUATORCH_CUDA_CUDNN=built["cudnn"],
                LT_EMULATED_CUDA_KERNELS=":".join(simt.get(m).path for m in files),
                LUATORCH_CUDA_CACHE=os.path.join(simt.outdir, "nvrtc-cache"))   # the session's: NVRTC once
     if guard:

@@ -181,12 +181,12 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
             # our side of train_step, on a small convolutional network instead of ResNet-50
             "net = ('nn.Sequential():add(nn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))'\n"
             "       ':add(nn.SpatialConvolution(4, 4, 3, 3, 2, 2, 1, 1)):add(nn.View(64)):add(nn.Linear(64, 10))')\n"
-            "walls, cpus, losses, staged = B.ours_train_step(net, 4, 8, 10, False, 3, 2)\n"
-            "print('train', len(walls), len(cpus), losses[-1] < losses[0], staged)\n")
+            "walls, cpus, losses, staged, convolutions = B.ours_train_step(net, 4, 8, 10, False, 3, 2)\n"
+            "print('train', len(walls), len(cpus), losses[-1] < losses[0], staged, convolutions)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=600)
     assert r.returncode == 0 and "records ['bandwidth', 'gemm', 'launch'] 8" in r.stdout, r.stdout + r.stderr[-3000:]
-    assert "train 3 3 True {}" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert "train 3 3 True {} cuDNN" in r.stdout, r.stdout + r.stderr[-3000:]   # converted, on the emulated cuDNN
 
 
 @pytest.mark.skipif(GPUS > 0, reason="this machine has a GPU")

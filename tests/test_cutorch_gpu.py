@@ -435,41 +435,51 @@ CONVOLUTIONS = {
 }
 
 
+# A convolution (%s: its constructor) run forward and backward on the CPU in double and on the GPU in CudaDouble
+# from the same weights: output, gradInput, and gradWeight/gradBias accumulated twice (scales 0.5 and 1) onto
+# nonzero buffers, for each; setup (Lua, optional) runs first with m the device module. Returns the two result
+# lists, the device input and the device module (test_cudnn_gpu.py uses it too).
+CONVOLUTION_ON_BOTH = """function(x, transposed, seed, setup)
+   torch.manualSeed(seed)
+   local cpu = %s:double()
+   local dev = cpu:clone():type('torch.CudaDoubleTensor')
+   if setup then load(setup, 'setup', 't', setmetatable({m = dev}, {__index = _G}))() end
+   local g, out, inputs = nil, {}, {}
+   for k, m in ipairs {cpu, dev} do
+      local input = k == 1 and x:clone() or x:cudaDouble()
+      if transposed then
+         local d = input:dim()
+         input = input:transpose(d - 1, d):clone():transpose(d - 1, d)
+         assert(not input:isContiguous())
+      end
+      local y = m:forward(input)
+      g = g or torch.randn(y:size()):double()
+      local grad = k == 1 and g:clone() or g:cudaDouble()
+      m.gradWeight:fill(0.25)
+      if m.gradBias then m.gradBias:fill(-0.5) end
+      local gi = m:backward(input, grad, 0.5)
+      m:accGradParameters(input, grad, 1)
+      out[k] = {y:double(), gi:double(), m.gradWeight:double(), m.gradBias and m.gradBias:double() or torch.DoubleTensor()}
+      inputs[k] = input
+   end
+   return out, inputs[2], dev
+end"""
+
+
 @pytest.mark.parametrize("name", sorted(CONVOLUTIONS))
 def test_cunn_convolutions_against_the_cpu_in_double(gpu, rng, name):
     """The convolutions' im2col + cuBLAS path (CudaDouble) against the CPU module in double: output, gradInput,
-    and gradWeight/gradBias accumulated twice with scales 0.5 and 1 onto nonzero buffers; nothing staged."""
+    and gradWeight/gradBias accumulated twice with scales 0.5 and 1 onto nonzero buffers; nothing staged. The
+    cudnn.* classes take this path too where cuDNN is off (test_cudnn_gpu.py tests them on cuDNN)."""
     rt = gpu
-    rt.execute("require 'cunn' require 'cudnn'")
+    rt.execute("require 'cunn' require 'cudnn' cudnn.enabled = false")
     ctor, shape = CONVOLUTIONS[name]
     transposed = isinstance(shape, str)
     if transposed:   # the same values, through a view with its last two dimensions swapped in memory
         shape = eval(shape.split(" ", 1)[1])
     x = rng.standard_normal(shape)
-    run = rt.eval("""function(x, transposed, seed)
-       torch.manualSeed(seed)
-       local cpu = %s:double()
-       local dev = cpu:clone():type('torch.CudaDoubleTensor')
-       local g, out = nil, {}
-       for k, m in ipairs {cpu, dev} do
-          local input = k == 1 and x:clone() or x:cudaDouble()
-          if transposed then
-             local d = input:dim()
-             input = input:transpose(d - 1, d):clone():transpose(d - 1, d)
-             assert(not input:isContiguous())
-          end
-          local y = m:forward(input)
-          g = g or torch.randn(y:size()):double()
-          local grad = k == 1 and g:clone() or g:cudaDouble()
-          m.gradWeight:fill(0.25)
-          if m.gradBias then m.gradBias:fill(-0.5) end
-          local gi = m:backward(input, grad, 0.5)
-          m:accGradParameters(input, grad, 1)
-          out[k] = {y:double(), gi:double(), m.gradWeight:double(), m.gradBias and m.gradBias:double() or torch.DoubleTensor()}
-       end
-       return out
-    end""" % ctor)
-    out = run(rt.from_numpy(x), transposed, int(rng.integers(1, 1 << 30)))
+    run = rt.eval(CONVOLUTION_ON_BOTH % ctor)
+    out = run(rt.from_numpy(x), transposed, int(rng.integers(1, 1 << 30)))[0]
     for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
         assert cpu.shape == dev.shape, (what, cpu.shape, dev.shape)

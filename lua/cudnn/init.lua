@@ -4,10 +4,11 @@
 -- cudnn.torch) is a subclass of its nn counterpart with cudnn.torch's constructor arguments and
 -- defaults (convolution padH defaults to 0, pooling strides default to the kernel size, average
 -- pooling counts the padding, ...), so such programs and models build, load from .t7 files, run and
--- save back under the same class names. What only tuned cuDNN on a GPU (algorithm search, workspace
--- sizes, handles, math types) is accepted and ignored: see the settings below.
+-- save back under the same class names. On the CPU, what only tuned cuDNN on a GPU (algorithm search,
+-- workspace sizes, handles, math types) is accepted and ignored: see the settings below.
 -- As cudnn.torch did, it loads cunn (and so cutorch) where cutorch takes a GPU: its classes then run on the GPU
--- versions of their nn parents (cunn/gpu.lua). On a machine without one it leaves cutorch to the program, so
+-- versions of their nn parents (cunn/gpu.lua), and cudnn.SpatialConvolution on cuDNN itself where libcudnn
+-- loads, honouring benchmark, fastest, setMode and the workspace budget (cudnn/gpu.lua). On a machine without one it leaves cutorch to the program, so
 -- that cudnn.RNN's tensors follow the default tensor type until the program requires cutorch.
 require 'nn'
 if package.loaded.cutorch or torch._cutorchTriesGpu() then require 'cunn' end
@@ -23,8 +24,9 @@ cudnn._include = include
 -- Which cuDNN release the model code should believe it has: fb.resnet.torch drops convolution
 -- biases for >= 4000.
 cudnn.version = 5105
--- Algorithm choice and workspace sizing: every value is kept for programs that read it back,
--- none changes what the CPU kernels compute.
+-- Algorithm choice and workspace sizing: every value is kept for programs that read it back; none
+-- changes what the CPU kernels compute; on a GPU, cudnn/gpu.lua reads benchmark, fastest and
+-- maxWorkspaceGPUMemPercent.
 cudnn.benchmark = false
 cudnn.fastest = false
 cudnn.verbose = false
@@ -147,5 +149,11 @@ for _, name in ipairs {'RNN', 'RNNReLU', 'RNNTanh', 'LSTM', 'GRU', 'BLSTM', 'BGR
 
 include 'functional'
 include 'convert'
+
+-- on cutorch's GPU backend: the convolutions on cuDNN itself (once per Lua state)
+if package.loaded.cutorch and cutorch.backend == 'gpu' and package.loaded.cunn and not cudnn._gpu then
+   cudnn._gpu = true
+   include 'gpu'
+end
 
 return cudnn

@@ -47,6 +47,8 @@ local function onDevice(class, name, gpu)
       return host(self, input, ...)
    end
 end
+-- cudnn's GPU versions (cudnn/gpu.lua) dispatch the same way
+cunn._onDevice = onDevice
 
 -- ---------------------------------------------------------------- Threshold (and ReLU)
 
@@ -212,6 +214,7 @@ local function convOutputSize(self, input)
    if d == 4 then return input:size(1), self.nOutputPlane, math.max(oH, 0), math.max(oW, 0) end
    return self.nOutputPlane, math.max(oH, 0), math.max(oW, 0)
 end
+cunn._convOutputSize = convOutputSize
 local function convGeometry(self)
    self.padW = self.padW or self.padding or 0   -- files from before padW/padH existed
    self.padH = self.padH or self.padding or 0
@@ -279,7 +282,9 @@ end)
 local BN = nn.BatchNormalization
 local function opt(t) return t and t._c or nil end
 
-onDevice(BN, 'updateOutput', function(self, input)
+-- The forward pass's input (as a batch) and whether it uses the batch's statistics, with the output and the saved
+-- statistics sized for it (shared with cudnn's batch norm on cuDNN, cudnn/gpu.lua).
+local function bnForwardSetup(self, input)
    self:checkInputDim(input)
    input = BN._asBatch(self, input)
    local train = BN._useBatchStats(self, input)
@@ -290,6 +295,12 @@ onDevice(BN, 'updateOutput', function(self, input)
       self.save_mean:resize(input:size(2))
       self.save_std:resize(input:size(2))
    end
+   return input, train
+end
+cunn._bnForwardSetup = bnForwardSetup
+
+onDevice(BN, 'updateOutput', function(self, input)
+   local input, train = bnForwardSetup(self, input)
    check(C.lt_cuops_batchnorm_forward(opsOf(input), nil, self.output._c, input._c, opt(self.weight), opt(self.bias),
          self.running_mean._c, self.running_var._c, self.save_mean._c, self.save_std._c, train and 1 or 0,
          self.momentum, self.eps), 2)

@@ -195,6 +195,55 @@ lt_nccl *lt_nccl_new(int n, const int *devices);
 void lt_nccl_free(lt_nccl *c);
 int lt_nccl_reduce(lt_nccl *c, int type, void **buffers, int64_t count);
 int lt_nccl_bcast(lt_nccl *c, int type, void **buffers, int64_t count);
+/* cuDNN's convolutions for the cudnn.* modules (native/src/cuda_cudnn.c): libcudnn dlopen'ed, descriptors and
+ * algorithms per geometry (a plan, kept for the process), workspace from ops' allocator, a handle per (thread,
+ * device). Input (N x) C x H x W, weight K x C/groups x kH x kW, output (N x) K x oH x oW as nn's convolution
+ * computes them; inputs of any layout (copied when not contiguous), outputs contiguous. */
+enum { LT_CUDNN_HEURISTIC = 0, LT_CUDNN_BENCHMARK = 1, LT_CUDNN_FASTEST = 2 };
+typedef struct lt_cudnn_conv {
+  int kW, kH, dW, dH, padW, padH, dilW, dilH, groups;
+  int mode;                 /* LT_CUDNN_*: cuDNN's heuristics within workspace_limit (cudnn.torch's default),
+                               every algorithm timed once (cudnn.benchmark), heuristics without a limit (fastest) */
+  int algo[3];              /* forward, backward data, backward filter: an algorithm number (setMode), or -1 */
+  int tf32;                 /* float32 convolutions may use TF32 tensor cores; 0: FMA math, float32 throughout */
+  int64_t workspace_limit;  /* bytes; -1 none */
+} lt_cudnn_conv;
+/* 0 where libcudnn loads and has every function used here; -1 with the reason */
+int lt_cudnn_available(void);
+/* 1 for the process's first caller, 0 after: the one notice that cuDNN is missing, whichever Lua state sees it */
+int lt_cudnn_first_notice(void);
+int lt_cudnn_conv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                            lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias);
+int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                                  const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight);
+/* gradWeight += scale dW, gradBias (may be NULL) += scale db */
+int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                    const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
+                                    lt_tensor *grad_bias, double scale);
+/* The output size (N, K, oH, oW) cuDNN's own descriptors give for input (N, C, H, W): no GPU needed. */
+int lt_cudnn_conv2d_output_size(const lt_cudnn_conv *c, int type, const int64_t input[4], int64_t nOutputPlane,
+                                int64_t out[4]);
+/* The algorithms and workspace bytes the plan of this geometry chose (-1: the pass has not run yet); -1 with
+ * lt_errmsg when no convolution of it has run on that device. */
+int lt_cudnn_conv2d_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t input[4],
+                               int64_t nOutputPlane, int algos[3], int64_t workspace[3]);
+/* cuDNN's batch normalization (spatial mode over the input viewed as N x C x L x 1: nn.BatchNormalization's
+ * statistics for 2-D to 5-D inputs), affine: weight and bias required. Forward in training updates the running
+ * statistics with momentum (cuDNN's unbiased running variance, as Torch7's) and saves the batch mean and
+ * 1/sqrt(var + eps) in save_mean/save_std; in evaluation the running statistics normalize. Backward from the saved
+ * batch statistics: grad_input (may be NULL) overwritten, grad_weight/grad_bias (may be NULL) += scale times
+ * theirs. Outputs contiguous; inputs in any layout. */
+int lt_cudnn_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                               const lt_tensor *weight, const lt_tensor *bias, lt_tensor *running_mean,
+                               lt_tensor *running_var, lt_tensor *save_mean, lt_tensor *save_std, int train,
+                               double momentum, double eps);
+int lt_cudnn_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tensor *input,
+                                const lt_tensor *grad_output, lt_tensor *grad_input, lt_tensor *grad_weight,
+                                lt_tensor *grad_bias, const lt_tensor *weight, const lt_tensor *save_mean,
+                                const lt_tensor *save_std, double scale, double eps);
+/* Drops every plan (cudnn.reset): algorithms are chosen again on next use. */
+void lt_cudnn_forget_plans(void);
+
 /* The CUBIN (or PTX for "compute_XX") of native/cuda/<file>.cu ("copy" or "copy.cu") for arch, as the launcher,
  * cutorch.kernels and `luatorch cuda compile` all compile it: the .cuh headers of the folder in memory, sorted by
  * name; -std=c++17 -DLT_CUDA_NVRTC=1 and the registered include folders; through cache_dir (NULL: the

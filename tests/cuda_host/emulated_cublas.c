@@ -26,23 +26,12 @@ EXPORT int cublasGetProperty(int which, int *value) {
 }
 
 /* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; cuBLAS's argument rules */
-/* The emulated driver's emulated_device_access (already loaded by the C layer), or none. */
-static void (*access)(int);
-static int (*current_device)(void);   /* the driver's current context's device, which a handle is bound to */
+#include "emulated_link.h"
 
-static void find_driver(void) {
-  static int looked;
-  if (looked) return;
-  const char *path = getenv("LUATORCH_CUDA_DRIVER");
-  void *driver = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-  access = driver ? (void (*)(int))dlsym(driver, "emulated_device_access") : NULL;
-  current_device = driver ? (int (*)(void))dlsym(driver, "emulated_current_device") : NULL;
-  looked = 1;
-}
-static int device_now(void) { find_driver(); return current_device ? current_device() : 0; }
+static int device_now(void) { find_driver(); return emu_current_device ? emu_current_device() : 0; }
 static void device_access(int open) {
   find_driver();
-  if (access) access(open);
+  if (emu_access_current) emu_access_current(open);
 }
 
 EXPORT int cublasCreate_v2(void **h) {

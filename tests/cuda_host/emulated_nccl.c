@@ -26,18 +26,7 @@ typedef struct { int kind; const void *send; void *recv; size_t count; int type,
 static __thread op queue[MAX_OPS];
 static __thread int queued, depth;
 
-static void (*access_device)(int, int);
-static int (*device_of)(unsigned long long);
-
-static void find_driver(void) {
-  static int looked;
-  if (looked) return;
-  const char *path = getenv("LUATORCH_CUDA_DRIVER");
-  void *driver = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-  access_device = driver ? (void (*)(int, int))dlsym(driver, "emulated_access_device") : NULL;
-  device_of = driver ? (int (*)(unsigned long long))dlsym(driver, "emulated_device_of") : NULL;
-  looked = 1;
-}
+#include "emulated_link.h"
 
 EXPORT int ncclGetVersion(int *v) { *v = 22703; return SUCCESS; }   /* 2.27.3 */
 
@@ -81,8 +70,8 @@ static int enqueue(op o) {
     return INVALID_ARGUMENT;
   find_driver();
   /* a rank's buffers in its own device's memory, where the guard can tell */
-  if (device_of) {
-    int d = device_of((unsigned long long)(uintptr_t)o.send);
+  if (emu_device_of) {
+    int d = emu_device_of((unsigned long long)(uintptr_t)o.send);
     if (d != -2 && d != o.c->device) return INVALID_ARGUMENT;
   }
   if (depth == 0 || queued == MAX_OPS) return INVALID_USAGE;   /* one thread drives all ranks: groups only */
@@ -121,7 +110,7 @@ static int run(op *ops, int n) {
   }
   if (n != q->n) return INVALID_USAGE;
   for (int r = 0; r < n; r++)
-    if (access_device) access_device(by_rank[r]->c->device, 1);
+    if (emu_access_device) emu_access_device(by_rank[r]->c->device, 1);
   op *root = by_rank[ops[0].root];
   for (size_t i = 0; i < ops[0].count; i++) {
     if (ops[0].kind == 0) {
@@ -134,7 +123,7 @@ static int run(op *ops, int n) {
     }
   }
   for (int r = 0; r < n; r++)
-    if (access_device) access_device(by_rank[r]->c->device, 0);
+    if (emu_access_device) emu_access_device(by_rank[r]->c->device, 0);
   return SUCCESS;
 }
 

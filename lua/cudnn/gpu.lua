@@ -1,0 +1,192 @@
+-- cudnn.SpatialConvolution and cudnn's batch normalization on cuDNN itself, where cutorch runs on a GPU and
+-- libcudnn loads (native/src/cuda_cudnn.c).
+--
+-- As cudnn.torch: groups in the descriptor, an algorithm per pass chosen once per geometry by cuDNN's
+-- heuristics within a workspace limit (maxWorkspaceGPUMemPercent of the GPU's memory), without a limit under
+-- cudnn.fastest or module:fastest(), by timing every algorithm (Find*Ex) under cudnn.benchmark, or the one
+-- module:setMode names. Float convolutions use FMA math (float32 throughout, as Torch7's cuDNN did) unless
+-- cudnn.allowTF32 is set, the setting PyTorch's cudnn.allow_tf32 names. Where libcudnn is missing, or
+-- LUATORCH_CUDNN=0 / cudnn.enabled = false, the modules run on luatorch's own CUDA kernels (cunn/gpu.lua),
+-- saying so once when it is missing.
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+local opsOf = cutorch._deviceOps
+
+cudnn.enabled = os.getenv('LUATORCH_CUDNN') ~= '0'
+cudnn.allowTF32 = false
+
+-- cuDNN there or not: asked once per Lua state; the reason printed once per process
+local available, why
+local function usable()
+   if not cudnn.enabled then return false end
+   if available == nil then
+      available = C.lt_cudnn_available() == 0
+      if not available then
+         why = ffi.string(C.lt_errmsg())
+         if C.lt_cudnn_first_notice() == 1 then
+            io.stderr:write(string.format("cudnn: cuDNN cannot be used (%s); cudnn's convolutions and batch norm " ..
+                                          "run on luatorch's own CUDA kernels (pip install 'luatorch[cuda]' adds cuDNN)\n", why))
+         end
+      end
+   end
+   return available
+end
+cudnn.isAvailable = usable
+
+-- setMode's algorithm names (cudnn.torch took cuDNN's enum names), by pass
+local ALGORITHMS = {
+   {'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM', 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM',
+    'CUDNN_CONVOLUTION_FWD_ALGO_GEMM', 'CUDNN_CONVOLUTION_FWD_ALGO_DIRECT', 'CUDNN_CONVOLUTION_FWD_ALGO_FFT',
+    'CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING', 'CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD',
+    'CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED'},
+   {'CUDNN_CONVOLUTION_BWD_DATA_ALGO_0', 'CUDNN_CONVOLUTION_BWD_DATA_ALGO_1', 'CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT',
+    'CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING', 'CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD',
+    'CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED'},
+   {'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0', 'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1',
+    'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT', 'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3',
+    'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD', 'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED',
+    'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING'},
+}
+cudnn.algorithms = ALGORITHMS
+
+local function algorithmNumber(pass, mode)
+   if mode == nil or mode == false then return -1 end
+   if type(mode) == 'number' then return mode end
+   for i, name in ipairs(ALGORITHMS[pass]) do
+      if name == mode then return i - 1 end
+   end
+   error(string.format("cudnn: setMode: no %s algorithm named '%s' (cuDNN's names: %s)",
+                       ({'forward', 'backward data', 'backward filter'})[pass], tostring(mode),
+                       table.concat(ALGORITHMS[pass], ', ')), 4)
+end
+
+-- cudnn.torch's workspace budget: this share of the GPU's memory
+local limits = {}
+local function workspaceLimit(device)
+   local pct = cudnn.maxWorkspaceGPUMemPercent or 95
+   local key = device .. ':' .. pct
+   if not limits[key] then
+      local _, total = cutorch.getMemoryUsage(device + 1)
+      limits[key] = math.floor(total * pct / 100)
+   end
+   return limits[key]
+end
+
+local params = ffi.new('lt_cudnn_conv')
+local function paramsOf(self, input)
+   self.padW, self.padH = self.padW or 0, self.padH or 0
+   local p = params
+   p.kW, p.kH, p.dW, p.dH, p.padW, p.padH = self.kW, self.kH, self.dW, self.dH, self.padW, self.padH
+   p.dilW, p.dilH = self.dilationW or 1, self.dilationH or 1
+   p.groups = self.groups or 1
+   p.mode = cudnn.benchmark and C.LT_CUDNN_BENCHMARK
+            or ((self.fastest_mode or cudnn.fastest) and C.LT_CUDNN_FASTEST or C.LT_CUDNN_HEURISTIC)
+   p.algo[0] = algorithmNumber(1, self.fmode)
+   p.algo[1] = algorithmNumber(2, self.bdmode)
+   p.algo[2] = algorithmNumber(3, self.bwmode)
+   p.tf32 = cudnn.allowTF32 and 1 or 0
+   p.workspace_limit = workspaceLimit(input._c.storage.device)
+   return p
+end
+
+local function onCudnn(class)
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                 accGradParameters = class.accGradParameters}
+   cunn._onDevice(class, 'updateOutput', function(self, input)
+      if not usable() then return host.updateOutput(self, input) end
+      local p = paramsOf(self, input)   -- first: it fills in padW/padH of old files
+      self.output:resize(cunn._convOutputSize(self, input))
+      check(C.lt_cudnn_conv2d_forward(opsOf(input), nil, p, input._c, self.output._c,
+                                      self.weight._c, self.bias and self.bias._c or nil), 2)
+      return self.output
+   end)
+   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      if not usable() then return host.updateGradInput(self, input, gradOutput) end
+      self.gradInput:resizeAs(input)
+      check(C.lt_cudnn_conv2d_backward_data(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
+                                            self.gradInput._c, self.weight._c), 2)
+      return self.gradInput
+   end)
+   cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+      if not usable() then return host.accGradParameters(self, input, gradOutput, scale) end
+      check(C.lt_cudnn_conv2d_backward_params(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
+                                              self.gradWeight._c, self.gradBias and self.gradBias._c or nil,
+                                              scale or 1), 2)
+   end)
+end
+onCudnn(cudnn.SpatialConvolution)
+
+-- ---------------------------------------------------------------- batch normalization
+
+-- cudnn.BatchNormalization, SpatialBatchNormalization and VolumetricBatchNormalization (affine, as cuDNN's) in
+-- cuDNN's spatial mode; nn.BatchNormalization's rules for single samples and evaluation (cunn/gpu.lua). A
+-- backward pass in evaluation (running statistics) stays on our kernels: cuDNN's uses the batch's.
+local BN = nn.BatchNormalization
+local function opt(t) return t and t._c or nil end
+
+local function onCudnnBatchNorm(class)
+   local host = {}
+   for _, name in ipairs {'updateOutput', 'backward', 'updateGradInput', 'accGradParameters'} do
+      host[name] = class[name]
+   end
+   cunn._onDevice(class, 'updateOutput', function(self, input)
+      if not usable() or not self.weight or not self.bias then return host.updateOutput(self, input) end
+      local input, train = cunn._bnForwardSetup(self, input)
+      check(C.lt_cudnn_batchnorm_forward(opsOf(input), nil, self.output._c, input._c, self.weight._c,
+            self.bias._c, self.running_mean._c, self.running_var._c, self.save_mean._c, self.save_std._c,
+            train and 1 or 0, self.momentum, self.eps), 2)
+      return self.output
+   end)
+   local function backward(name, self, input, gradOutput, scale, gradInput, gradWeight, gradBias)
+      self:checkInputDim(input)
+      local batch = BN._asBatch(self, input)
+      if not usable() or not self.weight or not BN._useBatchStats(self, batch) then
+         return host[name](self, input, gradOutput, scale)
+      end
+      gradOutput = BN._asBatch(self, gradOutput)
+      if gradInput then gradInput:resizeAs(gradOutput) end
+      check(C.lt_cudnn_batchnorm_backward(opsOf(batch), nil, batch._c, gradOutput._c, opt(gradInput),
+            opt(gradWeight), opt(gradBias), self.weight._c, opt(self.save_mean), opt(self.save_std), scale or 1,
+            self.eps), 3)
+      return self.gradInput
+   end
+   cunn._onDevice(class, 'backward', function(self, input, gradOutput, scale)
+      return backward('backward', self, input, gradOutput, scale, self.gradInput, self.gradWeight, self.gradBias)
+   end)
+   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      return backward('updateGradInput', self, input, gradOutput, 1, self.gradInput)
+   end)
+   cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+      backward('accGradParameters', self, input, gradOutput, scale, nil, self.gradWeight, self.gradBias)
+   end)
+end
+onCudnnBatchNorm(cudnn.BatchNormalization)
+onCudnnBatchNorm(cudnn.SpatialBatchNormalization)
+onCudnnBatchNorm(cudnn.VolumetricBatchNormalization)
+
+-- The algorithms and workspace bytes a cudnn convolution chose for this input, {forward, backwardData,
+-- backwardFilter} (-1: that pass has not run), as cudnn.verbose printed them; nil before it ran on cuDNN.
+function cudnn.algorithmsOf(self, input)
+   local sizes = ffi.new('int64_t[4]')
+   local d = input:dim()
+   sizes[0] = d == 4 and input:size(1) or 1
+   for i = 1, 3 do sizes[i] = input:size(d - 3 + i) end
+   local algos, bytes = ffi.new('int[3]'), ffi.new('int64_t[3]')
+   if C.lt_cudnn_conv2d_algorithms(paramsOf(self, input), input._c.storage.device, input._c.type, sizes,
+                                   self.nOutputPlane, algos, bytes) ~= 0 then
+      return nil
+   end
+   local names, out = {'forward', 'backwardData', 'backwardFilter'}, {}
+   for i = 1, 3 do
+      out[names[i]] = {algorithm = algos[i - 1], name = ALGORITHMS[i][algos[i - 1] + 1],
+                       workspace = tonumber(bytes[i - 1])}
+   end
+   return out
+end
+
+-- cudnn.reset: algorithms are chosen again
+function cudnn.reset()
+   C.lt_cudnn_forget_plans()
+end

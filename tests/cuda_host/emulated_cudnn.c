@@ -1,0 +1,615 @@
+/* An emulated libcudnn for the emulated driver (emulated_driver.c): the cuDNN entry points native/src/cuda_cudnn.c
+ * calls, with the checks cuDNN makes of them, so that the cudnn.* convolutions' GPU path (descriptors, algorithm
+ * choice by heuristics, by Find*Ex timing and by name, workspace sizes, float and double scalars, alpha/beta
+ * accumulation, handles per device) runs in CI as on a GPU. The arithmetic is the plain loop in double over the
+ * descriptors' strides: an oracle, not a fast path.
+ *
+ * Each pass has a small catalogue of algorithms with workspace needs of their own: a run given less workspace
+ * than its algorithm needs is CUDNN_STATUS_BAD_PARAM, and every run scribbles over the workspace it was given,
+ * so a caller that reads workspace or under-allocates it is caught. The heuristics (Get*_v7) rank the
+ * catalogue one way, Find*Ex's "timings" another, so a test can tell which one chose. Under the driver's
+ * LT_EMULATED_CUDA_GUARD every pointer must lie in the current device's memory. Status codes as cuDNN 9's. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { SUCCESS = 0, NOT_INITIALIZED = 1001, BAD_PARAM = 2000, NOT_SUPPORTED = 3000, EXECUTION_FAILED = 5003,
+       ALLOC_FAILED = 4000 };
+enum { FWD = 0, BWD_DATA = 1, BWD_FILTER = 2 };
+enum { K_HANDLE = 1, K_TENSOR, K_FILTER, K_CONV };
+static const int MAGIC = 0x63644e4e;
+
+typedef struct { int magic, kind, device; void *stream; } handle;
+typedef struct { int magic, kind, set, dtype, dims[4], strides[4]; } tensor;
+typedef struct { int magic, kind, set, dtype, format, dims[4]; } filter;
+typedef struct { int magic, kind, set, pad[2], stride[2], dil[2], mode, ctype, groups, math; } conv;
+typedef struct { int algo, status; float time; size_t memory; int determinism, math_type, reserved[3]; } perf_t;
+
+#include "emulated_link.h"
+
+static int device_now(void) { find_driver(); return emu_current_device ? emu_current_device() : 0; }
+/* the pointer is in device dev's memory (always true where the driver does not guard its arenas) */
+static int on_device(const void *p, int dev) {
+  find_driver();
+  if (!emu_device_of) return 1;
+  int d = emu_device_of((unsigned long long)(uintptr_t)p);
+  return d == -2 || d == dev;
+}
+
+EXPORT size_t cudnnGetVersion(void) { return 92000; }
+
+EXPORT const char *cudnnGetErrorString(int s) {
+  switch (s) {
+    case SUCCESS: return "CUDNN_STATUS_SUCCESS";
+    case NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case ALLOC_FAILED: return "CUDNN_STATUS_ALLOC_FAILED";
+    case EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    default: return "CUDNN_STATUS_UNKNOWN";
+  }
+}
+
+static void *make(size_t size, int kind) {
+  int *p = calloc(1, size);
+  if (p) p[0] = MAGIC, p[1] = kind;
+  return p;
+}
+static int is(const void *p, int kind) { return p && ((const int *)p)[0] == MAGIC && ((const int *)p)[1] == kind; }
+static int destroy(void *p, int kind) {
+  if (!is(p, kind)) return BAD_PARAM;
+  ((int *)p)[0] = 0;
+  free(p);
+  return SUCCESS;
+}
+
+EXPORT int cudnnCreate(void **h) {
+  if (!h) return BAD_PARAM;
+  handle *p = make(sizeof *p, K_HANDLE);
+  if (!p) return ALLOC_FAILED;
+  p->device = device_now();
+  *h = p;
+  return SUCCESS;
+}
+EXPORT int cudnnDestroy(void *h) { return destroy(h, K_HANDLE); }
+EXPORT int cudnnSetStream(void *h, void *s) {
+  if (!is(h, K_HANDLE)) return BAD_PARAM;
+  ((handle *)h)->stream = s;
+  return SUCCESS;
+}
+
+#define CREATE(NAME, TYPE, KIND)                                   \
+  EXPORT int cudnnCreate##NAME##Descriptor(void **d) {            \
+    if (!d) return BAD_PARAM;                                     \
+    return (*d = make(sizeof(TYPE), KIND)) ? SUCCESS : ALLOC_FAILED; \
+  }                                                               \
+  EXPORT int cudnnDestroy##NAME##Descriptor(void *d) { return destroy(d, KIND); }
+CREATE(Tensor, tensor, K_TENSOR)
+CREATE(Filter, filter, K_FILTER)
+CREATE(Convolution, conv, K_CONV)
+
+static int dtype_ok(int t) { return t == 0 || t == 1; }   /* float, double: all this emulation computes */
+
+EXPORT int cudnnSetTensorNdDescriptor(void *d, int dtype, int nb, const int *dims, const int *strides) {
+  if (!is(d, K_TENSOR) || !dims || !strides) return BAD_PARAM;
+  if (nb != 4) return NOT_SUPPORTED;
+  if (!dtype_ok(dtype)) return NOT_SUPPORTED;
+  tensor *t = d;
+  for (int i = 0; i < 4; i++) {
+    if (dims[i] <= 0 || strides[i] <= 0) return BAD_PARAM;
+    t->dims[i] = dims[i], t->strides[i] = strides[i];
+  }
+  t->dtype = dtype, t->set = 1;
+  return SUCCESS;
+}
+
+EXPORT int cudnnSetFilterNdDescriptor(void *d, int dtype, int format, int nb, const int *dims) {
+  if (!is(d, K_FILTER) || !dims) return BAD_PARAM;
+  if (nb != 4 || format != 0 || !dtype_ok(dtype)) return NOT_SUPPORTED;   /* NCHW, 2-D */
+  filter *f = d;
+  for (int i = 0; i < 4; i++) {
+    if (dims[i] <= 0) return BAD_PARAM;
+    f->dims[i] = dims[i];
+  }
+  f->dtype = dtype, f->format = format, f->set = 1;
+  return SUCCESS;
+}
+
+EXPORT int cudnnSetConvolutionNdDescriptor(void *d, int n, const int *pad, const int *stride, const int *dil, int mode,
+                                           int ctype) {
+  if (!is(d, K_CONV) || !pad || !stride || !dil) return BAD_PARAM;
+  if (n != 2) return NOT_SUPPORTED;
+  if ((mode != 0 && mode != 1) || !dtype_ok(ctype)) return BAD_PARAM;
+  conv *c = d;
+  for (int i = 0; i < 2; i++) {
+    if (pad[i] < 0 || stride[i] <= 0 || dil[i] <= 0) return BAD_PARAM;
+    c->pad[i] = pad[i], c->stride[i] = stride[i], c->dil[i] = dil[i];
+  }
+  c->mode = mode, c->ctype = ctype, c->set = 1;
+  if (!c->groups) c->groups = 1;
+  return SUCCESS;
+}
+
+EXPORT int cudnnSetConvolutionGroupCount(void *d, int g) {
+  if (!is(d, K_CONV) || g < 1) return BAD_PARAM;
+  ((conv *)d)->groups = g;
+  return SUCCESS;
+}
+
+EXPORT int cudnnSetConvolutionMathType(void *d, int m) {
+  if (!is(d, K_CONV) || m < 0 || m > 3) return BAD_PARAM;
+  ((conv *)d)->math = m;
+  return SUCCESS;
+}
+
+/* x, w and the convolution agree; out[4] the output's dims */
+static int output_dims(const conv *c, const tensor *x, const filter *w, int out[4]) {
+  if (!is(c, K_CONV) || !is(x, K_TENSOR) || !is(w, K_FILTER) || !c->set || !x->set || !w->set) return BAD_PARAM;
+  if (x->dtype != w->dtype || c->ctype != x->dtype) return BAD_PARAM;
+  if (w->dims[1] * c->groups != x->dims[1] || w->dims[0] % c->groups) return BAD_PARAM;
+  out[0] = x->dims[0], out[1] = w->dims[0];
+  for (int i = 0; i < 2; i++) {
+    int span = c->dil[i] * (w->dims[2 + i] - 1) + 1;
+    out[2 + i] = (x->dims[2 + i] + 2 * c->pad[i] - span) / c->stride[i] + 1;
+    if (x->dims[2 + i] + 2 * c->pad[i] < span) return BAD_PARAM;
+  }
+  return SUCCESS;
+}
+
+EXPORT int cudnnGetConvolutionNdForwardOutputDim(const void *c, const void *x, const void *w, int nb, int *out) {
+  if (nb != 4 || !out) return BAD_PARAM;
+  return output_dims(c, x, w, out);
+}
+
+/* ---------------------------------------------------------------- the pass's operands and catalogue */
+
+/* (a, b) -> out: forward (x, w) -> y, backward data (w, dy) -> dx, backward filter (x, dy) -> dw */
+typedef struct { const tensor *x, *y; const filter *w; const conv *c; int dtype; } geom;
+
+static int pass_geom(int pass, const void *ad, const void *bd, const void *cd, const void *od, geom *g) {
+  g->c = cd;
+  g->x = pass == BWD_DATA ? od : ad;
+  g->w = pass == FWD ? bd : pass == BWD_DATA ? ad : od;
+  g->y = pass == FWD ? od : bd;
+  int dims[4];
+  int st = output_dims(g->c, g->x, g->w, dims);
+  if (st) return st;
+  if (!is(g->y, K_TENSOR) || !g->y->set || g->y->dtype != g->x->dtype) return BAD_PARAM;
+  for (int i = 0; i < 4; i++)
+    if (g->y->dims[i] != dims[i]) return BAD_PARAM;
+  g->dtype = g->x->dtype;
+  return SUCCESS;
+}
+
+/* The algorithms each pass offers, their workspace (in elements of the data type, per the geometry), the
+ * heuristics' order and Find's "times" (ms). Unlisted numbers are NOT_SUPPORTED. */
+static int64_t col_elems(const geom *g) {   /* one group's column matrix over the whole batch */
+  return (int64_t)g->w->dims[1] * g->w->dims[2] * g->w->dims[3] * g->y->dims[2] * g->y->dims[3] * g->y->dims[0];
+}
+static int supported(int pass, int algo) {
+  static const int ok[3][8] = {{1, 1, 1, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0, 0, 0}, {1, 1, 0, 1, 0, 0, 0, 0}};
+  return algo >= 0 && algo < 8 && ok[pass][algo];
+}
+static size_t workspace_of(int pass, int algo, const geom *g) {
+  const size_t es = g->dtype == 1 ? 8 : 4;
+  switch (algo) {
+    case 0: return 0;
+    case 1: return (size_t)(g->y->dims[2] * g->y->dims[3]) * 8 + 64;   /* "index precomputation" */
+    default: return (size_t)col_elems(g) * es + (pass == BWD_FILTER ? 256 : 0);   /* GEMM / ALGO_3: columns */
+  }
+}
+static const int heuristic_order[3][3] = {{1, 0, 2}, {1, 0, -1}, {1, 0, 3}};
+static const int find_order[3][3] = {{2, 0, 1}, {0, 1, -1}, {3, 1, 0}};
+
+static int check_handle(const void *h) {
+  if (!is(h, K_HANDLE)) return BAD_PARAM;
+  if (((const handle *)h)->device != device_now()) return EXECUTION_FAILED;   /* a handle works on its device */
+  return SUCCESS;
+}
+
+static int get_v7(int pass, void *h, const void *a, const void *b, const void *c, const void *o, int req, int *ret,
+                  perf_t *perf) {
+  geom g;
+  int st = check_handle(h);
+  if (st || (st = pass_geom(pass, a, b, c, o, &g))) return st;
+  if (req < 1 || !ret || !perf) return BAD_PARAM;
+  int n = 0;
+  for (int i = 0; i < 3 && n < req; i++) {
+    int algo = heuristic_order[pass][i];
+    if (algo < 0) continue;
+    perf[n] = (perf_t){.algo = algo, .status = SUCCESS, .time = -1, .memory = workspace_of(pass, algo, &g),
+                       .math_type = ((const conv *)c)->math};
+    n++;
+  }
+  *ret = n;
+  return SUCCESS;
+}
+
+EXPORT int cudnnGetConvolutionForwardAlgorithm_v7(void *h, const void *x, const void *w, const void *c,
+                                                  const void *y, int req, int *ret, perf_t *perf) {
+  return get_v7(FWD, h, x, w, c, y, req, ret, perf);
+}
+EXPORT int cudnnGetConvolutionBackwardDataAlgorithm_v7(void *h, const void *w, const void *dy, const void *c,
+                                                       const void *dx, int req, int *ret, perf_t *perf) {
+  return get_v7(BWD_DATA, h, w, dy, c, dx, req, ret, perf);
+}
+EXPORT int cudnnGetConvolutionBackwardFilterAlgorithm_v7(void *h, const void *x, const void *dy, const void *c,
+                                                         const void *dw, int req, int *ret, perf_t *perf) {
+  return get_v7(BWD_FILTER, h, x, dy, c, dw, req, ret, perf);
+}
+
+static int ws_size(int pass, void *h, const void *a, const void *b, const void *c, const void *o, int algo,
+                   size_t *size) {
+  geom g;
+  int st = check_handle(h);
+  if (st || (st = pass_geom(pass, a, b, c, o, &g))) return st;
+  if (!size) return BAD_PARAM;
+  if (!supported(pass, algo)) return NOT_SUPPORTED;
+  *size = workspace_of(pass, algo, &g);
+  return SUCCESS;
+}
+EXPORT int cudnnGetConvolutionForwardWorkspaceSize(void *h, const void *x, const void *w, const void *c,
+                                                   const void *y, int algo, size_t *size) {
+  return ws_size(FWD, h, x, w, c, y, algo, size);
+}
+EXPORT int cudnnGetConvolutionBackwardDataWorkspaceSize(void *h, const void *w, const void *dy, const void *c,
+                                                        const void *dx, int algo, size_t *size) {
+  return ws_size(BWD_DATA, h, w, dy, c, dx, algo, size);
+}
+EXPORT int cudnnGetConvolutionBackwardFilterWorkspaceSize(void *h, const void *x, const void *dy, const void *c,
+                                                          const void *dw, int algo, size_t *size) {
+  return ws_size(BWD_FILTER, h, x, dy, c, dw, algo, size);
+}
+
+/* ---------------------------------------------------------------- the arithmetic */
+
+static double load(const void *p, int64_t i, int dbl) { return dbl ? ((const double *)p)[i] : ((const float *)p)[i]; }
+static void store(void *p, int64_t i, int dbl, double v) {
+  if (dbl) ((double *)p)[i] = v;
+  else ((float *)p)[i] = (float)v;
+}
+static int64_t tpos(const tensor *t, int n, int c, int h, int w) {
+  return (int64_t)n * t->strides[0] + (int64_t)c * t->strides[1] + (int64_t)h * t->strides[2] +
+         (int64_t)w * t->strides[3];
+}
+static int64_t fpos(const filter *f, int k, int c, int r, int s) {
+  return (((int64_t)k * f->dims[1] + c) * f->dims[2] + r) * f->dims[3] + s;
+}
+static int64_t tcount(const tensor *t) { return (int64_t)t->dims[0] * t->dims[1] * t->dims[2] * t->dims[3]; }
+
+/* out = alpha op(a, b) + beta out, the sums in double; beta == 0 does not read out */
+static int compute(int pass, const geom *g, double alpha, double beta, const void *a, const void *b, void *out) {
+  const int dbl = g->dtype == 1;
+  const tensor *x = g->x, *y = g->y;
+  const filter *w = g->w;
+  const conv *c = g->c;
+  const int G = c->groups, Cg = w->dims[1], Kg = w->dims[0] / G;
+  const void *xp = pass == BWD_DATA ? NULL : a, *wp = pass == FWD ? b : pass == BWD_DATA ? a : NULL;
+  const void *yp = pass == FWD ? NULL : b;
+  const int64_t n_out = pass == FWD ? tcount(y) : pass == BWD_DATA ? tcount(x)
+                                                  : (int64_t)w->dims[0] * Cg * w->dims[2] * w->dims[3];
+  double *acc = calloc((size_t)n_out, sizeof *acc);
+  if (!acc) return ALLOC_FAILED;
+  /* the accumulator is indexed densely: y and x as N,C,H,W; w as its own layout */
+  for (int n = 0; n < x->dims[0]; n++)
+    for (int k = 0; k < w->dims[0]; k++)
+      for (int oh = 0; oh < y->dims[2]; oh++)
+        for (int ow = 0; ow < y->dims[3]; ow++) {
+          const int grp = k / Kg;
+          const int64_t yi = (((int64_t)n * y->dims[1] + k) * y->dims[2] + oh) * y->dims[3] + ow;
+          const double dy = pass == FWD ? 0 : load(yp, tpos(y, n, k, oh, ow), dbl);
+          for (int cc = 0; cc < Cg; cc++)
+            for (int r = 0; r < w->dims[2]; r++) {
+              const int ih = oh * c->stride[0] - c->pad[0] + r * c->dil[0];
+              if (ih < 0 || ih >= x->dims[2]) continue;
+              for (int s = 0; s < w->dims[3]; s++) {
+                const int iw = ow * c->stride[1] - c->pad[1] + s * c->dil[1];
+                if (iw < 0 || iw >= x->dims[3]) continue;
+                const int ch = grp * Cg + cc;
+                const int64_t wi = fpos(w, k, cc, r, s);
+                if (pass == FWD) acc[yi] += load(xp, tpos(x, n, ch, ih, iw), dbl) * load(wp, wi, dbl);
+                else if (pass == BWD_DATA)
+                  acc[(((int64_t)n * x->dims[1] + ch) * x->dims[2] + ih) * x->dims[3] + iw] += dy * load(wp, wi, dbl);
+                else acc[wi] += dy * load(xp, tpos(x, n, ch, ih, iw), dbl);
+              }
+            }
+        }
+  for (int64_t i = 0; i < n_out; i++) {
+    int64_t pos = i;
+    if (pass != BWD_FILTER) {   /* dense N,C,H,W index -> the descriptor's strides */
+      const tensor *t = pass == FWD ? y : x;
+      int64_t r = i;
+      const int ww = (int)(r % t->dims[3]); r /= t->dims[3];
+      const int hh = (int)(r % t->dims[2]); r /= t->dims[2];
+      const int cc = (int)(r % t->dims[1]); r /= t->dims[1];
+      pos = tpos(t, (int)r, cc, hh, ww);
+    }
+    store(out, pos, dbl, alpha * acc[i] + (beta != 0 ? beta * load(out, pos, dbl) : 0));
+  }
+  free(acc);
+  return SUCCESS;
+}
+
+static double scalar(const void *p, int dbl) { return dbl ? *(const double *)p : *(const float *)p; }
+
+static int run(int pass, void *h, const void *alpha, const void *ad, const void *a, const void *bd, const void *b,
+               const void *cd, int algo, void *ws, size_t ws_bytes, const void *beta, const void *od, void *out) {
+  geom g;
+  int st = check_handle(h);
+  if (st || (st = pass_geom(pass, ad, bd, cd, od, &g))) return st;
+  if (!alpha || !beta || !a || !b || !out) return BAD_PARAM;
+  if (!supported(pass, algo)) return NOT_SUPPORTED;
+  const size_t need = workspace_of(pass, algo, &g);
+  if (ws_bytes < need || (need && !ws)) return BAD_PARAM;
+  const int dev = ((const handle *)h)->device;
+  if (!on_device(a, dev) || !on_device(b, dev) || !on_device(out, dev) || (ws_bytes && !on_device(ws, dev)))
+    return EXECUTION_FAILED;   /* the real library would fault */
+  find_driver();
+  if (emu_access_device) emu_access_device(dev, 1);
+  if (ws_bytes) memset(ws, 0xA5, ws_bytes);   /* workspace holds nothing a caller may read */
+  st = compute(pass, &g, scalar(alpha, g.dtype == 1), scalar(beta, g.dtype == 1), a, b, out);
+  if (emu_access_device) emu_access_device(dev, 0);
+  return st;
+}
+
+EXPORT int cudnnConvolutionForward(void *h, const void *alpha, const void *xd, const void *x, const void *wd,
+                                   const void *w, const void *cd, int algo, void *ws, size_t wsb, const void *beta,
+                                   const void *yd, void *y) {
+  return run(FWD, h, alpha, xd, x, wd, w, cd, algo, ws, wsb, beta, yd, y);
+}
+EXPORT int cudnnConvolutionBackwardData(void *h, const void *alpha, const void *wd, const void *w, const void *dyd,
+                                        const void *dy, const void *cd, int algo, void *ws, size_t wsb,
+                                        const void *beta, const void *dxd, void *dx) {
+  return run(BWD_DATA, h, alpha, wd, w, dyd, dy, cd, algo, ws, wsb, beta, dxd, dx);
+}
+EXPORT int cudnnConvolutionBackwardFilter(void *h, const void *alpha, const void *xd, const void *x,
+                                          const void *dyd, const void *dy, const void *cd, int algo, void *ws,
+                                          size_t wsb, const void *beta, const void *dwd, void *dw) {
+  return run(BWD_FILTER, h, alpha, xd, x, dyd, dy, cd, algo, ws, wsb, beta, dwd, dw);
+}
+
+/* Find*Ex: every supported algorithm run on the caller's buffers (out is overwritten, as cuDNN does), those
+ * needing more workspace than given reported ALLOC_FAILED at the end, the rest in find_order's "time" order */
+static int find(int pass, void *h, const void *ad, const void *a, const void *bd, const void *b, const void *cd,
+                const void *od, void *out, int req, int *ret, perf_t *perf, void *ws, size_t wsb) {
+  geom g;
+  int st = check_handle(h);
+  if (st || (st = pass_geom(pass, ad, bd, cd, od, &g))) return st;
+  if (req < 1 || !ret || !perf) return BAD_PARAM;
+  const int dbl = g.dtype == 1;
+  const double one = 1, zero = 0;
+  const float onef = 1, zerof = 0;
+  int n = 0, failed[3], nf = 0;
+  for (int i = 0; i < 3; i++) {
+    int algo = find_order[pass][i];
+    if (algo < 0) continue;
+    size_t need = workspace_of(pass, algo, &g);
+    if (need > wsb) {
+      failed[nf++] = algo;
+      continue;
+    }
+    st = run(pass, h, dbl ? (const void *)&one : &onef, ad, a, bd, b, cd, algo, ws, wsb,
+             dbl ? (const void *)&zero : &zerof, od, out);
+    if (st) return st;
+    if (n < req) perf[n++] = (perf_t){.algo = algo, .status = SUCCESS, .time = 1.0f + (float)i, .memory = need};
+  }
+  for (int i = 0; i < nf && n < req; i++)
+    perf[n++] = (perf_t){.algo = failed[i], .status = ALLOC_FAILED, .time = -1, .memory = workspace_of(pass, failed[i], &g)};
+  *ret = n;
+  return SUCCESS;
+}
+
+EXPORT int cudnnFindConvolutionForwardAlgorithmEx(void *h, const void *xd, const void *x, const void *wd,
+                                                  const void *w, const void *cd, const void *yd, void *y, int req,
+                                                  int *ret, perf_t *perf, void *ws, size_t wsb) {
+  return find(FWD, h, xd, x, wd, w, cd, yd, y, req, ret, perf, ws, wsb);
+}
+EXPORT int cudnnFindConvolutionBackwardDataAlgorithmEx(void *h, const void *wd, const void *w, const void *dyd,
+                                                       const void *dy, const void *cd, const void *dxd, void *dx,
+                                                       int req, int *ret, perf_t *perf, void *ws, size_t wsb) {
+  return find(BWD_DATA, h, wd, w, dyd, dy, cd, dxd, dx, req, ret, perf, ws, wsb);
+}
+EXPORT int cudnnFindConvolutionBackwardFilterAlgorithmEx(void *h, const void *xd, const void *x, const void *dyd,
+                                                         const void *dy, const void *cd, const void *dwd, void *dw,
+                                                         int req, int *ret, perf_t *perf, void *ws, size_t wsb) {
+  return find(BWD_FILTER, h, xd, x, dyd, dy, cd, dwd, dw, req, ret, perf, ws, wsb);
+}
+
+/* ---------------------------------------------------------------- bias */
+
+/* C = alpha A + beta C with A (1, K, 1, 1) broadcast over C (N, K, H, W); db = alpha sum(dy) + beta db */
+static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void *bias, const void *beta,
+                   const tensor *td, void *t) {
+  int st = check_handle(h);
+  if (st) return st;
+  if (!is(bd, K_TENSOR) || !is(td, K_TENSOR) || !bd->set || !td->set || bd->dtype != td->dtype) return BAD_PARAM;
+  if (bd->dims[0] != 1 || bd->dims[1] != td->dims[1] || bd->dims[2] != 1 || bd->dims[3] != 1) return BAD_PARAM;
+  const int dev = ((const handle *)h)->device, dbl = bd->dtype == 1;
+  if (!on_device(bias, dev) || !on_device(t, dev)) return EXECUTION_FAILED;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  if (emu_access_device) emu_access_device(dev, 1);
+  for (int k = 0; k < td->dims[1]; k++) {
+    const int64_t bi = (int64_t)k * bd->strides[1];
+    double sum = 0;
+    for (int n = 0; n < td->dims[0]; n++)
+      for (int y = 0; y < td->dims[2]; y++)
+        for (int x = 0; x < td->dims[3]; x++) {
+          const int64_t ti = tpos(td, n, k, y, x);
+          if (grad) sum += load(t, ti, dbl);
+          else store(t, ti, dbl, al * load(bias, bi, dbl) + (be != 0 ? be * load(t, ti, dbl) : 0));
+        }
+    if (grad) store(bias, bi, dbl, al * sum + (be != 0 ? be * load(bias, bi, dbl) : 0));
+  }
+  if (emu_access_device) emu_access_device(dev, 0);
+  return SUCCESS;
+}
+
+EXPORT int cudnnAddTensor(void *h, const void *alpha, const void *ad, const void *a, const void *beta,
+                          const void *cd, void *c) {
+  find_driver();
+  return bias_op(0, h, alpha, ad, (void *)a, beta, cd, c);
+}
+EXPORT int cudnnConvolutionBackwardBias(void *h, const void *alpha, const void *dyd, const void *dy, const void *beta,
+                                        const void *dbd, void *db) {
+  find_driver();
+  return bias_op(1, h, alpha, dbd, db, beta, dyd, (void *)dy);
+}
+
+/* ---------------------------------------------------------------- batch normalization (spatial mode) */
+
+/* x and y N x C x H x W of one type, the parameters' descriptor 1 x C x 1 x 1 of the same type (cuDNN's rule for
+ * float and double data); epsilon >= 0 (CUDNN_BN_MIN_EPSILON) */
+static int bn_check(void *h, int mode, const tensor *x, const tensor *y, const tensor *p, double eps) {
+  int st = check_handle(h);
+  if (st) return st;
+  if (mode != 1) return NOT_SUPPORTED;   /* the spatial mode is all this emulation computes */
+  if (!is(x, K_TENSOR) || !is(y, K_TENSOR) || !is(p, K_TENSOR) || !x->set || !y->set || !p->set) return BAD_PARAM;
+  if (x->dtype != y->dtype || p->dtype != x->dtype || eps < 0) return BAD_PARAM;
+  for (int i = 0; i < 4; i++)
+    if (x->dims[i] != y->dims[i]) return BAD_PARAM;
+  if (p->dims[0] != 1 || p->dims[1] != x->dims[1] || p->dims[2] != 1 || p->dims[3] != 1) return BAD_PARAM;
+  return SUCCESS;
+}
+
+static int bn_on_device(int dev, const void *const *ptrs, int n) {
+  for (int i = 0; i < n; i++)
+    if (ptrs[i] && !on_device(ptrs[i], dev)) return 0;
+  return 1;
+}
+
+/* the mean and biased variance of channel c over N, H, W */
+static void bn_stats(const tensor *x, const void *xp, int dbl, int c, double *mean, double *var, int64_t *count) {
+  double s = 0, s2 = 0;
+  int64_t n = 0;
+  for (int i = 0; i < x->dims[0]; i++)
+    for (int a = 0; a < x->dims[2]; a++)
+      for (int b = 0; b < x->dims[3]; b++, n++) s += load(xp, tpos(x, i, c, a, b), dbl);
+  *mean = s / (double)n;
+  for (int i = 0; i < x->dims[0]; i++)
+    for (int a = 0; a < x->dims[2]; a++)
+      for (int b = 0; b < x->dims[3]; b++) {
+        double d = load(xp, tpos(x, i, c, a, b), dbl) - *mean;
+        s2 += d * d;
+      }
+  *var = s2 / (double)n;
+  *count = n;
+}
+
+static int bn_forward(int train, void *h, int mode, const void *alpha, const void *beta, const tensor *xd,
+                      const void *x, const tensor *yd, void *y, const tensor *pd, const void *scale,
+                      const void *bias, double factor, void *rmean, void *rvar, double eps, void *smean,
+                      void *sinv) {
+  int st = bn_check(h, mode, xd, yd, pd, eps);
+  if (st) return st;
+  if (!alpha || !beta || !x || !y || !scale || !bias || (!train && (!rmean || !rvar))) return BAD_PARAM;
+  if (train && ((rmean == NULL) != (rvar == NULL) || (smean == NULL) != (sinv == NULL))) return BAD_PARAM;
+  const int dev = ((const handle *)h)->device, dbl = xd->dtype == 1;
+  const void *ptrs[] = {x, y, scale, bias, rmean, rvar, smean, sinv};
+  if (!bn_on_device(dev, ptrs, 8)) return EXECUTION_FAILED;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  if (emu_access_device) emu_access_device(dev, 1);
+  for (int c = 0; c < xd->dims[1]; c++) {
+    double mean, var;
+    int64_t n;
+    if (train) {
+      bn_stats(xd, x, dbl, c, &mean, &var, &n);
+      if (rmean) {
+        double unbiased = n > 1 ? var * (double)n / (double)(n - 1) : var;
+        store(rmean, c, dbl, factor * mean + (1 - factor) * load(rmean, c, dbl));
+        store(rvar, c, dbl, factor * unbiased + (1 - factor) * load(rvar, c, dbl));
+      }
+      if (smean) store(smean, c, dbl, mean), store(sinv, c, dbl, 1 / sqrt(var + eps));
+    } else {
+      mean = load(rmean, c, dbl), var = load(rvar, c, dbl);
+    }
+    const double inv = 1 / sqrt(var + eps), g = load(scale, c, dbl), b = load(bias, c, dbl);
+    for (int i = 0; i < xd->dims[0]; i++)
+      for (int a = 0; a < xd->dims[2]; a++)
+        for (int w = 0; w < xd->dims[3]; w++) {
+          const int64_t yi = tpos(yd, i, c, a, w);
+          double v = (load(x, tpos(xd, i, c, a, w), dbl) - mean) * inv * g + b;
+          store(y, yi, dbl, al * v + (be != 0 ? be * load(y, yi, dbl) : 0));
+        }
+  }
+  if (emu_access_device) emu_access_device(dev, 0);
+  return SUCCESS;
+}
+
+EXPORT int cudnnBatchNormalizationForwardTraining(void *h, int mode, const void *alpha, const void *beta,
+                                                  const void *xd, const void *x, const void *yd, void *y,
+                                                  const void *pd, const void *scale, const void *bias, double factor,
+                                                  void *rmean, void *rvar, double eps, void *smean, void *sinv) {
+  find_driver();
+  return bn_forward(1, h, mode, alpha, beta, xd, x, yd, y, pd, scale, bias, factor, rmean, rvar, eps, smean, sinv);
+}
+
+EXPORT int cudnnBatchNormalizationForwardInference(void *h, int mode, const void *alpha, const void *beta,
+                                                   const void *xd, const void *x, const void *yd, void *y,
+                                                   const void *pd, const void *scale, const void *bias,
+                                                   const void *mean, const void *var, double eps) {
+  find_driver();
+  return bn_forward(0, h, mode, alpha, beta, xd, x, yd, y, pd, scale, bias, 0, (void *)mean, (void *)var, eps, NULL,
+                    NULL);
+}
+
+/* dx = alphaD * dx_bn + betaD * dx; dscale/dbias = alphaP * d + betaP * old; from the saved statistics when given
+ * (they must be the forward's: recomputed here and compared), else recomputed */
+EXPORT int cudnnBatchNormalizationBackward(void *h, int mode, const void *alpha_d, const void *beta_d,
+                                           const void *alpha_p, const void *beta_p, const void *xd_, const void *x,
+                                           const void *dyd_, const void *dy, const void *dxd_, void *dx,
+                                           const void *pd_, const void *scale, void *dscale, void *dbias, double eps,
+                                           const void *smean, const void *sinv) {
+  find_driver();
+  const tensor *xd = xd_, *dyd = dyd_, *dxd = dxd_, *pd = pd_;
+  int st = bn_check(h, mode, xd, dyd, pd, eps);
+  if (st || (st = bn_check(h, mode, xd, dxd, pd, eps))) return st;
+  if (!alpha_d || !beta_d || !alpha_p || !beta_p || !x || !dy || !dx || !scale || !dscale || !dbias) return BAD_PARAM;
+  if ((smean == NULL) != (sinv == NULL)) return BAD_PARAM;
+  const int dev = ((const handle *)h)->device, dbl = xd->dtype == 1;
+  const void *ptrs[] = {x, dy, dx, scale, dscale, dbias, smean, sinv};
+  if (!bn_on_device(dev, ptrs, 8)) return EXECUTION_FAILED;
+  const double ad = scalar(alpha_d, dbl), bd = scalar(beta_d, dbl), ap = scalar(alpha_p, dbl),
+               bp = scalar(beta_p, dbl);
+  if (emu_access_device) emu_access_device(dev, 1);
+  st = SUCCESS;
+  for (int c = 0; c < xd->dims[1] && st == SUCCESS; c++) {
+    double mean, var;
+    int64_t n;
+    bn_stats(xd, x, dbl, c, &mean, &var, &n);
+    double inv = 1 / sqrt(var + eps);
+    if (smean) {   /* the caller's saved statistics must be this batch's (as the forward pass left them) */
+      const double sm = load(smean, c, dbl), si = load(sinv, c, dbl);
+      const double tol = dbl ? 1e-9 : 1e-4;
+      if (!(fabs(sm - mean) <= tol * (1 + fabs(mean)) && fabs(si - inv) <= tol * (1 + fabs(inv))))
+        st = BAD_PARAM;
+      mean = sm, inv = si;
+    }
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int i = 0; i < xd->dims[0]; i++)
+      for (int a = 0; a < xd->dims[2]; a++)
+        for (int w = 0; w < xd->dims[3]; w++) {
+          const double g = load(dy, tpos(dyd, i, c, a, w), dbl);
+          sum_dy += g;
+          sum_dy_xhat += g * (load(x, tpos(xd, i, c, a, w), dbl) - mean) * inv;
+        }
+    const double gamma = load(scale, c, dbl);
+    for (int i = 0; i < xd->dims[0]; i++)
+      for (int a = 0; a < xd->dims[2]; a++)
+        for (int w = 0; w < xd->dims[3]; w++) {
+          const double xhat = (load(x, tpos(xd, i, c, a, w), dbl) - mean) * inv;
+          const double g = load(dy, tpos(dyd, i, c, a, w), dbl);
+          const double v = gamma * inv * (g - sum_dy / (double)n - xhat * sum_dy_xhat / (double)n);
+          const int64_t di = tpos(dxd, i, c, a, w);
+          store(dx, di, dbl, ad * v + (bd != 0 ? bd * load(dx, di, dbl) : 0));
+        }
+    store(dscale, c, dbl, ap * sum_dy_xhat + (bp != 0 ? bp * load(dscale, c, dbl) : 0));
+    store(dbias, c, dbl, ap * sum_dy + (bp != 0 ? bp * load(dbias, c, dbl) : 0));
+  }
+  if (emu_access_device) emu_access_device(dev, 0);
+  return st;
+}

@@ -1,0 +1,27 @@
+/* How the emulated libraries (cuBLAS, NCCL, cuDNN) reach the emulated driver the C layer has already loaded
+ * (LUATORCH_CUDA_DRIVER): its current device, whether a pointer is in a device's guarded arena, and the switch
+ * that opens a device's memory to the host for the duration of a library call, as a kernel launch does. Each
+ * is NULL where the driver is not the emulated one. */
+#ifndef EMULATED_LINK_H
+#define EMULATED_LINK_H
+#include <dlfcn.h>
+#include <stdlib.h>
+
+static int (*emu_current_device)(void);
+static int (*emu_device_of)(unsigned long long);
+static void (*emu_access_current)(int);
+static void (*emu_access_device)(int, int);
+
+static void find_driver(void) {
+  static int looked;
+  if (looked) return;
+  const char *path = getenv("LUATORCH_CUDA_DRIVER");
+  void *driver = path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  emu_current_device = driver ? (int (*)(void))dlsym(driver, "emulated_current_device") : NULL;
+  emu_device_of = driver ? (int (*)(unsigned long long))dlsym(driver, "emulated_device_of") : NULL;
+  emu_access_current = driver ? (void (*)(int))dlsym(driver, "emulated_device_access") : NULL;
+  emu_access_device = driver ? (void (*)(int, int))dlsym(driver, "emulated_access_device") : NULL;
+  looked = 1;
+}
+
+#endif

@@ -1,0 +1,344 @@
+"""cudnn.SpatialConvolution and cudnn's batch normalization on cuDNN itself (lua/cudnn/gpu.lua,
+native/src/cuda_cudnn.c).
+
+Two kinds of test:
+- cuDNN's descriptor and shape logic against the real libcudnn where its wheel is installed (no GPU needed:
+  descriptors and output sizes work without a device; the tests skip where libcudnn is absent).
+- The convolutions through cuDNN on cutorch's GPU backend, against the CPU module in double. They skip without
+  the backend and cuDNN; on a GPU machine .ci/gpu-check runs them, and in CI the last test runs them in a process
+  whose driver, cuBLAS and cuDNN are tests/cuda_host's emulations (emulated_cudnn.c: cuDNN's argument checks,
+  a catalogue of algorithms with workspace needs, Find*Ex, batch norm's saved statistics checked against the batch,
+  and the arithmetic as plain loops in double) with
+  two devices and guarded device memory."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytorch_bridge import LuaError
+from test_cutorch_gpu import CONVOLUTION_ON_BOTH, fallbacks
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EMULATED = os.environ.get("LUATORCH_CUDA_CUDNN", "").endswith("libcudnn_emulated.so")
+
+
+def conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW=1, dilH=1, groups=1):
+    return ffi.new("lt_cudnn_conv *", dict(kW=kW, kH=kH, dW=dW, dH=dH, padW=padW, padH=padH, dilW=dilW, dilH=dilH,
+                                          groups=groups, mode=0, algo=[-1, -1, -1], tf32=0, workspace_limit=-1))
+
+
+@pytest.fixture
+def cudnn_library(rt):
+    """The C layer with libcudnn loaded (the real one, or the emulation in its emulated run)."""
+    from pytorch_bridge.native import ffi, lib
+
+    if lib.lt_cudnn_available() != 0:
+        pytest.skip("cuDNN is not installed: %s" % ffi.string(lib.lt_errmsg()).decode())
+    return lib, ffi
+
+
+def test_output_sizes_from_cudnns_descriptors_match_nns_formula(cudnn_library, rng):
+    """For random geometries (groups, stride, padding, dilation, Float and Double), the output size cuDNN's own
+    descriptors give equals nn's: floor((H + 2 pad - (dil (k - 1) + 1)) / stride) + 1."""
+    lib, ffi = cudnn_library
+    out = ffi.new("int64_t[4]")
+    for _ in range(300):
+        groups = int(rng.choice([1, 1, 2, 3, 4]))
+        C, K = groups * int(rng.integers(1, 5)), groups * int(rng.integers(1, 5))
+        kH, kW = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        dH, dW = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        dilH, dilW = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        padH, padW = int(rng.integers(0, kH)), int(rng.integers(0, kW))
+        H = int(rng.integers(dilH * (kH - 1) + 1, 40)) - 2 * padH
+        W = int(rng.integers(dilW * (kW - 1) + 1, 40)) - 2 * padW
+        H, W = max(H, 1), max(W, 1)
+        N = int(rng.integers(1, 9))
+        oH = (H + 2 * padH - (dilH * (kH - 1) + 1)) // dH + 1
+        oW = (W + 2 * padW - (dilW * (kW - 1) + 1)) // dW + 1
+        if oH < 1 or oW < 1:
+            continue
+        c = conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW, dilH, groups)
+        dtype = lib.LT_FLOAT if rng.random() < 0.5 else lib.LT_DOUBLE
+        rc = lib.lt_cudnn_conv2d_output_size(c, dtype, [N, C, H, W], K, out)
+        assert rc == 0, ffi.string(lib.lt_errmsg())
+        assert list(out) == [N, K, oH, oW], (N, C, H, W, K, kH, kW, dH, dW, padH, padW, dilH, dilW, groups)
+
+
+def test_cudnn_refuses_bad_geometries_by_name(cudnn_library):
+    lib, ffi = cudnn_library
+    out = ffi.new("int64_t[4]")
+    # a kernel wider than the padded input: cuDNN's own refusal, named
+    assert lib.lt_cudnn_conv2d_output_size(conv_params(ffi, 5, 5, 1, 1, 0, 0), lib.LT_FLOAT, [1, 3, 4, 4], 2, out) != 0
+    assert "CUDNN_STATUS_BAD_PARAM" in ffi.string(lib.lt_errmsg()).decode()
+    # planes that groups do not divide, and a zero stride: ours, before any descriptor
+    assert lib.lt_cudnn_conv2d_output_size(conv_params(ffi, 1, 1, 1, 1, 0, 0, groups=2), lib.LT_FLOAT,
+                                           [1, 3, 4, 4], 2, out) != 0
+    assert "3 input and 2 output planes in 2 groups" in ffi.string(lib.lt_errmsg()).decode()
+    assert lib.lt_cudnn_conv2d_output_size(conv_params(ffi, 1, 1, 0, 1, 0, 0), lib.LT_FLOAT, [1, 3, 4, 4], 2, out) != 0
+    assert "stride" in ffi.string(lib.lt_errmsg()).decode()
+
+
+# ----------------------------------------------------------------------------- on a GPU (or the emulated one)
+
+@pytest.fixture
+def gpu(rt):
+    rt.execute("require 'cutorch'")
+    if rt.eval("cutorch.backend") != "gpu":
+        pytest.skip("cutorch's GPU backend is not on (LUATORCH_CUTORCH=gpu on a GPU machine; the last test of this "
+                    "file runs these on the emulated driver)")
+    rt.execute("require 'cunn' require 'cudnn' cutorch.setHostFallback('quiet')")
+    if not rt.eval("cudnn.isAvailable()"):
+        pytest.skip("cuDNN is not installed")
+    return rt
+
+
+CONVOLUTIONS = {
+    "3x3 pad 1": ("cudnn.SpatialConvolution(3, 5, 3, 3, 1, 1, 1, 1)", (2, 3, 7, 6)),
+    "1x1 stride 2": ("cudnn.SpatialConvolution(4, 6, 1, 1, 2, 2)", (2, 4, 9, 9)),
+    "7x7 stride 2 without bias": ("cudnn.SpatialConvolution(3, 4, 7, 7, 2, 2, 3, 3):noBias()", (2, 3, 15, 13)),
+    "2 groups, uneven": ("cudnn.SpatialConvolution(4, 6, 3, 2, 2, 1, 1, 0, 2)", (3, 4, 8, 7)),
+    "depthwise": ("cudnn.SpatialConvolution(4, 4, 3, 3, 1, 1, 1, 1, 4)", (2, 4, 6, 6)),
+    "one image": ("cudnn.SpatialConvolution(3, 2, 3, 2, 1, 2, 0, 1)", (3, 6, 7)),
+    "a noncontiguous input": ("cudnn.SpatialConvolution(3, 2, 2, 2)", (2, 3, 6, 5)),
+}
+MODES = {
+    "heuristics": "",
+    "benchmark": "cudnn.benchmark = true",
+    "fastest": "m:fastest()",
+    "setMode": "m:setMode('CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM', 'CUDNN_CONVOLUTION_BWD_DATA_ALGO_1', "
+               "'CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1')",
+}
+# what the emulated library's catalogue makes each mode choose (forward, backward data, backward filter)
+EMULATED_CHOICE = {"heuristics": [1, 1, 1], "benchmark": [2, 0, 3], "fastest": [1, 1, 1], "setMode": [0, 1, 1]}
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("name", sorted(CONVOLUTIONS))
+def test_cudnn_convolutions_against_the_cpu_in_double(gpu, rng, name, mode):
+    """Output, gradInput, and gradWeight/gradBias accumulated twice (scales 0.5 and 1) onto nonzero buffers, as
+    the CPU module computes them in double, with the algorithms each mode chooses; nothing staged."""
+    rt = gpu
+    ctor, shape = CONVOLUTIONS[name]
+    x = rng.standard_normal(shape)
+    run = rt.eval(CONVOLUTION_ON_BOTH % ctor)
+    out, device_input, module = run(rt.from_numpy(x), name == "a noncontiguous input", int(rng.integers(1, 1 << 30)),
+                            MODES[mode])
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
+        cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        assert cpu.shape == dev.shape, (what, cpu.shape, dev.shape)
+        np.testing.assert_allclose(dev, cpu, rtol=1e-11, atol=1e-11, err_msg="%s, %s: %s" % (name, mode, what))
+    chosen = list(rt.eval("""function(m, input)
+       local a = cudnn.algorithmsOf(m, input)
+       return {a.forward.algorithm, a.backwardData.algorithm, a.backwardFilter.algorithm}
+    end""")(module, device_input).values())
+    assert all(a >= 0 for a in chosen), chosen
+    if mode == "setMode":
+        assert chosen == [0, 1, 1]
+    if EMULATED:
+        assert chosen == EMULATED_CHOICE[mode], chosen
+    assert fallbacks(rt) == {}
+
+
+def test_float_convolutions_use_float32_math_unless_tf32_is_allowed(gpu, rng):
+    """CudaTensor convolutions against the CPU module in float64: within float32's rounding with FMA math (the
+    default, as Torch7 computed), and still close (TF32's ~1e-3) with cudnn.allowTF32."""
+    rt = gpu
+    x = rng.standard_normal((4, 8, 10, 10))
+    run = rt.eval("""function(x, tf32)
+       cudnn.allowTF32 = tf32
+       torch.manualSeed(3)
+       local cpu = cudnn.SpatialConvolution(8, 16, 3, 3, 1, 1, 1, 1):double()
+       local m = cpu:clone():cuda()
+       local y = m:forward(x:cuda()):double()
+       return {cpu:forward(x), y}
+    end""")
+    for tf32, tol in ((False, 2e-5), (True, 2e-2)):
+        ref, got = (rt.to_numpy(t) for t in run(rt.from_numpy(x), tf32).values())
+        assert np.max(np.abs(got - ref)) <= tol * np.max(np.abs(ref)), tf32
+
+
+def test_the_workspace_limit_and_fastest(gpu, rng):
+    """With cudnn.maxWorkspaceGPUMemPercent so small that the limit is 0 bytes, the heuristics take algorithms
+    that need no workspace; fastest ignores the limit (in the emulation: the ones that need some)."""
+    rt = gpu
+    x = rng.standard_normal((2, 3, 8, 8))
+    run = rt.eval("""function(x, fastest)
+       cudnn.maxWorkspaceGPUMemPercent = 1e-12
+       local m = cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1):cuda()
+       if fastest then m:fastest() end
+       local input = x:cuda()
+       m:backward(input, m:forward(input):clone():fill(1))
+       local a = cudnn.algorithmsOf(m, input)
+       return {a.forward.workspace, a.backwardData.workspace, a.backwardFilter.workspace,
+               a.forward.algorithm, a.backwardData.algorithm, a.backwardFilter.algorithm}
+    end""")
+    limited = list(run(rt.from_numpy(x), False).values())
+    assert limited[:3] == [0, 0, 0], limited
+    if EMULATED:
+        assert limited[3:] == [0, 0, 0]
+        fastest = list(run(rt.from_numpy(x), True).values())
+        assert fastest[3:] == [1, 1, 1] and min(fastest[:3]) > 0, fastest
+
+
+def test_set_mode_names_and_reset(gpu):
+    rt = gpu
+    rt.execute("m = cudnn.SpatialConvolution(2, 2, 3, 3):cuda() input = torch.CudaTensor(1, 2, 5, 5):fill(1)")
+    with pytest.raises(LuaError, match="no forward algorithm named 'CUDNN_FAST'"):
+        rt.execute("m:setMode('CUDNN_FAST') m:forward(input)")
+    # DIRECT has never had an implementation in cuDNN: refused by cuDNN itself, saying which algorithm
+    with pytest.raises(LuaError, match="algorithm 3, as set by setMode"):
+        rt.execute("m:setMode('CUDNN_CONVOLUTION_FWD_ALGO_DIRECT') m:forward(input)")
+    rt.execute("m:resetMode() m:forward(input)")
+    assert rt.eval("cudnn.algorithmsOf(m, input) ~= nil")
+    rt.execute("cudnn.reset()")
+    assert rt.eval("cudnn.algorithmsOf(m, input) == nil")
+
+
+def test_errors_name_the_problem(gpu):
+    rt = gpu
+    with pytest.raises(LuaError, match="input has 5 planes, expected 3"):
+        rt.execute("cudnn.SpatialConvolution(3, 4, 3, 3):cuda():forward(torch.CudaTensor(2, 5, 5, 5))")
+    with pytest.raises(LuaError, match="Output size is too small"):
+        rt.execute("cudnn.SpatialConvolution(3, 4, 5, 5):cuda():forward(torch.CudaTensor(3, 4, 4))")
+    with pytest.raises(LuaError, match="weight must be a Double tensor like the input, not Float"):
+        rt.execute("cudnn.SpatialConvolution(1, 1, 1, 1):cuda():forward(torch.CudaDoubleTensor(1, 2, 2))")
+    with pytest.raises(LuaError, match="weight should be nOutputPlane x nInputPlane/2 x 3 x 3"):
+        rt.execute("m = cudnn.SpatialConvolution(4, 4, 3, 3, 1, 1, 0, 0, 2):cuda() m.weight = torch.CudaTensor(4, 2, 2, 3) "
+                   "m:forward(torch.CudaTensor(1, 4, 5, 5))")
+
+
+def test_data_parallel_table_over_two_gpus_with_cudnn(gpu, rng):
+    """Worker threads on two GPUs each run cuDNN with their own handle: the table's output and summed gradients
+    equal one CPU module's over the whole batch."""
+    rt = gpu
+    if rt.eval("cutorch.getDeviceCount()") < 2:
+        pytest.skip("one GPU")
+    x = rng.standard_normal((4, 3, 6, 6))
+    run = rt.eval("""function(x)
+       torch.manualSeed(5)
+       local cpu = nn.Sequential():add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(nn.View(4 * 36))
+       cpu:double()
+       local dpt = nn.DataParallelTable(1, true, true):add(cpu:clone():type('torch.CudaDoubleTensor'), {1, 2})
+       dpt:threads(function() require 'cudnn' end)
+       local y = cpu:forward(x)
+       local g = torch.randn(y:size()):double()
+       cpu:zeroGradParameters() dpt:zeroGradParameters()
+       cpu:backward(x, g)
+       local gy = dpt:forward(x:cudaDouble())
+       dpt:backward(x:cudaDouble(), g:cudaDouble())
+       local _, gw = cpu:parameters()
+       local _, dgw = dpt:get(1):parameters()
+       local r = {y, gy:double(), gw[1], dgw[1]:double(), gw[2], dgw[2]:double()}
+       dpt.impl:close()
+       return r
+    end""")
+    r = run(rt.from_numpy(x))
+    for i in (1, 3, 5):
+        np.testing.assert_allclose(rt.to_numpy(r[i + 1]), rt.to_numpy(r[i]), rtol=1e-11, atol=1e-11)
+
+
+BATCH_NORMS = {
+    "spatial": ("cudnn.SpatialBatchNormalization(5)", (4, 5, 3, 6)),
+    "spatial, momentum and eps": ("cudnn.SpatialBatchNormalization(3, 1e-3, 0.3)", (2, 3, 5, 5)),
+    "1-D": ("cudnn.BatchNormalization(6)", (7, 6)),
+    "volumetric": ("cudnn.VolumetricBatchNormalization(3)", (2, 3, 2, 4, 3)),
+    "spatial, a noncontiguous input": ("cudnn.SpatialBatchNormalization(4)", (3, 4, 5, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_NORMS))
+def test_cudnn_batch_normalization_against_the_cpu_in_double(gpu, rng, name):
+    """Two training steps (output, gradInput, gradWeight/gradBias accumulated with scales 0.5 then 1 through
+    backward and through updateGradInput + accGradParameters, the running statistics), then evaluation (output,
+    and a backward pass from the running statistics), as the CPU module computes them in double."""
+    rt = gpu
+    ctor, shape = BATCH_NORMS[name]
+    x = rng.standard_normal(shape) * 2 + 0.5
+    run = rt.eval("""function(x, noncontiguous, seed)
+       torch.manualSeed(seed)
+       local cpu = %s:double()
+       cpu.weight:uniform(0.5, 1.5) cpu.bias:uniform(-1, 1)
+       local m = cpu:clone():type('torch.CudaDoubleTensor')
+       local out = {}
+       for k, mod in ipairs {cpu, m} do
+          local input = k == 1 and x:clone() or x:cudaDouble()
+          if noncontiguous then
+             local d = input:dim()
+             input = input:transpose(d - 1, d):clone():transpose(d - 1, d)
+          end
+          torch.manualSeed(seed)
+          local r = {}
+          local function keep(t) r[#r + 1] = t:double():clone() end   -- :double() of a DoubleTensor is itself
+          mod:training()
+          mod.gradWeight:fill(0.25) mod.gradBias:fill(-0.5)
+          local y = mod:forward(input)
+          local g = torch.randn(y:size()):double()
+          local grad = k == 1 and g or g:cudaDouble()
+          keep(y)
+          keep(mod:backward(input, grad, 0.5))
+          keep(mod:forward(input * 0.5))
+          keep(mod:updateGradInput(input * 0.5, grad))
+          mod:accGradParameters(input * 0.5, grad, 1)
+          keep(mod.gradWeight)
+          keep(mod.gradBias)
+          keep(mod.running_mean)
+          keep(mod.running_var)
+          mod:evaluate()
+          keep(mod:forward(input))
+          keep(mod:backward(input, grad))
+          out[k] = r
+       end
+       return out
+    end""" % ctor)
+    out = run(rt.from_numpy(x), "noncontiguous" in name, int(rng.integers(1, 1 << 30)))
+    names = ["output", "gradInput", "second output", "second gradInput", "gradWeight", "gradBias", "running_mean",
+             "running_var", "evaluation output", "evaluation gradInput"]
+    for i, what in enumerate(names, 1):
+        cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        assert cpu.shape == dev.shape, (what, cpu.shape, dev.shape)
+        np.testing.assert_allclose(dev, cpu, rtol=1e-10, atol=1e-10, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+def test_cudnn_batch_normalization_in_float(gpu, rng):
+    rt = gpu
+    x = rng.standard_normal((8, 4, 5, 5))
+    run = rt.eval("""function(x)
+       local cpu = cudnn.SpatialBatchNormalization(4):double()
+       local m = cpu:clone():cuda()
+       local g = torch.randn(8, 4, 5, 5):double()
+       return {cpu:forward(x), m:forward(x:cuda()):double(), cpu:backward(x, g), m:backward(x:cuda(), g:cuda()):double(),
+               cpu.running_var, m.running_var:double()}
+    end""")
+    r = [rt.to_numpy(t) for t in run(rt.from_numpy(x)).values()]
+    for i in (0, 2, 4):
+        np.testing.assert_allclose(r[i + 1], r[i], rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- on the emulated driver
+
+@pytest.mark.slow
+def test_cudnn_on_the_emulated_driver_with_guarded_memory(simt, tmp_path):
+    """Every test of this file, in a process whose driver, cuBLAS and cuDNN are tests/cuda_host's emulations with
+    two devices and guarded device memory; then without libcudnn: cudnn.* convolutions run on our own kernels,
+    with one line on stderr saying why."""
+    from simt_emulator import emulated_cuda_env
+
+    env = emulated_cuda_env(simt, tmp_path, guard=True)
+    env["LUATORCH_CUTORCH"] = "gpu"
+    env["LT_EMULATED_CUDA_DEVICES"] = "2"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
+                        "-k", "not emulated_driver"], capture_output=True, text=True, env=env,
+                       cwd=os.path.dirname(HERE), timeout=1800)
+    assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout[-4000:] + r.stderr[-3000:]
+
+    env["LUATORCH_CUDA_CUDNN"] = str(tmp_path / "no-such-libcudnn.so")
+    probe = ("require 'cudnn' torch.manualSeed(1) local m = cudnn.SpatialConvolution(2, 3, 3, 3):double() "
+             "local x = torch.randn(2, 2, 5, 5) local g = m:clone():type('torch.CudaDoubleTensor') "
+             "local d = (m:forward(x) - g:forward(x:cudaDouble()):double()):abs():max() "
+             "g:forward(x:cudaDouble()) io.write('ok ', tostring(d < 1e-12), ' ', tostring(cudnn.isAvailable()), '\\n')")
+    r = subprocess.run([sys.executable, "-m", "run.cli", "th", "-e", probe], capture_output=True, text=True, env=env,
+                       cwd=os.path.dirname(HERE), timeout=300)
+    assert r.returncode == 0 and "ok true false" in r.stdout, r.stdout + r.stderr
+    assert r.stderr.count("cudnn: cuDNN cannot be used") == 1 and "no-such-libcudnn" in r.stderr, r.stderr
