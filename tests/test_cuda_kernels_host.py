@@ -226,6 +226,8 @@ def expected_kernels(resolve=True):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])
+            k["nn_criterion"]["lt_nn_crit_fwd_%s_%s" % (t, idx)] = ",".join([P, T, T, T, I, Q, I, D])
+            k["nn_criterion"]["lt_nn_crit_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, T, I, Q, I, D, D])
     return k
 
 

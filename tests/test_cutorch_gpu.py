@@ -143,6 +143,14 @@ def test_elements_storages_and_tables(gpu, rng):
     rt.eval("function(s) s:resize(20) end")(s)
     assert list(rt.eval("function(s) return s:totable() end")(s).values())[:12] == list(range(1, 13))
     np.testing.assert_array_equal(to_host(rt, rt.eval("torch.CudaTensor(3, 3)")), np.zeros((3, 3)))
+    # tables make device tensors and storages through host copies (a direct write would fault on a GPU)
+    np.testing.assert_array_equal(to_host(rt, rt.eval("torch.CudaDoubleTensor{{1, 2, 3}, {4, 5, 6}}")),
+                                  [[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(to_host(rt, rt.eval("torch.CudaLongTensor{7, -8}")), [7, -8])
+    assert rt.eval("torch.CudaTensor({}):nElement()") == 0
+    assert list(rt.eval("torch.CudaStorage{1.5, 2, 3}:totable()").values()) == [1.5, 2, 3]
+    with pytest.raises(LuaError, match="inconsistent table sizes"):
+        rt.eval("torch.CudaTensor{{1, 2}, {3}}")
     assert fallbacks(rt) == {}
 
 
@@ -344,6 +352,11 @@ LAYERS = {
     "Square": ("nn.Square()", (5, 7)), "Power": ("nn.Power(3)", (5, 7)),
     "Log of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Log())", (5, 7)),
     "Sqrt of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Sqrt(0.1))", (5, 7)),
+    # compositions of the device's methods
+    "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 3, 0)", (2, 3, 4, 5)),
+    "SpatialZeroPadding cropping, 3-D": ("nn.SpatialZeroPadding(-1, 2, 1, -2)", (3, 5, 4)),
+    "PReLU per channel": ("nn.PReLU(3)", (4, 3, 5, 2)), "PReLU shared": ("nn.PReLU()", (5, 7)),
+    "PReLU per channel, 3-D": ("nn.PReLU(4)", (4, 3, 5)),
 }
 
 
@@ -356,7 +369,7 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
     ctor, shape = LAYERS[name]
     if "cudnn." in ctor:
         rt.execute("require 'cudnn'")
-    x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    x, g = rng.standard_normal(shape), rng.standard_normal(tuple(n + 4 for n in shape))   # g: for larger outputs
     # the state a module keeps besides its output: batch norm's running statistics (updated in training) and
     # saved batch statistics, max pooling's indices
     run = rt.eval("""function(x, g)
@@ -501,26 +514,63 @@ def test_cunn_convolution_errors_name_the_problem(gpu):
                    ":forward(torch.CudaLongTensor(1, 2, 2))")
 
 
-@pytest.mark.parametrize("ctor", ["nn.MSECriterion()", "nn.ClassNLLCriterion()",
-                                  "nn.ClassNLLCriterion(torch.DoubleTensor{1, 2, 0.5, 1, 3})"])
+# criterion -> (input, target) drawn for it from a numpy Generator: values where its formula has its cases
+CRITERIONS = {
+    "nn.MSECriterion()": lambda r: (r.standard_normal((6, 5)), r.standard_normal((6, 5))),
+    "nn.ClassNLLCriterion()": lambda r: (r.standard_normal((6, 5)), r.integers(1, 6, 6).astype(np.float64)),
+    "nn.ClassNLLCriterion(torch.DoubleTensor{1, 2, 0.5, 1, 3})":
+        lambda r: (r.standard_normal((6, 5)), r.integers(1, 6, 6).astype(np.float64)),
+    "nn.AbsCriterion()": lambda r: (r.standard_normal((6, 5)), r.standard_normal((6, 5))),
+    "nn.AbsCriterion(false)": lambda r: (r.standard_normal((4, 3, 2)), r.standard_normal((4, 3, 2))),
+    "nn.SmoothL1Criterion()": lambda r: (r.standard_normal((6, 5)) * 2, r.standard_normal((6, 5))),
+    "nn.DistKLDivCriterion()": lambda r: (r.standard_normal((6, 5)), np.where(r.random((6, 5)) < 0.2, 0,
+                                                                               r.random((6, 5))) * 0.5),
+    "nn.MarginCriterion(0.7)": lambda r: (r.standard_normal(9), r.choice([-1.0, 1.0], 9)),
+    "nn.SoftMarginCriterion()": lambda r: (r.standard_normal((6, 5)) * 30, r.choice([-1.0, 1.0], (6, 5))),
+    "nn.BCECriterion()": lambda r: (r.uniform(0.01, 0.99, (6, 5)), r.random((6, 5))),
+    "nn.BCECriterion(torch.DoubleTensor(5):uniform(0.5, 2))":
+        lambda r: (r.uniform(0.01, 0.99, (6, 5)), r.random((6, 5)).round()),
+    "nn.L1Cost()": lambda r: (r.standard_normal((6, 5)), np.zeros((6, 5))),
+    "nn.HingeEmbeddingCriterion(1.5)": lambda r: (r.standard_normal(12) * 2, r.choice([-1.0, 1.0], 12)),
+}
+
+
+@pytest.mark.parametrize("ctor", sorted(CRITERIONS))
 def test_cunn_criterions_against_the_cpu_in_double(gpu, rng, ctor):
+    """Loss and gradInput against the CPU criterion in double (the elementwise ones on a transposed view of the
+    input too); nothing staged."""
     rt = gpu
     rt.execute("require 'cunn'")
-    x = rng.standard_normal((6, 5))
-    t = rng.standard_normal((6, 5)) if "MSE" in ctor else rng.integers(1, 6, 6).astype(np.float64)
-    out = rt.eval("""function(x, t)
+    x, t = CRITERIONS[ctor](rng)
+    out = rt.eval("""function(x, t, view)
        local res = {}
+       local base = %s
        for k, ty in ipairs {'torch.DoubleTensor', 'torch.CudaDoubleTensor'} do
-          local c = %s:type(ty)
+          local c = base:clone():type(ty)
           local input, target = x:type(ty), t:type(ty)
+          if view and input:dim() == 2 then input = input:t():clone():t() end
           local loss = c:forward(input, target)
-          res[k] = {loss, c:backward(input, target):double()}
+          res[k] = {loss, c:backward(input, target):double():clone()}
        end
        return res
-    end""" % ctor)(rt.from_numpy(x), rt.from_numpy(t))
-    assert out[2][1] == pytest.approx(out[1][1], rel=1e-12)
-    np.testing.assert_allclose(rt.to_numpy(out[2][2]), rt.to_numpy(out[1][2]), rtol=1e-12, atol=1e-15)
+    end""" % ctor)
+    for view in (False, True):
+        r = out(rt.from_numpy(x), rt.from_numpy(t), view)
+        assert r[2][1] == pytest.approx(r[1][1], rel=1e-12), view
+        np.testing.assert_allclose(rt.to_numpy(r[2][2]), rt.to_numpy(r[1][2]), rtol=1e-12, atol=1e-15,
+                                   err_msg="view" if view else "")
     assert fallbacks(rt) == {}
+
+
+def test_cunn_criterion_errors_name_the_problem(gpu):
+    rt = gpu
+    rt.execute("require 'cunn'")
+    with pytest.raises(LuaError, match="input value should be between 0 and 1, but got 1.5"):
+        rt.execute("nn.BCECriterion():cuda():forward(torch.CudaTensor{0.5, 1.5}, torch.CudaTensor{1, 0})")
+    with pytest.raises(LuaError, match="input value should be between 0 and 1, but got -?nan"):
+        rt.execute("nn.BCECriterion():cuda():forward(torch.CudaTensor{0.5, 0/0}, torch.CudaTensor{1, 0})")
+    with pytest.raises(LuaError, match="size mismatch"):
+        rt.execute("nn.AbsCriterion():cuda():forward(torch.CudaTensor(3):fill(1), torch.CudaTensor(4):fill(1))")
 
 
 # The same network trained on the CPU type and on its Cuda type: optim.sgd over getParameters, as a Torch7 script

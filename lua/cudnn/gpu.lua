@@ -186,7 +186,7 @@ function cudnn.algorithmsOf(self, input)
    return out
 end
 
--- cudnn.reset: algorithms are chosen again
+-- cudnn.reset: algorithms are chosen again (not while another thread's convolution runs: its plan is freed)
 function cudnn.reset()
    C.lt_cudnn_forget_plans()
 end

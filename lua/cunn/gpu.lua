@@ -379,3 +379,107 @@ onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, grad
       return self.gradInput
    end
 end)
+
+-- ---------------------------------------------------------------- SpatialZeroPadding
+
+-- The zero-padded output is zeros with the input's overlap copied in (a negative pad crops): the device's fill
+-- and strided copy, no kernel of its own. Backward copies the overlap back.
+local function padOverlap(self, input)
+   local d = input:dim()
+   if d ~= 3 and d ~= 4 then
+      error(string.format('%s: 3D or 4D (batch mode) tensor expected for input, but got: %dD tensor',
+                          torch.type(self), d), 4)
+   end
+   local H, W = input:size(d - 1), input:size(d)
+   local oH, oW = H + self.pad_t + self.pad_b, W + self.pad_l + self.pad_r
+   if oH < 1 or oW < 1 then
+      error(string.format('%s: input of %d x %d padded by (l=%d, r=%d, t=%d, b=%d) leaves no output',
+                          torch.type(self), H, W, self.pad_l, self.pad_r, self.pad_t, self.pad_b), 4)
+   end
+   local size = input:size()
+   size[d - 1], size[d] = oH, oW
+   local function clip(p) return math.max(p, 0) end
+   local h = H - clip(-self.pad_t) - clip(-self.pad_b)
+   local w = W - clip(-self.pad_l) - clip(-self.pad_r)
+   return size, function(out)   -- the overlap in the output
+      return out:narrow(d - 1, 1 + clip(self.pad_t), h):narrow(d, 1 + clip(self.pad_l), w)
+   end, function(inp)            -- and in the input
+      return inp:narrow(d - 1, 1 + clip(-self.pad_t), h):narrow(d, 1 + clip(-self.pad_l), w)
+   end, h > 0 and w > 0
+end
+onDevice(nn.SpatialZeroPadding, 'updateOutput', function(self, input)
+   local size, inOutput, inInput, overlap = padOverlap(self, input)
+   self.output:resize(size):zero()
+   if overlap then inOutput(self.output):copy(inInput(input)) end
+   return self.output
+end)
+onDevice(nn.SpatialZeroPadding, 'updateGradInput', function(self, input, gradOutput)
+   local size, inOutput, inInput, overlap = padOverlap(self, input)
+   if not gradOutput:isSize(size) then
+      error(string.format('%s: gradOutput should be %s, not %s', torch.type(self),
+                          table.concat(size:totable(), 'x'), table.concat(gradOutput:size():totable(), 'x')), 3)
+   end
+   self.gradInput:resizeAs(input):zero()
+   if overlap then inInput(self.gradInput):copy(inOutput(gradOutput)) end
+   return self.gradInput
+end)
+
+-- ---------------------------------------------------------------- PReLU
+
+-- y = max(x, 0) + w min(x, 0), its slopes a view of the weight expanded over the input (one per channel, or
+-- one for all); composed of the device's clamp, sign and fused multiply-adds. Buffers off the module.
+local preluBuffers = setmetatable({}, {__mode = 'k'})
+local function preluSlopes(self, input)
+   local nd = input:dim()
+   local cdim = (nd == 1 or nd == 3) and 1 or 2
+   local shape = {}
+   for k = 1, nd do shape[k] = 1 end
+   if self.nOutputPlane > 0 then
+      if nd < 1 or nd > 4 or input:size(cdim) ~= self.nOutputPlane then
+         error(string.format('nn.PReLU: input %s does not have %d channels in dim %d (expected a 1-D to 4-D input ' ..
+                             'with the channels in dim 1, or dim 2 when batched)',
+                             table.concat(input:size():totable(), 'x'), self.nOutputPlane, cdim), 4)
+      end
+      shape[cdim] = self.nOutputPlane
+   end
+   local buf = preluBuffers[self]
+   if not buf or torch.type(buf.a) ~= torch.type(input) then
+      buf = {a = input.new(), b = input.new()}
+      preluBuffers[self] = buf
+   end
+   return self.weight:view(table.unpack(shape)):expandAs(input), buf, cdim
+end
+onDevice(nn.PReLU, 'updateOutput', function(self, input)
+   local w, buf = preluSlopes(self, input)
+   buf.a:resizeAs(input):copy(input):clamp(-math.huge, 0)
+   self.output:resizeAs(input):copy(input):clamp(0, math.huge):addcmul(1, w, buf.a)
+   return self.output
+end)
+-- buf.a: 1 where x > 0, else 0; buf.b: 1 - that
+local function preluMasks(buf, input)
+   buf.a:resizeAs(input):copy(input):clamp(0, math.huge):sign()
+   buf.b:resizeAs(input):copy(buf.a):mul(-1):add(1)
+end
+onDevice(nn.PReLU, 'updateGradInput', function(self, input, gradOutput)
+   local w, buf = preluSlopes(self, input)
+   preluMasks(buf, input)
+   self.gradInput:resizeAs(input):cmul(gradOutput, buf.a)
+   buf.b:cmul(gradOutput)
+   self.gradInput:addcmul(1, w, buf.b)
+   return self.gradInput
+end)
+onDevice(nn.PReLU, 'accGradParameters', function(self, input, gradOutput, scale)
+   local _, buf, cdim = preluSlopes(self, input)
+   preluMasks(buf, input)
+   buf.b:cmul(input):cmul(gradOutput)   -- x gradOutput where x <= 0
+   if self.nOutputPlane == 0 then
+      self.gradWeight:add(scale or 1, buf.b:view(-1):sum(1))
+   else
+      local s = buf.b
+      for k = s:dim(), 1, -1 do
+         if k ~= cdim then s = s:sum(k) end
+      end
+      self.gradWeight:add(scale or 1, s:view(self.nOutputPlane))
+   end
+   return self.gradWeight
+end)

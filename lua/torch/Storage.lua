@@ -35,6 +35,7 @@ for _, ty in ipairs(storageTypes) do
    local toElement = ty.half and floatToHalf or identity
    local fromElement = ty.half and halfToFloat or (integer and tonumber or identity)
    local name = ty.storagename
+   local hostName = 'torch.' .. (ty.hostName or ty.name) .. 'Storage'   -- a Cuda type's host counterpart
    local handleName = 'TH' .. ty.name .. 'Storage'
    ffi.cdef(string.format('typedef struct %s { lt_storage *_c; } %s;', handleName, handleName))
    local ffimt = {}    -- the FFI metatable (locked once metatype'd)
@@ -84,6 +85,10 @@ for _, ty in ipairs(storageTypes) do
          p.flags = C.LT_STORAGE_MAPPED + C.LT_STORAGE_FOREIGN
          return wrap(p)
       end
+      if type(a) == 'table' and ty.hostName then
+         local s = new(#a)   -- GPU memory (cutorch's GPU backend): the values through a host storage
+         if onDevice(s) then return methods.copy(s, torch.getmetatable(hostName).__constructor(a)) end
+      end
       if type(a) == 'table' then
          local s = new(#a)
          local d = ffi.cast(ptrtype, s._c.data)
@@ -109,7 +114,6 @@ for _, ty in ipairs(storageTypes) do
    mt._ty = ty
 
    -- GPU memory (cutorch's GPU backend): elements go through the driver, tables through a host copy
-   local hostName = 'torch.' .. (ty.hostName or ty.name) .. 'Storage'
    local function host(self) return onDevice(self) and methods.type(self, hostName) or self end
 
    function methods.size(self) return tonumber(self._c.size) end

@@ -107,7 +107,8 @@ torch._checkdim = checkdim
 
 -- ---------------------------------------------------------------- construction
 
-local function fillFromTable(t, tbl)
+local fillFromTable
+function fillFromTable(t, tbl)
    -- nested Lua tables -> sizes, then values in row-major order
    local sizes, probe = {}, tbl
    while type(probe) == 'table' do
@@ -118,6 +119,11 @@ local function fillFromTable(t, tbl)
    for i = 1, n do sizebuf[i - 1] = sizes[i] end
    check(C.lt_tensor_resize(t._c, n, sizebuf), 3)
    if n == 0 or sizes[1] == 0 then return t end
+   if C.lt_tensor_is_device(t._c) ~= 0 then   -- GPU memory: the values go through a host tensor and a copy
+      local host = fillFromTable(newTensor(torch._types[typeOfTensor(t).hostName].id), tbl)
+      check(C.lt_tensor_copy(t._c, host._c), 3)
+      return t
+   end
    local d = ffi.cast(typeOfTensor(t).ptr, C.lt_tensor_data(t._c))
    local pos = 0
    local function walk(x, depth)

@@ -142,6 +142,15 @@ int lt_cuops_nn_pointwise_forward(const lt_cuops *ops, void *stream, int op, lt_
                                   double a, double b);
 int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt_tensor *grad_input,
                                    const lt_tensor *grad_output, const lt_tensor *ref, double a, double b);
+/* nn's elementwise criterions (lt_nn_criterion.h's LT_CRIT_* kinds; native/cuda/nn_criterion.cu): *loss = the
+ * sum over the elements of f_kind(input, target) (times weights for BCE; weights may be NULL), in double;
+ * grad_input = f'_kind(input, target) (times weights) times norm. Float and Double; input, target and weights
+ * of one type and element count, any layouts. BCE's inputs outside [0, 1] are the caller's to refuse. */
+int lt_cuops_criterion_forward(const lt_cuops *ops, void *stream, int kind, const lt_tensor *input,
+                               const lt_tensor *target, const lt_tensor *weights, double param, double *loss);
+int lt_cuops_criterion_backward(const lt_cuops *ops, void *stream, int kind, lt_tensor *grad_input,
+                                const lt_tensor *input, const lt_tensor *target, const lt_tensor *weights,
+                                double param, double norm);
 int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
                              lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset);
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,

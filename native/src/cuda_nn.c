@@ -407,3 +407,44 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
   return resize_on(gradInput, gradOutput, dev) ||
          lt_cuops_nn_pointwise_backward(ops, NULL, op, gradInput, gradOutput, ref, a, b);
 }
+
+/* ---------------------------------------------------------------- nn's elementwise criterions */
+
+/* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
+ * output (one element, made on the input's GPU), BCE's input range refused as the CPU kernel refuses it. */
+int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
+                                      lt_tensor *output, int size_average, lt_tensor *weights, double param) {
+  int dev = input->storage->device;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, target, "target") || on_device(fn, dev, weights, "weights") ||
+      on_device(fn, dev, output, "output"))
+    return -1;
+  const int64_t n = lt_tensor_nelement(input);
+  if (kind == LT_CRIT_BCE && n > 0) {   /* NaN fails both comparisons, as in the CPU kernel's test */
+    double lo = 0, hi = 0;
+    if (lt_cuops_reduce(ops, NULL, "min", input, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", input, 0, &hi))
+      return -1;
+    if (!(lo >= 0 && lo <= 1)) return lt_fail("BCECriterion: input value should be between 0 and 1, but got %g", lo);
+    if (!(hi >= 0 && hi <= 1)) return lt_fail("BCECriterion: input value should be between 0 and 1, but got %g", hi);
+  }
+  double loss = 0;
+  if (lt_cuops_criterion_forward(ops, NULL, kind, input, target, weights, param, &loss)) return -1;
+  const int64_t one = 1;
+  int current = lt_cuda_storage_device();
+  if (lt_cuda_storage_set_device(dev)) return -1;
+  int rc = lt_tensor_resize(output, 1, &one);
+  if (lt_cuda_storage_set_device(current)) rc = -1;
+  return rc || lt_cuops_fill(ops, NULL, output, size_average && n > 0 ? loss / (double)n : loss);
+}
+
+int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
+                                         lt_tensor *gradInput, int size_average, lt_tensor *weights, double param) {
+  int dev = input->storage->device;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, target, "target") || on_device(fn, dev, weights, "weights") ||
+      on_device(fn, dev, gradInput, "gradInput") || resize_on(gradInput, input, dev))
+    return -1;
+  const int64_t n = lt_tensor_nelement(input);
+  return lt_cuops_criterion_backward(ops, NULL, kind, gradInput, input, target, weights, param,
+                                     size_average && n > 0 ? 1.0 / (double)n : 1.0);
+}

@@ -476,6 +476,72 @@ int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt
   return nn_pointwise(ops, stream, op, grad_input, grad_output, ref, a, b);
 }
 
+/* ---------------------------------------------------------------- nn's elementwise criterions */
+
+/* One launch of the criterion kernels: the forward's loss terms into terms (n doubles; grad_input NULL) or the
+ * backward's gradient into grad_input. x, y and w as the kernels take them (x again where there are no
+ * weights), with the index width their offsets need. */
+static int crit_launch(const char *fn, const lt_cuops *ops, void *stream, int kind, void *terms,
+                       lt_tensor *grad_input, const lt_tensor *input, const lt_tensor *target,
+                       const lt_tensor *weights, double param, double norm) {
+  const int host = lt_host_type(input->type), fwd = grad_input == NULL;
+  if (host != LT_FLOAT && host != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(host));
+  const int64_t n = lt_tensor_nelement(input);
+  const lt_tensor *t[4] = {grad_input, input, target, weights ? weights : input};
+  lt_cu_tensor d[4];
+  int64_t off[4] = {0, 0, 0, 0};
+  for (int i = fwd; i < 4; i++) {
+    if (i > 1 && (same_type(fn, input, t[i], i == 2 ? "target" : "weights") ||
+                  same_count(fn, input, t[i], i == 2 ? "target" : "weights")))
+      return -1;
+    if (lt_cuops_describe(t[i], &d[i], &off[i])) return -1;
+  }
+  const unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_nn_crit_%s_%s_%s", fwd ? "fwd" : "bwd", tname(host),
+           index_kind(ops, n, off + fwd, 4 - fwd, grid));
+  int has_w = weights ? 1 : 0, k = kind;
+  args_t a = {0};
+  if (fwd) add_raw(&a, &terms, "p");
+  for (int i = fwd; i < 4; i++) add_tensor(&a, &d[i]);
+  add_raw(&a, &has_w, "i");
+  add_count(&a, n);
+  add_raw(&a, &k, "i");
+  add_raw(&a, &param, "d");
+  if (!fwd) add_raw(&a, &norm, "d");
+  return launch(ops, stream, "nn_criterion", kernel, grid, &a);
+}
+
+int lt_cuops_criterion_forward(const lt_cuops *ops, void *stream, int kind, const lt_tensor *input,
+                               const lt_tensor *target, const lt_tensor *weights, double param, double *loss) {
+  const char *fn = "cuda elementwise criterion forward";
+  if (check_ops(ops, fn)) return -1;
+  const int64_t n = lt_tensor_nelement(input);
+  *loss = 0;
+  if (n == 0) return 0;
+  void *terms = NULL;
+  if (scratch(ops, stream, n * 8, &terms)) return -1;
+  int rc = crit_launch(fn, ops, stream, kind, terms, NULL, input, target, weights, param, 1);
+  if (rc == 0) {   /* the terms' sum, as the CPU kernel sums them (in double) */
+    lt_storage st = {.data = terms, .size = n, .type = LT_CUDA_DOUBLE};
+    lt_tensor t = {.storage = &st, .offset = 0, .ndim = 1, .type = LT_CUDA_DOUBLE};
+    t.size[0] = n, t.stride[0] = 1;
+    rc = lt_cuops_reduce(ops, stream, "sum", &t, 0, loss);
+  }
+  return scratch_free(ops, terms, rc);
+}
+
+int lt_cuops_criterion_backward(const lt_cuops *ops, void *stream, int kind, lt_tensor *grad_input,
+                                const lt_tensor *input, const lt_tensor *target, const lt_tensor *weights,
+                                double param, double norm) {
+  const char *fn = "cuda elementwise criterion backward";
+  if (check_ops(ops, fn) || same_type(fn, grad_input, input, "the input") ||
+      same_count(fn, grad_input, input, "the input"))
+    return -1;
+  if (lt_tensor_nelement(input) == 0) return 0;
+  return crit_launch(fn, ops, stream, kind, NULL, grad_input, input, target, weights, param, norm);
+}
+
 /* ---------------------------------------------------------------- matrix products */
 
 /* A 2-D view: its first element, sizes and strides in elements. */

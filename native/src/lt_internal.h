@@ -55,6 +55,11 @@ int lt_cuda_find_symbols(int which, const lt_cuda_sym *syms, size_t n, int *done
 int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace);
 int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,
                                          double a, double b, int inplace);
+/* nn_criterion_pointwise.c's (cuda_nn.c), its arguments already checked. */
+int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
+                                      lt_tensor *output, int size_average, lt_tensor *weights, double param);
+int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
+                                         lt_tensor *gradInput, int size_average, lt_tensor *weights, double param);
 void lt_cuda_storage_free_data(lt_storage *s);
 int lt_cuda_storage_resize(lt_storage *s, int64_t size);
 int lt_cuda_storage_fill(lt_storage *s, double value);

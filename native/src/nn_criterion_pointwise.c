@@ -44,9 +44,14 @@ static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt
 
 int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                           int size_average, lt_tensor *weights, double param) {
-  NN_NEED(input, target);
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateOutput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
+  if (input && lt_tensor_is_device(input)) {   /* cunn's: native/cuda/nn_criterion.cu */
+    if (!target) return lt_fail("%s: target is missing", fn);
+    if (crit_begin(fn, kind, input, target, weights) || nn_check_float(output, input->type, fn, "output")) return -1;
+    return lt_cuda_nn_criterion_updateOutput(fn, kind, input, target, output, size_average, weights, param);
+  }
+  NN_NEED(input, target);
   nn_copies cp = {0};
   int rc = -1;
   if (crit_begin(fn, kind, input, target, weights) || nn_check_float(output, input->type, fn, "output")) goto done;
@@ -69,9 +74,15 @@ done:
 
 int lt_nn_PointwiseCriterion_updateGradInput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                              int size_average, lt_tensor *weights, double param) {
-  NN_NEED(input, target);
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateGradInput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
+  if (input && lt_tensor_is_device(input)) {
+    if (!target) return lt_fail("%s: target is missing", fn);
+    if (crit_begin(fn, kind, input, target, weights) || nn_check_float(gradInput, input->type, fn, "gradInput"))
+      return -1;
+    return lt_cuda_nn_criterion_updateGradInput(fn, kind, input, target, gradInput, size_average, weights, param);
+  }
+  NN_NEED(input, target);
   nn_copies cp = {0};
   int rc = -1;
   if (crit_begin(fn, kind, input, target, weights) || nn_check_float(gradInput, input->type, fn, "gradInput"))

@@ -1,0 +1,104 @@
+/* nn_criterion.cu — nn's elementwise criterions on the GPU (Abs, SmoothL1, DistKLDiv, Margin, SoftMargin, BCE,
+ * L1Cost, HingeEmbedding: lt_nn_criterion.h's LT_CRIT_* kinds, whose formulas these are; native/src/
+ * nn_criterion_pointwise.c is the CPU kernel and the oracle).
+ *
+ *   lt_nn_crit_fwd_<T>_<idx>(double *loss, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor w, int has_w,
+ *                            long long n, int kind, double param)
+ *     loss[i] = f_kind(x[i], y[i]) (times w[i] for BCE with has_w), in double: the caller sums the n terms
+ *     (contiguous) as the CPU kernel sums them in its accumulation type.
+ *   lt_nn_crit_bwd_<T>_<idx>(lt_cu_tensor gradInput, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor w, int has_w,
+ *                            long long n, int kind, double param, double norm)
+ *     gradInput[i] = f'_kind(x[i], y[i]) (times w[i]) times norm (1/n with sizeAverage).
+ * T is Float or Double; values are computed in double, as the CPU kernel's accreal for both. BCE's inputs
+ * outside [0, 1] are the caller's to refuse. Grid-stride loops: any launch geometry.
+ */
+#include "lt_cuda_common.cuh"
+
+enum { CRIT_ABS = 1, CRIT_SMOOTHL1, CRIT_DISTKLDIV, CRIT_MARGIN, CRIT_SOFTMARGIN, CRIT_BCE, CRIT_L1COST,
+       CRIT_HINGE };
+#define LT_CRIT_EPS 1e-12
+
+LT_D double lt_crit_f(int kind, double a, double b, double param) {
+  switch (kind) {
+    case CRIT_ABS: return fabs(a - b);
+    case CRIT_SMOOTHL1: {
+      const double z = fabs(a - b);
+      return z < 1 ? 0.5 * z * z : z - 0.5;
+    }
+    case CRIT_DISTKLDIV: return b > 0 ? b * (log(b) - a) : 0;
+    case CRIT_MARGIN: {
+      const double z = param - a * b;
+      return z > 0 ? z : 0;
+    }
+    case CRIT_SOFTMARGIN: {   /* log(1 + exp(-a b)) without overflow */
+      const double z = -a * b;
+      return z > 0 ? z + log1p(exp(-z)) : log1p(exp(z));
+    }
+    case CRIT_BCE: return -(log(a + LT_CRIT_EPS) * b + log(1 - a + LT_CRIT_EPS) * (1 - b));
+    case CRIT_L1COST: return fabs(a);
+    case CRIT_HINGE: return (b != -1 ? a : 0) + (b != 1 && param - a > 0 ? param - a : 0);
+  }
+  return 0;
+}
+
+LT_D double lt_crit_df(int kind, double a, double b, double param) {
+  switch (kind) {
+    case CRIT_ABS: return a - b >= 0 ? 1 : -1;
+    case CRIT_SMOOTHL1: {
+      const double z = a - b;
+      return z < -1 ? -1 : (z > 1 ? 1 : z);
+    }
+    case CRIT_DISTKLDIV: return b > 0 ? -b : 0;
+    case CRIT_MARGIN: return a * b < param ? -b : 0;
+    case CRIT_SOFTMARGIN: {   /* -b / (1 + exp(a b)) */
+      const double z = a * b;
+      return z > 0 ? -b * exp(-z) / (1 + exp(-z)) : -b / (1 + exp(z));
+    }
+    case CRIT_BCE: return -(b - a) / ((1 - a + LT_CRIT_EPS) * (a + LT_CRIT_EPS));
+    case CRIT_L1COST: return a > 0 ? 1 : (a < 0 ? -1 : 0);
+    case CRIT_HINGE: return b == -1 && a > param ? 0 : b;
+  }
+  return 0;
+}
+
+template <typename T, typename I>
+LT_D void lt_nn_crit_fwd_impl(double *loss, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor w, int has_w, long long n,
+                              int kind, double param) {
+  const T *px = (const T *)x.data, *py = (const T *)y.data, *pw = (const T *)w.data;
+  LT_GRID_LOOP(I, i, n) {
+    double v = lt_crit_f(kind, (double)px[lt_offset<I>(x, i)], (double)py[lt_offset<I>(y, i)], param);
+    if (has_w && kind == CRIT_BCE) v *= (double)pw[lt_offset<I>(w, i)];
+    loss[i] = v;
+  }
+}
+
+template <typename T, typename I>
+LT_D void lt_nn_crit_bwd_impl(lt_cu_tensor gi, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor w, int has_w,
+                              long long n, int kind, double param, double norm) {
+  T *pg = (T *)gi.data;
+  const T *px = (const T *)x.data, *py = (const T *)y.data, *pw = (const T *)w.data;
+  LT_GRID_LOOP(I, i, n) {
+    double g = lt_crit_df(kind, (double)px[lt_offset<I>(x, i)], (double)py[lt_offset<I>(y, i)], param);
+    if (has_w && kind == CRIT_BCE) g *= (double)pw[lt_offset<I>(w, i)];
+    pg[lt_offset<I>(gi, i)] = (T)(g * norm);
+  }
+}
+
+#define LT_NN_CRIT1(T, N, IDX)                                                                                   \
+  extern "C" __global__ void lt_nn_crit_fwd_##N##_##IDX(double *loss, lt_cu_tensor x, lt_cu_tensor y,             \
+                                                        lt_cu_tensor w, int has_w, long long n, int kind,         \
+                                                        double param) {                                          \
+    lt_nn_crit_fwd_impl<T, lt_##IDX>(loss, x, y, w, has_w, n, kind, param);                                      \
+  }                                                                                                              \
+  LT_EXPORT(lt_nn_crit_fwd_##N##_##IDX)                                                                          \
+  extern "C" __global__ void lt_nn_crit_bwd_##N##_##IDX(lt_cu_tensor gradInput, lt_cu_tensor x, lt_cu_tensor y,   \
+                                                        lt_cu_tensor w, int has_w, long long n, int kind,         \
+                                                        double param, double norm) {                             \
+    lt_nn_crit_bwd_impl<T, lt_##IDX>(gradInput, x, y, w, has_w, n, kind, param, norm);                           \
+  }                                                                                                              \
+  LT_EXPORT(lt_nn_crit_bwd_##N##_##IDX)
+
+#define LT_NN_CRIT(T, N) LT_NN_CRIT1(T, N, i32) LT_NN_CRIT1(T, N, i64)
+
+LT_IF_Float(LT_NN_CRIT(float, Float))
+LT_IF_Double(LT_NN_CRIT(double, Double))
