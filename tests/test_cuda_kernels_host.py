@@ -228,6 +228,8 @@ def expected_kernels(resolve=True):
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])
             k["nn_criterion"]["lt_nn_crit_fwd_%s_%s" % (t, idx)] = ",".join([P, T, T, T, I, Q, I, D])
             k["nn_criterion"]["lt_nn_crit_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, T, I, Q, I, D, D])
+        k["gather_map"]["lt_map_fwd_%s" % t] = ",".join([P, P, P] + [Q] * 7)
+        k["gather_map"]["lt_map_bwd_%s" % t] = ",".join([P, P, P, P] + [Q] * 7)
     return k
 
 

@@ -352,9 +352,14 @@ LAYERS = {
     "Square": ("nn.Square()", (5, 7)), "Power": ("nn.Power(3)", (5, 7)),
     "Log of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Log())", (5, 7)),
     "Sqrt of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Sqrt(0.1))", (5, 7)),
-    # compositions of the device's methods
+    # the gather layers (native/cuda/gather_map.cu), and PReLU: compositions of the device's methods
     "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 3, 0)", (2, 3, 4, 5)),
     "SpatialZeroPadding cropping, 3-D": ("nn.SpatialZeroPadding(-1, 2, 1, -2)", (3, 5, 4)),
+    "SpatialReflectionPadding": ("nn.SpatialReflectionPadding(2, 1, 3, 0)", (2, 3, 4, 5)),
+    "SpatialReplicationPadding, 3-D": ("nn.SpatialReplicationPadding(3, 1, 0, 4)", (3, 4, 5)),
+    "SpatialReplicationPadding cropping": ("nn.SpatialReplicationPadding(-1, 2, 2, -1)", (2, 2, 5, 6)),
+    "VolumetricReplicationPadding": ("nn.VolumetricReplicationPadding(1, 2, 0, 1, 2, 1)", (2, 2, 3, 4, 3)),
+    "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 4, 3)),
     "PReLU per channel": ("nn.PReLU(3)", (4, 3, 5, 2)), "PReLU shared": ("nn.PReLU()", (5, 7)),
     "PReLU per channel, 3-D": ("nn.PReLU(4)", (4, 3, 5)),
 }
@@ -400,6 +405,27 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
         assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+def test_gather_layers_errors_and_views(gpu, rng):
+    """The paddings check their geometry before any device work, refuse a host tensor beside a device one by name,
+    and read a noncontiguous input as it lies."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    with pytest.raises(LuaError, match="padding size .3, 0. should be less than the corresponding input dimension"):
+        rt.execute("nn.SpatialReflectionPadding(3, 0, 0, 0):cuda():forward(torch.CudaTensor(1, 2, 3, 3))")
+    with pytest.raises(LuaError, match="gradOutput is in GPU memory, the input in host memory"):
+        rt.execute("local m = nn.SpatialReplicationPadding(1) local x = torch.DoubleTensor(1, 2, 3, 3):fill(1) "
+                   "m:forward(x) m:updateGradInput(x, torch.CudaDoubleTensor(1, 2, 5, 5):fill(1))")
+    x = rng.standard_normal((2, 3, 5, 4))
+    got, want = rt.eval("""function(x)
+       local m = nn.SpatialReflectionPadding(1, 2, 2, 1)
+       local d = x:cudaDouble():transpose(3, 4):clone():transpose(3, 4)
+       assert(not d:isContiguous())
+       return m:clone():type('torch.CudaDoubleTensor'):forward(d):double(), m:forward(x):clone()
+    end""")(rt.from_numpy(x))
+    np.testing.assert_array_equal(rt.to_numpy(got), rt.to_numpy(want))
     assert fallbacks(rt) == {}
 
 

@@ -448,3 +448,76 @@ int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *in
   return lt_cuops_criterion_backward(ops, NULL, kind, gradInput, input, target, weights, param,
                                      size_average && n > 0 ? 1.0 / (double)n : 1.0);
 }
+
+/* ---------------------------------------------------------------- gather layers: paddings, nearest upsampling */
+
+int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
+                      int64_t *const maps[3]) {
+  const int dev = input->storage->device, backward = gradOutput != NULL;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, backward ? "gradInput" : "output"))
+    return -1;
+  const int type = lt_host_type(input->type);
+  if (type != LT_FLOAT && type != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(type));
+  /* the result on the input's GPU, contiguous */
+  int current = lt_cuda_storage_device(), rc = lt_cuda_storage_set_device(dev);
+  if (rc == 0) rc = backward ? lt_tensor_resize(result, input->ndim, input->size)
+                             : lt_tensor_resize(result, input->ndim, out_sizes);
+  if (lt_cuda_storage_set_device(current)) rc = -1;
+  if (rc) return -1;
+  if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the %s must be contiguous", fn, backward ? "gradInput" : "output");
+  const int64_t n = lt_tensor_nelement(result);
+  if (n == 0) return 0;
+  /* the maps (forward) or their inverse (backward), one host buffer uploaded once */
+  const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
+  const int64_t count = backward ? nin + nout : nout;
+  int64_t *host = malloc((size_t)count * sizeof *host);
+  if (!host) return lt_fail("%s: out of host memory", fn);
+  if (!backward) {
+    for (int a = 0, k = 0; a < 3; a++)
+      for (int64_t o = 0; o < out[a]; o++) host[k++] = maps[a][o];
+  } else {   /* counting sort of each axis's outputs by the input they read */
+    int64_t *first = host, *outputs = host + nin;
+    for (int a = 0; a < 3; a++) {
+      int64_t *f = first, *list = outputs;
+      for (int64_t i = 0; i <= in[a]; i++) f[i] = 0;
+      for (int64_t o = 0; o < out[a]; o++)
+        if (maps[a][o] >= 0) f[maps[a][o] + 1]++;
+      for (int64_t i = 0; i < in[a]; i++) f[i + 1] += f[i];
+      int64_t *fill = malloc((size_t)(in[a] + 1) * sizeof *fill);
+      if (!fill) {
+        free(host);
+        return lt_fail("%s: out of host memory", fn);
+      }
+      memcpy(fill, f, (size_t)(in[a] + 1) * sizeof *fill);
+      for (int64_t o = 0; o < out[a]; o++)
+        if (maps[a][o] >= 0) list[fill[maps[a][o]]++] = o;
+      free(fill);
+      first += in[a] + 1, outputs += out[a];
+    }
+  }
+  void *maps_dev = NULL, *copy = NULL;
+  const void *src = NULL;
+  rc = scratch(ops, NULL, count * 8, &maps_dev);
+  if (rc == 0) rc = ops->to_device(ops->ctx, maps_dev, host, count * 8, NULL);
+  free(host);
+  if (rc == 0) rc = contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy);
+  if (rc == 0) {
+    void *dst = lt_tensor_data(result);
+    void *inverse = (char *)maps_dev + nin * 8;
+    args_t a = {0};
+    add_raw(&a, &dst, "p");
+    add_raw(&a, (void *)&src, "p");
+    add_raw(&a, &maps_dev, "p");
+    if (backward) add_raw(&a, &inverse, "p");
+    add_count(&a, planes);
+    for (int i = 0; i < 3; i++) add_count(&a, in[i]);
+    for (int i = 0; i < 3; i++) add_count(&a, out[i]);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_map_%s_%s", backward ? "bwd" : "fwd", tname(type));
+    rc = launch(ops, NULL, "gather_map", kernel, grid_for(ops, n), &a);
+  }
+  rc = scratch_free(ops, copy, rc);
+  return scratch_free(ops, maps_dev, rc);
+}

@@ -55,6 +55,12 @@ int lt_cuda_find_symbols(int which, const lt_cuda_sym *syms, size_t n, int *done
 int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace);
 int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,
                                          double a, double b, int inplace);
+/* nn_padding.c's gather layers for tensors in GPU memory (cuda_nn.c): the forward (gradOutput NULL) into result
+ * (resized to out_sizes, input's dimension count) or the backward into result (input's shape), through the
+ * per-axis maps (out[a] entries each, -1 for none). */
+int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
+                      int64_t *const maps[3]);
 /* nn_criterion_pointwise.c's (cuda_nn.c), its arguments already checked. */
 int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
                                       lt_tensor *output, int size_average, lt_tensor *weights, double param);

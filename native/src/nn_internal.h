@@ -81,6 +81,14 @@ static inline int nn_need(const char *fn, const char *an, const void *a, const c
 #define NN_NEED_2(a, b) nn_need(__func__, #a, (a), #b, (b))
 #define NN_NEED_PICK(_1, _2, which, ...) which
 #define NN_NEED(...) do { if (NN_NEED_PICK(__VA_ARGS__, NN_NEED_2, NN_NEED_1, _)(__VA_ARGS__)) return -1; } while (0)
+/* The same presence check for the kernels that also take device tensors (and send them to cuda_nn.c). */
+static inline int nn_given(const char *fn, const char *an, const void *a, const char *bn, const void *b) {
+  const char *missing = !a ? an : !b ? bn : NULL;
+  return missing ? lt_fail("%s: %s must be a tensor, got none (a table?)", fn, missing) : 0;
+}
+#define NN_GIVEN_1(a) nn_given(__func__, #a, (a), #a, (a))
+#define NN_GIVEN_2(a, b) nn_given(__func__, #a, (a), #b, (b))
+#define NN_GIVEN(...) do { if (NN_NEED_PICK(__VA_ARGS__, NN_GIVEN_2, NN_GIVEN_1, _)(__VA_ARGS__)) return -1; } while (0)
 
 /* A tensor the call cannot do without (input, gradOutput, target, output, gradInput): NULL is an error. */
 static inline int nn_check_given(const lt_tensor *t, int type, const char *fn, const char *what) {

@@ -50,12 +50,17 @@ static int geom_from_input(map_geom *g, const char *fn, const lt_tensor *input, 
   return 0;
 }
 
-static int resize_out(lt_tensor *t, const lt_tensor *input, const map_geom *g, int nsp) {
-  int64_t sz[5];
+/* The output's shape: input's leading dimensions, then the spatial output sizes. */
+static void out_shape(int64_t sz[5], const lt_tensor *input, const map_geom *g, int nsp) {
   int nd = input->ndim;
   for (int d = 0; d < nd - nsp; d++) sz[d] = input->size[d];
   for (int a = 0; a < nsp; a++) sz[nd - nsp + a] = g->out[3 - nsp + a];
-  return lt_tensor_resize(t, nd, sz);
+}
+
+static int resize_out(lt_tensor *t, const lt_tensor *input, const map_geom *g, int nsp) {
+  int64_t sz[5];
+  out_shape(sz, input, g, nsp);
+  return lt_tensor_resize(t, input->ndim, sz);
 }
 
 static int check_gradOutput(const char *fn, const lt_tensor *input, const lt_tensor *gradOutput, const map_geom *g,
@@ -168,6 +173,17 @@ static int gather_run(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
   nn_copies cp = {0};
   int rc = -1;
   if (nn_check_float(result, input->type, fn, gradOutput ? "gradInput" : "output")) goto done;
+  if (lt_tensor_is_device(input) || (gradOutput && lt_tensor_is_device(gradOutput))) {   /* gather_map.cu */
+    int64_t sz[5];
+    out_shape(sz, input, g, nsp);
+    if (!lt_tensor_is_device(input)) {
+      rc = lt_fail("%s: gradOutput is in GPU memory, the input in host memory: move them to one", fn);
+      goto done;
+    }
+    if (gradOutput && check_gradOutput(fn, input, gradOutput, g, nsp)) goto done;
+    rc = lt_cuda_nn_gather(fn, input, gradOutput, result, sz, g->planes, g->in, g->out, t->map);
+    goto done;
+  }
   if (!gradOutput) {
     const void *in = nn_contig(&cp, input);
     if (!in || resize_out(result, input, g, nsp)) goto done;
@@ -196,37 +212,37 @@ static int pad_call(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_
 
 int lt_nn_SpatialZeroPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pad_l, int pad_r, int pad_t,
                                           int pad_b) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialZeroPadding_updateOutput", input, NULL, output, 2, pads, PAD_ZERO);
 }
 int lt_nn_SpatialZeroPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              int pad_l, int pad_r, int pad_t, int pad_b) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialZeroPadding_updateGradInput", input, gradOutput, gradInput, 2, pads, PAD_ZERO);
 }
 int lt_nn_SpatialReflectionPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pad_l, int pad_r, int pad_t,
                                                 int pad_b) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReflectionPadding_updateOutput", input, NULL, output, 2, pads, PAD_REFLECT);
 }
 int lt_nn_SpatialReflectionPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    int pad_l, int pad_r, int pad_t, int pad_b) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReflectionPadding_updateGradInput", input, gradOutput, gradInput, 2, pads, PAD_REFLECT);
 }
 int lt_nn_SpatialReplicationPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pad_l, int pad_r, int pad_t,
                                                  int pad_b) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReplicationPadding_updateOutput", input, NULL, output, 2, pads, PAD_REPLICATE);
 }
 int lt_nn_SpatialReplicationPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     int pad_l, int pad_r, int pad_t, int pad_b) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   const int pads[3][2] = PADS2(pad_l, pad_r, pad_t, pad_b);
   return pad_call("SpatialReplicationPadding_updateGradInput", input, gradOutput, gradInput, 2, pads, PAD_REPLICATE);
 }
@@ -235,14 +251,14 @@ int lt_nn_SpatialReplicationPadding_updateGradInput(lt_tensor *input, lt_tensor 
 
 int lt_nn_VolumetricReplicationPadding_updateOutput(lt_tensor *input, lt_tensor *output, int pleft, int pright,
                                                     int ptop, int pbottom, int pfront, int pback) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   const int pads[3][2] = PADS3(pleft, pright, ptop, pbottom, pfront, pback);
   return pad_call("VolumetricReplicationPadding_updateOutput", input, NULL, output, 3, pads, PAD_REPLICATE);
 }
 int lt_nn_VolumetricReplicationPadding_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                        int pleft, int pright, int ptop, int pbottom, int pfront,
                                                        int pback) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   const int pads[3][2] = PADS3(pleft, pright, ptop, pbottom, pfront, pback);
   return pad_call("VolumetricReplicationPadding_updateGradInput", input, gradOutput, gradInput, 3, pads,
                   PAD_REPLICATE);
@@ -257,13 +273,13 @@ static int nearest_call(const char *fn, lt_tensor *input, lt_tensor *gradOutput,
 }
 
 int lt_nn_UpSamplingNearest_updateOutput(lt_tensor *input, lt_tensor *output, int nsp, int scale) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   if (nsp != 2 && nsp != 3) return lt_fail("UpSamplingNearest: 2 or 3 spatial dimensions, got %d", nsp);
   return nearest_call("UpSamplingNearest_updateOutput", input, NULL, output, nsp, scale);
 }
 int lt_nn_UpSamplingNearest_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, int nsp,
                                             int scale) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   if (nsp != 2 && nsp != 3) return lt_fail("UpSamplingNearest: 2 or 3 spatial dimensions, got %d", nsp);
   return nearest_call("UpSamplingNearest_updateGradInput", input, gradOutput, gradInput, nsp, scale);
 }
