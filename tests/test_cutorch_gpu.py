@@ -360,6 +360,9 @@ LAYERS = {
     "SpatialReplicationPadding cropping": ("nn.SpatialReplicationPadding(-1, 2, 2, -1)", (2, 2, 5, 6)),
     "VolumetricReplicationPadding": ("nn.VolumetricReplicationPadding(1, 2, 0, 1, 2, 1)", (2, 2, 3, 4, 3)),
     "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 4, 3)),
+    "SpatialCrossMapLRN": ("nn.SpatialCrossMapLRN(5, 1e-2, 0.75, 2)", (2, 7, 3, 4)),
+    "SpatialCrossMapLRN even size, 3-D": ("nn.SpatialCrossMapLRN(4, 0.5, 0.6)", (6, 3, 3)),
+    "cudnn.SpatialCrossMapLRN": ("cudnn.SpatialCrossMapLRN(3)", (2, 4, 2, 5)),
     "PReLU per channel": ("nn.PReLU(3)", (4, 3, 5, 2)), "PReLU shared": ("nn.PReLU()", (5, 7)),
     "PReLU per channel, 3-D": ("nn.PReLU(4)", (4, 3, 5)),
 }

@@ -521,3 +521,51 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
   rc = scratch_free(ops, copy, rc);
   return scratch_free(ops, maps_dev, rc);
 }
+
+/* ---------------------------------------------------------------- SpatialCrossMapLRN */
+
+int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, lt_tensor *scale,
+                   lt_tensor *output, int64_t N, int64_t C, int64_t S, int size, double alpha, double beta,
+                   double k) {
+  if (!lt_tensor_is_device(input))
+    return lt_fail("%s: gradOutput is in GPU memory, the input in host memory: move them to one", fn);
+  const int dev = input->storage->device, backward = gradOutput != NULL;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, scale, "scale") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output") || on_device(fn, dev, output, "output"))
+    return -1;
+  const int type = lt_host_type(input->type);
+  if (type != LT_FLOAT && type != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(type));
+  if (resize_on(result, input, dev) || (!backward && resize_on(scale, input, dev))) return -1;
+  if (!lt_tensor_is_contiguous(result) || !lt_tensor_is_contiguous(scale))
+    return lt_fail("%s: the %s and scale must be contiguous", fn, backward ? "gradInput" : "output");
+  if (N * S == 0 || C == 0) return 0;
+  const void *x = NULL, *go = NULL;
+  void *x_copy = NULL, *go_copy = NULL;
+  int rc = contiguous_input(ops, NULL, input, &x, &x_copy);
+  if (rc == 0 && backward) rc = contiguous_input(ops, NULL, gradOutput, &go, &go_copy);
+  if (rc == 0) {
+    void *dst = lt_tensor_data(result), *sc = lt_tensor_data(scale), *out = backward ? lt_tensor_data(output) : NULL;
+    args_t a = {0};
+    add_raw(&a, &dst, "p");
+    if (!backward) add_raw(&a, &sc, "p");
+    add_raw(&a, (void *)&x, "p");
+    if (backward) {
+      add_raw(&a, (void *)&go, "p");
+      add_raw(&a, &out, "p");
+      add_raw(&a, &sc, "p");
+    }
+    add_count(&a, N);
+    add_count(&a, C);
+    add_count(&a, S);
+    add_raw(&a, &size, "i");
+    add_raw(&a, &alpha, "d");
+    add_raw(&a, &beta, "d");
+    if (!backward) add_raw(&a, &k, "d");
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_lrn_%s_%s", backward ? "bwd" : "fwd", tname(type));
+    rc = launch(ops, NULL, "lrn", kernel, grid_for(ops, N * S), &a);
+  }
+  rc = scratch_free(ops, go_copy, rc);
+  return scratch_free(ops, x_copy, rc);
+}

@@ -61,6 +61,11 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
 int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const maps[3]);
+/* nn_pooling_spatial.c's SpatialCrossMapLRN for tensors in GPU memory (cuda_nn.c): forward (gradOutput and
+ * output NULL) into result and scale, or backward into result from the forward's output and scale. */
+int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, lt_tensor *scale,
+                   lt_tensor *output, int64_t N, int64_t C, int64_t S, int size, double alpha, double beta,
+                   double k);
 /* nn_criterion_pointwise.c's (cuda_nn.c), its arguments already checked. */
 int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
                                       lt_tensor *output, int size_average, lt_tensor *weights, double param);

@@ -290,13 +290,16 @@ static int lrn_begin(const char *fn, const lt_tensor *input, int size, int64_t *
 
 int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *scale, int size,
                                           double alpha, double beta, double k) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   static const char fn[] = "SpatialCrossMapLRN_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, C = 0, S = 0;
   if (lrn_begin(fn, input, size, &N, &C, &S) || nn_check_float(output, input->type, fn, "output") ||
       nn_check_float(scale, input->type, fn, "scale"))
     return -1;
+  if (lt_tensor_is_device(input))   /* native/cuda/lrn.cu */
+    return lt_cuda_nn_lrn(fn, input, NULL, output, scale, NULL, N, C, S, size, alpha, beta, k);
+  NN_NEED(input);
   const void *in = nn_contig(&cp, input);
   if (!in || nn_resize_as(output, input) || nn_resize_as(scale, input)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, lrn_forward, N, C, S, size, alpha, beta, k, in, lt_tensor_data(output),
@@ -307,7 +310,7 @@ int lt_nn_SpatialCrossMapLRN_updateOutput(lt_tensor *input, lt_tensor *output, l
 int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *scale, lt_tensor *output, int size, double alpha,
                                              double beta, double k) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   static const char fn[] = "SpatialCrossMapLRN_updateGradInput";
   char b[160];
   nn_copies cp = {0};
@@ -320,6 +323,9 @@ int lt_nn_SpatialCrossMapLRN_updateGradInput(lt_tensor *input, lt_tensor *gradOu
   if (scale->type != input->type || output->type != input->type || lt_tensor_nelement(scale) != n ||
       lt_tensor_nelement(output) != n || !lt_tensor_is_contiguous(scale) || !lt_tensor_is_contiguous(output))
     return lt_fail("%s: scale and output must be the tensors filled by updateOutput", fn);
+  if (lt_tensor_is_device(input) || lt_tensor_is_device(gradOutput))
+    return lt_cuda_nn_lrn(fn, input, gradOutput, gradInput, scale, output, N, C, S, size, alpha, beta, k);
+  NN_NEED(input, gradOutput);
   const void *in = nn_contig(&cp, input);
   const void *go = in ? nn_contig(&cp, gradOutput) : NULL;
   if (!go || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
