@@ -232,6 +232,8 @@ def expected_kernels(resolve=True):
         k["gather_map"]["lt_map_bwd_%s" % t] = ",".join([P, P, P, P] + [Q] * 7)
         k["lrn"]["lt_lrn_fwd_%s" % t] = ",".join([P, P, P, Q, Q, Q, I, D, D, D])
         k["lrn"]["lt_lrn_bwd_%s" % t] = ",".join([P, P, P, P, P, Q, Q, Q, I, D, D])
+        for d in ("fwd", "bwd"):
+            k["adaptive_pooling"]["lt_adaptive_avgpool_%s_%s" % (d, t)] = ",".join([P, P] + [Q] * 5)
     return k
 
 

@@ -361,6 +361,8 @@ LAYERS = {
     "VolumetricReplicationPadding": ("nn.VolumetricReplicationPadding(1, 2, 0, 1, 2, 1)", (2, 2, 3, 4, 3)),
     "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 4, 3)),
     "SpatialCrossMapLRN": ("nn.SpatialCrossMapLRN(5, 1e-2, 0.75, 2)", (2, 7, 3, 4)),
+    "SpatialAdaptiveAveragePooling": ("nn.SpatialAdaptiveAveragePooling(3, 2)", (2, 3, 7, 5)),
+    "SpatialAdaptiveAveragePooling growing, 3-D": ("nn.SpatialAdaptiveAveragePooling(4, 5)", (3, 3, 2)),
     "SpatialCrossMapLRN even size, 3-D": ("nn.SpatialCrossMapLRN(4, 0.5, 0.6)", (6, 3, 3)),
     "cudnn.SpatialCrossMapLRN": ("cudnn.SpatialCrossMapLRN(3)", (2, 4, 2, 5)),
     "PReLU per channel": ("nn.PReLU(3)", (4, 3, 5, 2)), "PReLU shared": ("nn.PReLU()", (5, 7)),

@@ -101,8 +101,8 @@ def test_whole_model_float32_close_to_float64(rt, rng, build, shape):
     and routes one gradient element differently; every gradient upstream then differs by up
     to ~2e-2 in its largest element, for PyTorch's own float32 run as much as for ours
     (measured over 15 draws). So the output is compared elementwise (1e-4) and gradients by
-    relative Frobenius norm (2e-2; a wrong kernel errs by O(1)). The float64 test above is
-    the exact check."""
+    relative Frobenius norm (2e-2, or twice PyTorch's own float32 deviation in that draw; a wrong kernel
+    errs by O(1)). The float64 test above is the exact check."""
     from test_nn_modules import forward_backward, lua_grads, rel_err
     from pytorch_bridge.interop import to_torch
 
@@ -135,7 +135,10 @@ def test_whole_model_float32_close_to_float64(rt, rng, build, shape):
         def err(u):
             return rel_err(u, r) if elementwise else float(np.linalg.norm(u - r) / np.linalg.norm(r))
 
-        assert err(a) <= (1e-4 if elementwise else 2e-2), "%s: ours %.3g from float64 (PyTorch float32: %.3g)" % (
+        # gradients: 2e-2, or twice PyTorch's own float32 deviation in the same draw where a rerouted element
+        # made that larger (CI saw 0.0206 against PyTorch's 0.0199)
+        bound = 1e-4 if elementwise else max(2e-2, 2 * err(b))
+        assert err(a) <= bound, "%s: ours %.3g from float64 (PyTorch float32: %.3g)" % (
             what, err(a), err(b))
 
     check("output", ours[0], theirs[0], ref[0], elementwise=True)

@@ -569,3 +569,40 @@ int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_t
   rc = scratch_free(ops, go_copy, rc);
   return scratch_free(ops, x_copy, rc);
 }
+
+/* ---------------------------------------------------------------- SpatialAdaptiveAveragePooling */
+
+int lt_cuda_nn_adaptive_avgpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                                int64_t planes, int64_t iH, int64_t iW, int64_t oH, int64_t oW) {
+  if (!lt_tensor_is_device(input))
+    return lt_fail("%s: gradOutput is in GPU memory, the input in host memory: move them to one", fn);
+  const int dev = input->storage->device, backward = gradOutput != NULL;
+  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output"))
+    return -1;
+  const int type = lt_host_type(input->type);
+  if (type != LT_FLOAT && type != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(type));
+  int64_t sz[4];
+  for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
+  if (!backward) sz[input->ndim - 2] = oH, sz[input->ndim - 1] = oW;
+  int current = lt_cuda_storage_device(), rc = lt_cuda_storage_set_device(dev);
+  if (rc == 0) rc = lt_tensor_resize(result, input->ndim, sz);
+  if (lt_cuda_storage_set_device(current)) rc = -1;
+  if (rc) return -1;
+  if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the result must be contiguous", fn);
+  const int64_t n = lt_tensor_nelement(result);
+  if (n == 0) return 0;
+  const void *src;
+  void *copy;
+  if (contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy)) return -1;
+  void *dst = lt_tensor_data(result);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  add_raw(&a, (void *)&src, "p");
+  const int64_t sizes[5] = {planes, iH, iW, oH, oW};
+  for (int i = 0; i < 5; i++) add_count(&a, sizes[i]);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_adaptive_avgpool_%s_%s", backward ? "bwd" : "fwd", tname(type));
+  return scratch_free(ops, copy, launch(ops, NULL, "adaptive_pooling", kernel, grid_for(ops, n), &a));
+}

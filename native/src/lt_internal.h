@@ -66,6 +66,10 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
 int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, lt_tensor *scale,
                    lt_tensor *output, int64_t N, int64_t C, int64_t S, int size, double alpha, double beta,
                    double k);
+/* nn_pooling_spatial.c's SpatialAdaptiveAveragePooling for tensors in GPU memory (cuda_nn.c): forward (gradOutput
+ * NULL) into result (oH x oW), or backward into result (input's shape). */
+int lt_cuda_nn_adaptive_avgpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                                int64_t planes, int64_t iH, int64_t iW, int64_t oH, int64_t oW);
 /* nn_criterion_pointwise.c's (cuda_nn.c), its arguments already checked. */
 int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
                                       lt_tensor *output, int size_average, lt_tensor *weights, double param);

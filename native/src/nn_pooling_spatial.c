@@ -144,7 +144,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
 
 /* ------------------------------------------------------------ adaptive average */
 int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int W, int H) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   static const char fn[] = "SpatialAdaptiveAveragePooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -153,6 +153,9 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor
   if (nn_check_float(output, input->type, fn, "output")) return -1;
   g.oH = H;
   g.oW = W;
+  if (lt_tensor_is_device(input))   /* native/cuda/adaptive_pooling.cu */
+    return lt_cuda_nn_adaptive_avgpool(fn, input, NULL, output, g.planes, g.iH, g.iW, g.oH, g.oW);
+  NN_NEED(input);
   const void *in = nn_contig(&cp, input);
   if (!in || img_resize(output, input, H, W)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, adaavg_forward, &g, in, lt_tensor_data(output));
@@ -161,7 +164,7 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateOutput(lt_tensor *input, lt_tensor
 
 int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput,
                                                         lt_tensor *gradInput) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   static const char fn[] = "SpatialAdaptiveAveragePooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -171,6 +174,9 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_ten
   g.oW = gradOutput->size[input->ndim - 1];
   if (img_check_grad(fn, input, gradOutput, g.oH, g.oW) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
+  if (lt_tensor_is_device(input) || lt_tensor_is_device(gradOutput))
+    return lt_cuda_nn_adaptive_avgpool(fn, input, gradOutput, gradInput, g.planes, g.iH, g.iW, g.oH, g.oW);
+  NN_NEED(input, gradOutput);
   const void *go = nn_contig(&cp, gradOutput);
   if (!go || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, adaavg_backward, &g, go, lt_tensor_data(gradInput));

@@ -1,0 +1,66 @@
+/* adaptive_pooling.cu — nn.SpatialAdaptiveAveragePooling on the GPU, as native/src/nn_pooling_spatial.c computes
+ * it (the CPU kernel and the oracle): output cell o of n over an input side of length in averages
+ * [floor(o*in/n), ceil((o+1)*in/n)). Planes x iH x iW in, planes x oH x oW out, contiguous.
+ *
+ *   lt_adaptive_avgpool_fwd_<T>(T* out, const T* in, q planes, q iH, q iW, q oH, q oW)   thread per output
+ *   lt_adaptive_avgpool_bwd_<T>(T* gradIn, const T* gradOut, <the same 5 sizes>)         thread per input,
+ *     summing gradOut / window area over the windows that hold it (a gather: no atomics, deterministic)
+ * Sums in double.
+ */
+#include "lt_cuda_common.cuh"
+
+LT_D long long lt_adapt_start(long long o, long long n, long long in) { return o * in / n; }
+LT_D long long lt_adapt_end(long long o, long long n, long long in) { return ((o + 1) * in + n - 1) / n; }
+
+template <typename T>
+LT_D void lt_adaptive_avgpool_fwd_impl(T *out, const T *in, long long planes, long long iH, long long iW,
+                                       long long oH, long long oW) {
+  LT_GRID_LOOP(long long, e, planes * oH * oW) {
+    const long long ow = e % oW, oh = (e / oW) % oH, p = e / (oW * oH);
+    const long long hs = lt_adapt_start(oh, oH, iH), he = lt_adapt_end(oh, oH, iH);
+    const long long ws = lt_adapt_start(ow, oW, iW), we = lt_adapt_end(ow, oW, iW);
+    const T *x = in + p * iH * iW;
+    double s = 0;
+    for (long long h = hs; h < he; h++)
+      for (long long w = ws; w < we; w++) s += (double)x[h * iW + w];
+    out[e] = (T)(s / (double)((he - hs) * (we - ws)));
+  }
+}
+
+template <typename T>
+LT_D void lt_adaptive_avgpool_bwd_impl(T *gi, const T *go, long long planes, long long iH, long long iW,
+                                       long long oH, long long oW) {
+  LT_GRID_LOOP(long long, e, planes * iH * iW) {
+    const long long w = e % iW, h = (e / iW) % iH, p = e / (iW * iH);
+    const T *g = go + p * oH * oW;
+    const long long oh0 = h * oH / iH, oh1 = ((h + 1) * oH + iH - 1) / iH;   /* the candidates */
+    const long long ow0 = w * oW / iW, ow1 = ((w + 1) * oW + iW - 1) / iW;
+    double s = 0;
+    for (long long oh = oh0; oh < oh1 && oh < oH; oh++) {
+      const long long hs = lt_adapt_start(oh, oH, iH), he = lt_adapt_end(oh, oH, iH);
+      if (h < hs || h >= he) continue;
+      for (long long ow = ow0; ow < ow1 && ow < oW; ow++) {
+        const long long ws = lt_adapt_start(ow, oW, iW), we = lt_adapt_end(ow, oW, iW);
+        if (w < ws || w >= we) continue;
+        s += (double)g[oh * oW + ow] / (double)((he - hs) * (we - ws));
+      }
+    }
+    gi[e] = (T)s;
+  }
+}
+
+#define LT_ADAPTIVE(T, N)                                                                                       \
+  extern "C" __global__ void lt_adaptive_avgpool_fwd_##N(T *out, const T *in, long long planes, long long iH,   \
+                                                         long long iW, long long oH, long long oW) {            \
+    lt_adaptive_avgpool_fwd_impl<T>(out, in, planes, iH, iW, oH, oW);                                           \
+  }                                                                                                             \
+  LT_EXPORT(lt_adaptive_avgpool_fwd_##N)                                                                        \
+  extern "C" __global__ void lt_adaptive_avgpool_bwd_##N(T *gradIn, const T *gradOut, long long planes,         \
+                                                         long long iH, long long iW, long long oH,              \
+                                                         long long oW) {                                        \
+    lt_adaptive_avgpool_bwd_impl<T>(gradIn, gradOut, planes, iH, iW, oH, oW);                                   \
+  }                                                                                                             \
+  LT_EXPORT(lt_adaptive_avgpool_bwd_##N)
+
+LT_IF_Float(LT_ADAPTIVE(float, Float))
+LT_IF_Double(LT_ADAPTIVE(double, Double))
