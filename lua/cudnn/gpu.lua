@@ -62,15 +62,16 @@ local function algorithmNumber(pass, mode)
 end
 
 -- cudnn.torch's workspace budget: this share of the GPU's memory
-local limits = {}
+local totals, limits = {}, {}   -- per device: its memory (asked once), and the limit for the current percentage
 local function workspaceLimit(device)
    local pct = cudnn.maxWorkspaceGPUMemPercent or 95
-   local key = device .. ':' .. pct
-   if not limits[key] then
-      local _, total = cutorch.getMemoryUsage(device + 1)
-      limits[key] = math.floor(total * pct / 100)
+   local limit = limits[device]
+   if not limit or limit.pct ~= pct then
+      if not totals[device] then totals[device] = select(2, cutorch.getMemoryUsage(device + 1)) end
+      limit = {pct = pct, bytes = math.floor(totals[device] * pct / 100)}
+      limits[device] = limit
    end
-   return limits[key]
+   return limit.bytes
 end
 
 local params = ffi.new('lt_cudnn_conv')

@@ -398,9 +398,11 @@ static int choose(const char *fn, const lt_cuops *ops, void *stream, void *h, pl
                  fn, pass_name[pass], (long long)c->workspace_limit, returned);
 }
 
-/* Runs pass (with its algorithm chosen) as out = alpha op(a, b) + beta out. */
+/* Runs pass (with its algorithm chosen) as out = alpha op(a, b) + beta out; *hp and *pp (when given) get the
+ * handle and plan it used, for the bias term that follows. */
 static int run_pass(const char *fn, const lt_cuops *ops, void *stream, int device, const lt_cudnn_conv *c,
-                    const geometry *g, int pass, operands *o, double alpha, double beta) {
+                    const geometry *g, int pass, operands *o, double alpha, double beta, void **hp,
+                    const plan **pp) {
   void *h;
   if (handle_for(fn, device, stream, &h)) return -1;
   pthread_mutex_lock(&plans_lock);
@@ -414,6 +416,7 @@ static int run_pass(const char *fn, const lt_cuops *ops, void *stream, int devic
   const size_t ws_bytes = rc == 0 ? p->workspace[pass] : 0;
   pthread_mutex_unlock(&plans_lock);   /* a plan, once made, is never changed or freed while kernels use it */
   if (rc) return -1;
+  if (hp) *hp = h, *pp = p;
   void *ws = NULL;
   if (ws_bytes && scratch(ops, stream, (int64_t)ws_bytes, &ws)) return -1;
   const float af = (float)alpha, bf = (float)beta;
@@ -430,15 +433,10 @@ static int run_pass(const char *fn, const lt_cuops *ops, void *stream, int devic
   return scratch_free(ops, ws, rc);
 }
 
-/* bias terms: y += bias over N, oH, oW (forward), or gradBias = scale sum(dy) + gradBias */
-static int run_bias(const char *fn, void *stream, int device, const lt_cudnn_conv *c, const geometry *g, int grad,
-                    void *bias, void *y, double scale) {
-  void *h;
-  if (handle_for(fn, device, stream, &h)) return -1;
-  pthread_mutex_lock(&plans_lock);
-  plan *p = plan_for(fn, c, device, g);
-  pthread_mutex_unlock(&plans_lock);
-  if (!p) return -1;
+/* bias terms, with the handle and plan of the pass just run: y += bias over N, oH, oW (forward), or
+ * gradBias = scale sum(dy) + gradBias */
+static int run_bias(const char *fn, void *h, const plan *p, const geometry *g, int grad, void *bias, void *y,
+                    double scale) {
   const double one = 1;
   const float onef = 1, sf = (float)scale;
   const int dbl = g->type == LT_DOUBLE;
@@ -469,8 +467,10 @@ int lt_cudnn_conv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_co
   void *copy;
   if (contiguous_input(ops, stream, input, &x, &copy)) return -1;
   operands o = {.a = x, .b = lt_tensor_data(weight), .out = lt_tensor_data(output), .out_bytes = bytes_of(output)};
-  int rc = run_pass(fn, ops, stream, ops->device, c, &g, FWD, &o, 1, 0);
-  if (rc == 0 && bias) rc = run_bias(fn, stream, ops->device, c, &g, 0, lt_tensor_data(bias), o.out, 1);
+  void *h = NULL;
+  const plan *p = NULL;
+  int rc = run_pass(fn, ops, stream, ops->device, c, &g, FWD, &o, 1, 0, &h, &p);
+  if (rc == 0 && bias) rc = run_bias(fn, h, p, &g, 0, lt_tensor_data(bias), o.out, 1);
   return scratch_free(ops, copy, rc);
 }
 
@@ -488,7 +488,7 @@ int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cu
   if (contiguous_input(ops, stream, grad_output, &dy, &copy)) return -1;
   operands o = {.a = lt_tensor_data(weight), .b = dy, .out = lt_tensor_data(grad_input),
                 .out_bytes = bytes_of(grad_input)};
-  return scratch_free(ops, copy, run_pass(fn, ops, stream, ops->device, c, &g, BWD_DATA, &o, 1, 0));
+  return scratch_free(ops, copy, run_pass(fn, ops, stream, ops->device, c, &g, BWD_DATA, &o, 1, 0, NULL, NULL));
 }
 
 int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
@@ -505,12 +505,13 @@ int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_
   void *x_copy, *dy_copy = NULL;
   if (contiguous_input(ops, stream, input, &x, &x_copy)) return -1;
   int rc = contiguous_input(ops, stream, grad_output, &dy, &dy_copy);
+  void *h = NULL;
+  const plan *p = NULL;
   if (rc == 0) {
     operands o = {.a = x, .b = dy, .out = lt_tensor_data(grad_weight), .out_bytes = bytes_of(grad_weight)};
-    rc = run_pass(fn, ops, stream, ops->device, c, &g, BWD_FILTER, &o, scale, 1);
+    rc = run_pass(fn, ops, stream, ops->device, c, &g, BWD_FILTER, &o, scale, 1, &h, &p);
   }
-  if (rc == 0 && grad_bias)
-    rc = run_bias(fn, stream, ops->device, c, &g, 1, lt_tensor_data(grad_bias), (void *)dy, scale);
+  if (rc == 0 && grad_bias) rc = run_bias(fn, h, p, &g, 1, lt_tensor_data(grad_bias), (void *)dy, scale);
   rc = scratch_free(ops, dy_copy, rc);
   return scratch_free(ops, x_copy, rc);
 }

@@ -375,13 +375,24 @@ static int on_device(const char *fn, int dev, const lt_tensor *t, const char *wh
   return 0;
 }
 
-/* t shaped like ref, a new storage (if it needs one) on device dev whichever device is current. */
-static int resize_on(lt_tensor *t, const lt_tensor *ref, int dev) {
+/* t resized to (ndim, sizes), a new storage (if it needs one) on device dev whichever device is current. */
+static int resize_on(lt_tensor *t, int ndim, const int64_t *sizes, int dev) {
   int current = lt_cuda_storage_device();
   if (lt_cuda_storage_set_device(dev)) return -1;
-  int rc = lt_tensor_resize(t, ref->ndim, ref->size);
+  int rc = lt_tensor_resize(t, ndim, sizes);
   if (lt_cuda_storage_set_device(current)) rc = -1;
   return rc;
+}
+
+/* The ops of the GPU holding input, for a layer defined for Float and Double only. (Its caller checked that
+ * input is in GPU memory and gradOutput, if any, of its type.) */
+static const lt_cuops *float_layer_ops(const char *fn, const lt_tensor *input) {
+  const int type = lt_host_type(input->type);
+  if (type != LT_FLOAT && type != LT_DOUBLE) {
+    lt_fail("%s: Float and Double only, not %s", fn, tname(type));
+    return NULL;
+  }
+  return lt_cuda_storage_ops(input->storage->device);
 }
 
 /* nn_pointwise.c's entries for tensors in GPU memory: its contract (inplace writes into input / gradOutput and
@@ -392,7 +403,7 @@ int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *outpu
   const lt_cuops *ops = lt_cuda_storage_ops(dev);
   if (!ops || on_device(fn, dev, output, "output")) return -1;
   if (inplace) return lt_cuops_nn_pointwise_forward(ops, NULL, op, input, input, a, b) || lt_tensor_set(output, input);
-  return resize_on(output, input, dev) || lt_cuops_nn_pointwise_forward(ops, NULL, op, output, input, a, b);
+  return resize_on(output, input->ndim, input->size, dev) || lt_cuops_nn_pointwise_forward(ops, NULL, op, output, input, a, b);
 }
 
 int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,
@@ -404,7 +415,7 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
   if (inplace)
     return lt_cuops_nn_pointwise_backward(ops, NULL, op, gradOutput, gradOutput, ref, a, b) ||
            lt_tensor_set(gradInput, gradOutput);
-  return resize_on(gradInput, gradOutput, dev) ||
+  return resize_on(gradInput, gradOutput->ndim, gradOutput->size, dev) ||
          lt_cuops_nn_pointwise_backward(ops, NULL, op, gradInput, gradOutput, ref, a, b);
 }
 
@@ -430,11 +441,7 @@ int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input
   double loss = 0;
   if (lt_cuops_criterion_forward(ops, NULL, kind, input, target, weights, param, &loss)) return -1;
   const int64_t one = 1;
-  int current = lt_cuda_storage_device();
-  if (lt_cuda_storage_set_device(dev)) return -1;
-  int rc = lt_tensor_resize(output, 1, &one);
-  if (lt_cuda_storage_set_device(current)) rc = -1;
-  return rc || lt_cuops_fill(ops, NULL, output, size_average && n > 0 ? loss / (double)n : loss);
+  return resize_on(output, 1, &one, dev) || lt_cuops_fill(ops, NULL, output, size_average && n > 0 ? loss / (double)n : loss);
 }
 
 int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
@@ -442,7 +449,7 @@ int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *in
   int dev = input->storage->device;
   const lt_cuops *ops = lt_cuda_storage_ops(dev);
   if (!ops || on_device(fn, dev, target, "target") || on_device(fn, dev, weights, "weights") ||
-      on_device(fn, dev, gradInput, "gradInput") || resize_on(gradInput, input, dev))
+      on_device(fn, dev, gradInput, "gradInput") || resize_on(gradInput, input->ndim, input->size, dev))
     return -1;
   const int64_t n = lt_tensor_nelement(input);
   return lt_cuops_criterion_backward(ops, NULL, kind, gradInput, input, target, weights, param,
@@ -454,18 +461,12 @@ int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *in
 int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const maps[3]) {
-  const int dev = input->storage->device, backward = gradOutput != NULL;
-  const lt_cuops *ops = lt_cuda_storage_ops(dev);
-  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, backward ? "gradInput" : "output"))
+  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output") ||
+      resize_on(result, input->ndim, backward ? input->size : out_sizes, dev))
     return -1;
-  const int type = lt_host_type(input->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(type));
-  /* the result on the input's GPU, contiguous */
-  int current = lt_cuda_storage_device(), rc = lt_cuda_storage_set_device(dev);
-  if (rc == 0) rc = backward ? lt_tensor_resize(result, input->ndim, input->size)
-                             : lt_tensor_resize(result, input->ndim, out_sizes);
-  if (lt_cuda_storage_set_device(current)) rc = -1;
-  if (rc) return -1;
   if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the %s must be contiguous", fn, backward ? "gradInput" : "output");
   const int64_t n = lt_tensor_nelement(result);
   if (n == 0) return 0;
@@ -499,7 +500,7 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
   }
   void *maps_dev = NULL, *copy = NULL;
   const void *src = NULL;
-  rc = scratch(ops, NULL, count * 8, &maps_dev);
+  int rc = scratch(ops, NULL, count * 8, &maps_dev);
   if (rc == 0) rc = ops->to_device(ops->ctx, maps_dev, host, count * 8, NULL);
   free(host);
   if (rc == 0) rc = contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy);
@@ -527,16 +528,14 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
 int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, lt_tensor *scale,
                    lt_tensor *output, int64_t N, int64_t C, int64_t S, int size, double alpha, double beta,
                    double k) {
-  if (!lt_tensor_is_device(input))
-    return lt_fail("%s: gradOutput is in GPU memory, the input in host memory: move them to one", fn);
-  const int dev = input->storage->device, backward = gradOutput != NULL;
-  const lt_cuops *ops = lt_cuda_storage_ops(dev);
+  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
+  const lt_cuops *ops = float_layer_ops(fn, input);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, scale, "scale") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") || on_device(fn, dev, output, "output"))
     return -1;
-  const int type = lt_host_type(input->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(type));
-  if (resize_on(result, input, dev) || (!backward && resize_on(scale, input, dev))) return -1;
+  if (resize_on(result, input->ndim, input->size, dev) ||
+      (!backward && resize_on(scale, input->ndim, input->size, dev)))
+    return -1;
   if (!lt_tensor_is_contiguous(result) || !lt_tensor_is_contiguous(scale))
     return lt_fail("%s: the %s and scale must be contiguous", fn, backward ? "gradInput" : "output");
   if (N * S == 0 || C == 0) return 0;
@@ -574,22 +573,14 @@ int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_t
 
 int lt_cuda_nn_adaptive_avgpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                                 int64_t planes, int64_t iH, int64_t iW, int64_t oH, int64_t oW) {
-  if (!lt_tensor_is_device(input))
-    return lt_fail("%s: gradOutput is in GPU memory, the input in host memory: move them to one", fn);
-  const int dev = input->storage->device, backward = gradOutput != NULL;
-  const lt_cuops *ops = lt_cuda_storage_ops(dev);
-  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
-      on_device(fn, dev, result, backward ? "gradInput" : "output"))
-    return -1;
-  const int type = lt_host_type(input->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(type));
+  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
   int64_t sz[4];
   for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
   if (!backward) sz[input->ndim - 2] = oH, sz[input->ndim - 1] = oW;
-  int current = lt_cuda_storage_device(), rc = lt_cuda_storage_set_device(dev);
-  if (rc == 0) rc = lt_tensor_resize(result, input->ndim, sz);
-  if (lt_cuda_storage_set_device(current)) rc = -1;
-  if (rc) return -1;
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output") || resize_on(result, input->ndim, sz, dev))
+    return -1;
   if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the result must be contiguous", fn);
   const int64_t n = lt_tensor_nelement(result);
   if (n == 0) return 0;
