@@ -1,5 +1,5 @@
-"""cudnn.SpatialConvolution and cudnn's batch normalization on cuDNN itself (lua/cudnn/gpu.lua,
-native/src/cuda_cudnn.c).
+"""The cudnn.* modules on cuDNN itself (lua/cudnn/gpu.lua): SpatialConvolution and batch normalization
+(native/src/cuda_cudnn.c); pooling, activations and the softmax family (native/src/cuda_cudnn_layers.c).
 
 Two kinds of test:
 - cuDNN's descriptor and shape logic against the real libcudnn where its wheel is installed (no GPU needed:
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pytorch_bridge import LuaError
-from test_cutorch_gpu import CONVOLUTION_ON_BOTH, fallbacks
+from test_cutorch_gpu import MODULE_ON_BOTH, fallbacks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EMULATED = os.environ.get("LUATORCH_CUDA_CUDNN", "").endswith("libcudnn_emulated.so")
@@ -121,7 +121,7 @@ def test_cudnn_convolutions_against_the_cpu_in_double(gpu, rng, name, mode):
     rt = gpu
     ctor, shape = CONVOLUTIONS[name]
     x = rng.standard_normal(shape)
-    run = rt.eval(CONVOLUTION_ON_BOTH % ctor)
+    run = rt.eval(MODULE_ON_BOTH % ctor)
     out, device_input, module = run(rt.from_numpy(x), name == "a noncontiguous input", int(rng.integers(1, 1 << 30)),
                             MODES[mode])
     for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
@@ -314,6 +314,152 @@ def test_cudnn_batch_normalization_in_float(gpu, rng):
     r = [rt.to_numpy(t) for t in run(rt.from_numpy(x)).values()]
     for i in (0, 2, 4):
         np.testing.assert_allclose(r[i + 1], r[i], rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- pooling, activations, softmax
+
+def cudnn_calls(kind):
+    """How often the emulated libcudnn has run cudnn<kind>Forward and cudnn<kind>Backward (None outside the
+    emulation): proof that cuDNN, not our kernels, computed a layer."""
+    if not EMULATED:
+        return None
+    import ctypes
+
+    f = ctypes.CDLL(os.environ["LUATORCH_CUDA_CUDNN"]).emu_cudnn_calls   # the copy the C layer loaded
+    f.restype, f.argtypes = ctypes.c_long, [ctypes.c_char_p]
+    return [f(("cudnn%s%s" % (kind, way)).encode()) for way in ("Forward", "Backward")]
+
+
+def test_pooling_output_sizes_from_cudnns_descriptors_match_nns_floor_mode(cudnn_library, rng):
+    """2-D and 3-D windows, strides and paddings up to half the window: cuDNN's own descriptors give nn's
+    floor((n + 2 pad - k) / stride) + 1 in every pooled dimension (no GPU needed)."""
+    lib, ffi = cudnn_library
+    out = ffi.new("int64_t[5]")
+    for _ in range(300):
+        dims = int(rng.choice([2, 3]))
+        k = [int(v) for v in rng.integers(1, 6, dims)]
+        s = [int(v) for v in rng.integers(1, 4, dims)]
+        pad = [int(rng.integers(0, kk // 2 + 1)) for kk in k]
+        n = [int(rng.integers(max(1, kk - 2 * pp), 30)) for kk, pp in zip(k, pad)]
+        sizes = [int(rng.integers(1, 5)), int(rng.integers(1, 9))] + n
+        mode = int(rng.integers(0, 3))
+        p = ffi.new("lt_cudnn_pool *", dict(dims=dims, mode=mode, window=k + [0] * (3 - dims),
+                                           pad=pad + [0] * (3 - dims), stride=s + [0] * (3 - dims)))
+        dtype = lib.LT_FLOAT if rng.random() < 0.5 else lib.LT_DOUBLE
+        assert lib.lt_cudnn_pooling_output_size(p, dtype, sizes, out) == 0, ffi.string(lib.lt_errmsg())
+        want = sizes[:2] + [(nn + 2 * pp - kk) // ss + 1 for nn, kk, pp, ss in zip(n, k, pad, s)]
+        assert list(out)[:dims + 2] == want, (sizes, k, s, pad, mode)
+    # a window larger than the padded input: refused, by cuDNN's name for it
+    p = ffi.new("lt_cudnn_pool *", dict(dims=2, mode=0, window=[5, 5, 0], pad=[0, 0, 0], stride=[1, 1, 0]))
+    assert lib.lt_cudnn_pooling_output_size(p, lib.LT_FLOAT, [1, 1, 3, 3], out) != 0
+    assert "CUDNN_STATUS_BAD_PARAM" in ffi.string(lib.lt_errmsg()).decode()
+
+
+LAYERS = {   # constructor, input shape, the cuDNN functions that must compute it
+    "max pooling 3x3, stride 2, pad 1": ("cudnn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)", (2, 3, 9, 8), "Pooling"),
+    "max pooling of one image": ("cudnn.SpatialMaxPooling(2, 2)", (3, 7, 6), "Pooling"),
+    "average pooling with padding": ("cudnn.SpatialAveragePooling(3, 2, 2, 1, 1, 1)", (2, 4, 7, 9), "Pooling"),
+    "global average pooling": ("cudnn.SpatialAveragePooling(7, 7, 1, 1)", (2, 5, 7, 7), "Pooling"),
+    "volumetric max pooling": ("cudnn.VolumetricMaxPooling(2, 3, 3, 1, 2, 2, 1, 1, 1)", (2, 2, 5, 7, 6), "Pooling"),
+    "volumetric max pooling of one volume": ("cudnn.VolumetricMaxPooling(2, 2, 2)", (3, 4, 6, 6), "Pooling"),
+    "volumetric average pooling with padding": ("cudnn.VolumetricAveragePooling(2, 3, 3, 1, 2, 2, 1, 1, 1)",
+                                                (1, 2, 4, 7, 6), "Pooling"),
+    "relu": ("cudnn.ReLU()", (3, 4, 5), "Activation"),
+    "relu in place": ("cudnn.ReLU(true)", (2, 3, 4, 4), "Activation"),
+    "clipped relu": ("cudnn.ClippedReLU(0.7)", (4, 9), "Activation"),
+    "clipped relu in place": ("cudnn.ClippedReLU(0.7, true)", (4, 9), "Activation"),
+    "tanh": ("cudnn.Tanh()", (5, 7), "Activation"),
+    "sigmoid in place": ("cudnn.Sigmoid(true)", (2, 3, 5), "Activation"),
+    "softmax": ("cudnn.SoftMax()", (4, 10), "Softmax"),
+    "softmax over whole images": ("cudnn.SoftMax()", (2, 3, 4, 5), "Softmax"),
+    "fast softmax": ("cudnn.SoftMax(true)", (3, 6), "Softmax"),
+    "log-softmax": ("cudnn.LogSoftMax()", (4, 10), "Softmax"),
+    "log-softmax of one vector": ("cudnn.LogSoftMax()", (10,), "Softmax"),
+    "spatial softmax": ("cudnn.SpatialSoftMax()", (2, 4, 3, 5), "Softmax"),
+    "spatial softmax of one image": ("cudnn.SpatialSoftMax()", (4, 3, 5), "Softmax"),
+    "spatial log-softmax": ("cudnn.SpatialLogSoftMax()", (2, 4, 3, 5), "Softmax"),
+    "volumetric softmax": ("cudnn.VolumetricSoftMax()", (2, 3, 2, 4, 3), "Softmax"),
+}
+
+
+@pytest.mark.parametrize("name,layout", [(n, lay) for n in sorted(LAYERS) for lay in ("contiguous", "transposed")
+                                         if lay == "contiguous" or len(LAYERS[n][1]) > 1])   # a vector has no transpose
+def test_cudnn_layers_against_the_cpu_in_double(gpu, rng, name, layout):
+    """Output and gradInput of cudnn's pooling, activations and softmax family as the CPU module computes them in
+    double, computed by cuDNN (the emulation counts its calls) with nothing staged; in-place modules given a
+    noncontiguous input run on our kernels instead, with the same result."""
+    rt = gpu
+    ctor, shape, kind = LAYERS[name]
+    transposed = layout == "transposed"
+    x = rng.standard_normal(shape)
+    before = cudnn_calls(kind)
+    out, _, _ = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), transposed, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        assert cpu.shape == dev.shape, (what, cpu.shape, dev.shape)
+        np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s, %s: %s" % (name, layout, what))
+    after = cudnn_calls(kind)
+    if before is not None:
+        ran = [a - b for a, b in zip(after, before)]
+        assert ran == ([0, 0] if transposed and "in place" in name else [1, 1]), (name, layout, ran)
+    assert fallbacks(rt) == {}
+
+
+def test_cudnn_layers_in_float(gpu, rng):
+    """CudaTensor (float32) pooling, ReLU and log-softmax against the CPU modules in double, within float's
+    rounding."""
+    rt = gpu
+    x = rng.standard_normal((4, 3, 8, 8))
+    run = rt.eval("""function(x)
+       local r = {}
+       for _, cpu in ipairs {cudnn.SpatialMaxPooling(3, 3, 2, 2, 1, 1), cudnn.SpatialAveragePooling(2, 2),
+                             cudnn.ReLU(), cudnn.SpatialLogSoftMax()} do
+          cpu:double()
+          local m = cpu:clone():cuda()
+          local y = cpu:forward(x)
+          local g = torch.randn(y:size()):double()
+          r[#r + 1] = {y, m:forward(x:cuda()):double(), cpu:backward(x, g), m:backward(x:cuda(), g:cuda()):double()}
+       end
+       return r
+    end""")
+    for case in run(rt.from_numpy(x)).values():
+        ref, got, gref, ggot = (rt.to_numpy(case[i]) for i in (1, 2, 3, 4))
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ggot, gref, rtol=1e-5, atol=1e-5)
+
+
+def test_cudnn_layers_outside_cudnns_semantics_run_on_our_kernels(gpu, rng):
+    """Ceil mode, sum pooling and a thresholded ReLU are not cuDNN's functions: our kernels (or nn's error) answer,
+    as without cuDNN; NaNs pass through max pooling (as nn's CPU kernel lets them) and cudnn.ReLU (as cuDNN's
+    NaN-propagating activation does)."""
+    rt = gpu
+    before = cudnn_calls("Pooling")
+    x = rng.standard_normal((2, 3, 7, 7))
+    run = rt.eval("""function(x)
+       local cpu = cudnn.SpatialMaxPooling(2, 2, 2, 2):ceil():double()
+       local m = cpu:clone():type('torch.CudaDoubleTensor')
+       return {cpu:forward(x), m:forward(x:cudaDouble()):double()}
+    end""")
+    ref, got = (rt.to_numpy(t) for t in run(rt.from_numpy(x)).values())
+    assert ref.shape == (2, 3, 4, 4)
+    np.testing.assert_array_equal(got, ref)
+    if before is not None:
+        assert cudnn_calls("Pooling") == before
+    with pytest.raises(LuaError, match="pad should be smaller than half of kernel size"):
+        rt.execute("cudnn.SpatialMaxPooling(2, 2, 1, 1, 2, 2):cuda():forward(torch.CudaTensor(1, 1, 5, 5))")
+    with pytest.raises(LuaError, match="sum pooling"):
+        rt.execute("m = cudnn.SpatialAveragePooling(2, 2):cuda() m.divide = false "
+                   "m:forward(torch.CudaTensor(1, 1, 4, 4))")
+    nan = rt.eval("""function()
+       local x = torch.randn(1, 1, 4, 4) x[1][1][2][3] = 0/0
+       local pooled = cudnn.SpatialMaxPooling(2, 2):cuda():forward(x:cuda()):double()
+       local relu = cudnn.ReLU():cuda():forward(x:cuda()):double()
+       local cpu = cudnn.SpatialMaxPooling(2, 2):double():forward(x)
+       return {pooled, cpu, relu}
+    end""")()
+    pooled, cpu, relu = (rt.to_numpy(t) for t in nan.values())
+    np.testing.assert_array_equal(np.isnan(pooled), np.isnan(cpu))
+    assert np.isnan(pooled[0, 0, 0, 1]) and np.isnan(relu[0, 0, 1, 2])
 
 
 # ----------------------------------------------------------------------------- on the emulated driver

@@ -381,7 +381,7 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
         rt.execute("require 'cudnn'")
     x, g = rng.standard_normal(shape), rng.standard_normal(tuple(n + 4 for n in shape))   # g: for larger outputs
     # the state a module keeps besides its output: batch norm's running statistics (updated in training) and
-    # saved batch statistics, max pooling's indices
+    # saved batch statistics, nn's max pooling's indices (cudnn's on cuDNN keep none, as cudnn.torch's)
     run = rt.eval("""function(x, g)
        torch.manualSeed(5)
        local cpu = %s:double()
@@ -398,7 +398,8 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
           local _, gp = m:parameters()
           local state = {}
           for _, f in ipairs {'running_mean', 'running_var', 'save_mean', 'save_std', 'indices'} do
-             if torch.isTensor(m[f]) and m[f]:nElement() > 0 then state[#state + 1] = m[f]:double():view(-1) end
+             local kept = f ~= 'indices' or not torch.typename(m):find('^cudnn%%.')
+             if kept and torch.isTensor(m[f]) and m[f]:nElement() > 0 then state[#state + 1] = m[f]:double():view(-1) end
           end
           out[k] = {y:double(), gi:double(), gp and nn.Module.flatten(gp):double() or torch.DoubleTensor(),
                     #state > 0 and torch.cat(state) or torch.DoubleTensor()}
@@ -479,11 +480,12 @@ CONVOLUTIONS = {
 }
 
 
-# A convolution (%s: its constructor) run forward and backward on the CPU in double and on the GPU in CudaDouble
-# from the same weights: output, gradInput, and gradWeight/gradBias accumulated twice (scales 0.5 and 1) onto
-# nonzero buffers, for each; setup (Lua, optional) runs first with m the device module. Returns the two result
-# lists, the device input and the device module (test_cudnn_gpu.py uses it too).
-CONVOLUTION_ON_BOTH = """function(x, transposed, seed, setup)
+# A module (%s: its constructor; a convolution here) run forward and backward on the CPU in double and on the GPU
+# in CudaDouble from the same weights: output, gradInput, and gradWeight/gradBias (empty where it has none)
+# accumulated twice (scales 0.5 and 1) onto nonzero buffers, for each; setup (Lua, optional) runs first with m the
+# device module. Returns the two result lists, the device input and the device module (test_cudnn_gpu.py uses it
+# too).
+MODULE_ON_BOTH = """function(x, transposed, seed, setup)
    torch.manualSeed(seed)
    local cpu = %s:double()
    local dev = cpu:clone():type('torch.CudaDoubleTensor')
@@ -499,11 +501,12 @@ CONVOLUTION_ON_BOTH = """function(x, transposed, seed, setup)
       local y = m:forward(input)
       g = g or torch.randn(y:size()):double()
       local grad = k == 1 and g:clone() or g:cudaDouble()
-      m.gradWeight:fill(0.25)
+      if m.gradWeight then m.gradWeight:fill(0.25) end
       if m.gradBias then m.gradBias:fill(-0.5) end
       local gi = m:backward(input, grad, 0.5)
       m:accGradParameters(input, grad, 1)
-      out[k] = {y:double(), gi:double(), m.gradWeight:double(), m.gradBias and m.gradBias:double() or torch.DoubleTensor()}
+      local function kept(t) return t and t:double() or torch.DoubleTensor() end
+      out[k] = {y:double(), gi:double(), kept(m.gradWeight), kept(m.gradBias)}
       inputs[k] = input
    end
    return out, inputs[2], dev
@@ -522,7 +525,7 @@ def test_cunn_convolutions_against_the_cpu_in_double(gpu, rng, name):
     if transposed:   # the same values, through a view with its last two dimensions swapped in memory
         shape = eval(shape.split(" ", 1)[1])
     x = rng.standard_normal(shape)
-    run = rt.eval(CONVOLUTION_ON_BOTH % ctor)
+    run = rt.eval(MODULE_ON_BOTH % ctor)
     out = run(rt.from_numpy(x), transposed, int(rng.integers(1, 1 << 30)))[0]
     for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])

@@ -1,5 +1,6 @@
--- cudnn.SpatialConvolution and cudnn's batch normalization on cuDNN itself, where cutorch runs on a GPU and
--- libcudnn loads (native/src/cuda_cudnn.c).
+-- The cudnn.* modules on cuDNN itself, where cutorch runs on a GPU and libcudnn loads: SpatialConvolution and
+-- batch normalization (native/src/cuda_cudnn.c); pooling, ReLU/ClippedReLU/Tanh/Sigmoid and the softmax family
+-- (native/src/cuda_cudnn_layers.c).
 --
 -- As cudnn.torch: groups in the descriptor, an algorithm per pass chosen once per geometry by cuDNN's
 -- heuristics within a workspace limit (maxWorkspaceGPUMemPercent of the GPU's memory), without a limit under
@@ -25,7 +26,7 @@ local function usable()
       if not available then
          why = ffi.string(C.lt_errmsg())
          if C.lt_cudnn_first_notice() == 1 then
-            io.stderr:write(string.format("cudnn: cuDNN cannot be used (%s); cudnn's convolutions and batch norm " ..
+            io.stderr:write(string.format("cudnn: cuDNN cannot be used (%s); cudnn's modules " ..
                                           "run on luatorch's own CUDA kernels (pip install 'luatorch[cuda]' adds cuDNN)\n", why))
          end
       end
@@ -166,6 +167,152 @@ end
 onCudnnBatchNorm(cudnn.BatchNormalization)
 onCudnnBatchNorm(cudnn.SpatialBatchNormalization)
 onCudnnBatchNorm(cudnn.VolumetricBatchNormalization)
+
+-- ---------------------------------------------------------------- activations, pooling, softmax
+
+-- cuDNN computes these for CudaTensor and CudaDoubleTensor; cudnn.torch's modules as it ran them. What cuDNN's
+-- semantics do not cover (ceil mode, nn's oversized padding errors, in-place on a noncontiguous tensor, more
+-- elements than its 32-bit int) runs on our kernels, as without cuDNN.
+local function cudnnType(t)
+   local ty = torch.type(t)
+   return ty == 'torch.CudaTensor' or ty == 'torch.CudaDoubleTensor'
+end
+local INT_MAX = 2147483647
+
+local function onCudnnActivation(class, mode, coefOf)
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput}
+   local function hostOnly(self, input, gradOutput)
+      return not usable() or not cudnnType(input) or input:nElement() >= INT_MAX or coefOf(self) == nil
+             or (self.inplace and not (input:isContiguous() and (not gradOutput or gradOutput:isContiguous())))
+   end
+   cunn._onDevice(class, 'updateOutput', function(self, input)
+      if hostOnly(self, input) then return host.updateOutput(self, input) end
+      if self.inplace then self.output:set(input) else self.output:resizeAs(input) end
+      check(C.lt_cudnn_activation_forward(opsOf(input), nil, mode, coefOf(self), input._c, self.output._c), 2)
+      return self.output
+   end)
+   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      if hostOnly(self, input, gradOutput) then return host.updateGradInput(self, input, gradOutput) end
+      if self.inplace then self.gradInput:set(gradOutput) else self.gradInput:resizeAs(input) end
+      check(C.lt_cudnn_activation_backward(opsOf(input), nil, mode, coefOf(self), input._c, self.output._c,
+                                           gradOutput._c, self.gradInput._c), 2)
+      return self.gradInput
+   end)
+end
+-- the coefficient, or nil where the module's fields ask for what cuDNN's function is not (a thresholded ReLU)
+local function noCoef() return 0 end
+onCudnnActivation(cudnn.ReLU, C.LT_CUDNN_RELU, function(self)
+   if (self.threshold or 0) ~= 0 or (self.val or 0) ~= 0 then return nil end
+   return 0
+end)
+onCudnnActivation(cudnn.ClippedReLU, C.LT_CUDNN_CLIPPED_RELU, function(self)
+   if (self.min_val or 0) ~= 0 or (self.max_val and self.max_val ~= self.ceiling) then return nil end
+   return self.ceiling
+end)
+onCudnnActivation(cudnn.Tanh, C.LT_CUDNN_TANH, noCoef)
+onCudnnActivation(cudnn.Sigmoid, C.LT_CUDNN_SIGMOID, noCoef)
+
+-- Pooling in cuDNN's floor mode: the window in (T,) H, W order.
+local pool = ffi.new('lt_cudnn_pool')
+local function poolOf(self, mode, volumetric)
+   local p = pool
+   p.mode = mode
+   if volumetric then
+      p.dims = 3
+      p.window[0], p.window[1], p.window[2] = self.kT, self.kH, self.kW
+      p.stride[0], p.stride[1], p.stride[2] = self.dT, self.dH, self.dW
+      p.pad[0], p.pad[1], p.pad[2] = self.padT or 0, self.padH or 0, self.padW or 0
+   else
+      p.dims = 2
+      p.window[0], p.window[1] = self.kH, self.kW
+      p.stride[0], p.stride[1] = self.dH, self.dW
+      p.pad[0], p.pad[1] = self.padH or 0, self.padW or 0
+   end
+   return p
+end
+
+-- cuDNN's (and nn's floor-mode) pooled size of input, or nil where the host path should answer (and raise
+-- nn's errors): ceil mode, padding over half the window, a window larger than the padded input, a wrong rank.
+local function pooledSize(p, input)
+   local n = p.dims + 2
+   local d = input:dim()
+   if d ~= n and d ~= n - 1 then return nil end
+   local size = input:size():totable()
+   for i = 0, p.dims - 1 do
+      local dim = d - p.dims + 1 + i
+      local k, s, pad = p.window[i], p.stride[i], p.pad[i]
+      if pad * 2 > k then return nil end
+      local out = math.floor((size[dim] + 2 * pad - k) / s) + 1
+      if out < 1 then return nil end
+      size[dim] = out
+   end
+   return torch.LongStorage(size)
+end
+
+local function onCudnnPooling(class, modeOf, volumetric)
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput}
+   local function setup(self, input)
+      if not usable() or not cudnnType(input) or self.ceil_mode ~= false then return nil end
+      local mode = modeOf(self)
+      if not mode then return nil end
+      local p = poolOf(self, mode, volumetric)
+      local size = pooledSize(p, input)
+      return size and p, size
+   end
+   cunn._onDevice(class, 'updateOutput', function(self, input)
+      local p, size = setup(self, input)
+      if not p then return host.updateOutput(self, input) end
+      self.output:resize(size)
+      check(C.lt_cudnn_pooling_forward(opsOf(input), nil, p, input._c, self.output._c), 2)
+      return self.output
+   end)
+   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      local p = setup(self, input)
+      if not p then return host.updateGradInput(self, input, gradOutput) end
+      self.gradInput:resizeAs(input)
+      check(C.lt_cudnn_pooling_backward(opsOf(input), nil, p, input._c, self.output._c, gradOutput._c,
+                                        self.gradInput._c), 2)
+      return self.gradInput
+   end)
+end
+local function maxMode() return C.LT_CUDNN_POOL_MAX end
+-- cudnn.SpatialAveragePooling always counts the padding; sum pooling (divide = false) is the host's error
+local function averageMode(self)
+   if self.divide == false then return nil end
+   return C.LT_CUDNN_POOL_AVERAGE_INCLUDE_PAD
+end
+onCudnnPooling(cudnn.SpatialMaxPooling, maxMode, false)
+onCudnnPooling(cudnn.SpatialAveragePooling, averageMode, false)
+onCudnnPooling(cudnn.VolumetricMaxPooling, maxMode, true)
+onCudnnPooling(cudnn.VolumetricAveragePooling, averageMode, true)
+
+-- The softmax family (cudnn/SpatialSoftMax.lua's two functions, which every softmax class calls) with the
+-- module's algorithm and mode, 1-D to 4-D inputs.
+local SOFTMAX_ALGORITHM = {CUDNN_SOFTMAX_FAST = 0, CUDNN_SOFTMAX_ACCURATE = 1, CUDNN_SOFTMAX_LOG = 2}
+local SOFTMAX_MODE = {CUDNN_SOFTMAX_MODE_INSTANCE = 0, CUDNN_SOFTMAX_MODE_CHANNEL = 1}
+local hostSoftmax = {forward = cudnn._softmaxForward, backward = cudnn._softmaxBackward}
+local function softmaxOnCudnn(self, t)
+   local d = t:dim()
+   return torch._onDevice(t) and usable() and cudnnType(t) and d >= 1 and d <= 4
+          and SOFTMAX_ALGORITHM[self.algorithm] and SOFTMAX_MODE[self.mode]
+end
+function cudnn._softmaxForward(self, input)
+   if not softmaxOnCudnn(self, input) then return hostSoftmax.forward(self, input) end
+   self.output:resizeAs(input)
+   check(C.lt_cudnn_softmax_forward(opsOf(input), nil, SOFTMAX_ALGORITHM[self.algorithm], SOFTMAX_MODE[self.mode],
+                                    input._c, self.output._c), 3)
+   return self.output
+end
+function cudnn._softmaxBackward(self, input, gradOutput)
+   if not self.gradInput then return end
+   if not softmaxOnCudnn(self, input) then return hostSoftmax.backward(self, input, gradOutput) end
+   self.gradInput:resizeAs(self.output)
+   check(C.lt_cudnn_softmax_backward(opsOf(input), nil, SOFTMAX_ALGORITHM[self.algorithm], SOFTMAX_MODE[self.mode],
+                                     self.output._c, gradOutput._c, self.gradInput._c), 3)
+   return self.gradInput
+end
 
 -- The algorithms and workspace bytes a cudnn convolution chose for this input, {forward, backwardData,
 -- backwardFilter} (-1: that pass has not run), as cudnn.verbose printed them; nil before it ran on cuDNN.

@@ -252,6 +252,36 @@ int lt_cudnn_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tens
                                 const lt_tensor *save_std, double scale, double eps);
 /* Drops every plan (cudnn.reset): algorithms are chosen again on next use. */
 void lt_cudnn_forget_plans(void);
+/* cuDNN's pooling, activations and softmax for the cudnn.* modules (native/src/cuda_cudnn_layers.c). Inputs in
+ * any layout (copied when not contiguous), outputs contiguous; an in-place activation passes the same tensor as
+ * input and output (gradOutput and gradInput backward). NaNs propagate, as nn's CPU kernels let them. */
+enum { LT_CUDNN_POOL_MAX = 0, LT_CUDNN_POOL_AVERAGE_INCLUDE_PAD = 1, LT_CUDNN_POOL_AVERAGE_EXCLUDE_PAD = 2 };
+typedef struct lt_cudnn_pool {
+  int dims;                        /* 2 (N x C x H x W) or 3 (N x C x T x H x W) */
+  int mode;                        /* LT_CUDNN_POOL_* */
+  int window[3], pad[3], stride[3];   /* in cuDNN's order: (T,) H, W */
+} lt_cudnn_pool;
+/* The output sizes cuDNN's descriptors give for an input of dims + 2 sizes (the batch included): no GPU needed. */
+int lt_cudnn_pooling_output_size(const lt_cudnn_pool *p, int type, const int64_t *input, int64_t *out);
+/* input (N x) C x (T x) H x W; output of cuDNN's (floor-mode) pooled size */
+int lt_cudnn_pooling_forward(const lt_cuops *ops, void *stream, const lt_cudnn_pool *p, const lt_tensor *input,
+                             lt_tensor *output);
+/* gradInput from the forward's input and output and gradOutput */
+int lt_cudnn_pooling_backward(const lt_cuops *ops, void *stream, const lt_cudnn_pool *p, const lt_tensor *input,
+                              const lt_tensor *output, const lt_tensor *grad_output, lt_tensor *grad_input);
+enum { LT_CUDNN_SIGMOID = 0, LT_CUDNN_RELU = 1, LT_CUDNN_TANH = 2, LT_CUDNN_CLIPPED_RELU = 3 };
+/* output = f(input); coef: the ceiling of the clipped ReLU */
+int lt_cudnn_activation_forward(const lt_cuops *ops, void *stream, int mode, double coef, const lt_tensor *input,
+                                lt_tensor *output);
+int lt_cudnn_activation_backward(const lt_cuops *ops, void *stream, int mode, double coef, const lt_tensor *input,
+                                 const lt_tensor *output, const lt_tensor *grad_output, lt_tensor *grad_input);
+/* algorithm: 0 fast (no max subtracted), 1 accurate, 2 log; mode: 0 instance (over all but the batch dimension),
+ * 1 channel (over dimension 2 of N x C x H x W at every position); 1-D to 4-D inputs as cudnn.torch viewed them:
+ * C, N x C, C x H x W (one image), N x C x H x W. */
+int lt_cudnn_softmax_forward(const lt_cuops *ops, void *stream, int algorithm, int mode, const lt_tensor *input,
+                             lt_tensor *output);
+int lt_cudnn_softmax_backward(const lt_cuops *ops, void *stream, int algorithm, int mode, const lt_tensor *output,
+                              const lt_tensor *grad_output, lt_tensor *grad_input);
 
 /* The CUBIN (or PTX for "compute_XX") of native/cuda/<file>.cu ("copy" or "copy.cu") for arch, as the launcher,
  * cutorch.kernels and `luatorch cuda compile` all compile it: the .cuh headers of the folder in memory, sorted by

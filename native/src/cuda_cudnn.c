@@ -9,6 +9,7 @@
  * descriptors: forward (x, w) -> y, backward data (w, dy) -> dx, backward filter (x, dy) -> dw. */
 #include "lt_internal.h"
 #include "cuda_ops_internal.h"
+#include "cuda_cudnn_internal.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -88,7 +89,9 @@ static int resolve(void) {
 }
 
 static int bn_resolve(void);
-int lt_cudnn_available(void) { return bn_resolve(); }   /* every function of both parts */
+int lt_cudnn_core_resolve(void) { return resolve(); }
+/* every function of the three parts: convolutions, batch norm, the layers */
+int lt_cudnn_available(void) { return bn_resolve() || lt_cudnn_layers_resolve() ? -1 : 0; }
 
 int lt_cudnn_first_notice(void) {
   static int said;
@@ -318,6 +321,33 @@ static int handle_for(const char *fn, int device, void *stream, void **h) {
   if ((st = api.set_stream(handles[device], stream)) != ST_SUCCESS) return failed(fn, "SetStream", st);
   *h = handles[device];
   return 0;
+}
+
+int lt_cudnn_handle(const char *fn, int device, void *stream, void **h) { return handle_for(fn, device, stream, h); }
+int lt_cudnn_failed(const char *fn, const char *what, int status) { return failed(fn, what, status); }
+
+int lt_cudnn_packed_tensor(const char *fn, int dtype, int nb, const int64_t *dims, void **desc) {
+  int d[8], strides[8], st;
+  if (nb < 3 || nb > 8) return lt_fail("%s: cuDNN describes tensors of 3 to 8 dimensions, not %d", fn, nb);
+  int64_t stride = 1;
+  for (int i = nb - 1; i >= 0; i--) {
+    if (dims[i] < 1 || dims[i] >= INT_MAX || stride >= INT_MAX)
+      return lt_fail("%s: a size beyond cuDNN's 32-bit int (or an empty tensor)", fn);
+    d[i] = (int)dims[i], strides[i] = (int)stride;
+    stride *= dims[i];
+  }
+  if (stride >= INT_MAX) return lt_fail("%s: %lld elements, beyond cuDNN's 32-bit int", fn, (long long)stride);
+  *desc = NULL;
+  if ((st = api.create_tensor(desc)) != ST_SUCCESS) return failed(fn, "CreateTensorDescriptor", st);
+  if ((st = api.set_tensor(*desc, dtype, nb, d, strides)) != ST_SUCCESS) {
+    api.destroy_tensor(*desc);
+    *desc = NULL;
+    return failed(fn, "SetTensorNdDescriptor", st);
+  }
+  return 0;
+}
+void lt_cudnn_tensor_free(void *desc) {
+  if (desc) api.destroy_tensor(desc);
 }
 
 /* The operands of a pass in cuDNN's order: (a, b) -> out. */

@@ -21,11 +21,11 @@
 enum { SUCCESS = 0, NOT_INITIALIZED = 1001, BAD_PARAM = 2000, NOT_SUPPORTED = 3000, EXECUTION_FAILED = 5003,
        ALLOC_FAILED = 4000 };
 enum { FWD = 0, BWD_DATA = 1, BWD_FILTER = 2 };
-enum { K_HANDLE = 1, K_TENSOR, K_FILTER, K_CONV };
+enum { K_HANDLE = 1, K_TENSOR, K_FILTER, K_CONV, K_POOL, K_ACT };
 static const int MAGIC = 0x63644e4e;
 
 typedef struct { int magic, kind, device; void *stream; } handle;
-typedef struct { int magic, kind, set, dtype, dims[4], strides[4]; } tensor;
+typedef struct { int magic, kind, set, dtype, nb, dims[5], strides[5]; } tensor;
 typedef struct { int magic, kind, set, dtype, format, dims[4]; } filter;
 typedef struct { int magic, kind, set, pad[2], stride[2], dil[2], mode, ctype, groups, math; } conv;
 typedef struct { int algo, status; float time; size_t memory; int determinism, math_type, reserved[3]; } perf_t;
@@ -97,10 +97,11 @@ static int dtype_ok(int t) { return t == 0 || t == 1; }   /* float, double: all 
 
 EXPORT int cudnnSetTensorNdDescriptor(void *d, int dtype, int nb, const int *dims, const int *strides) {
   if (!is(d, K_TENSOR) || !dims || !strides) return BAD_PARAM;
-  if (nb != 4) return NOT_SUPPORTED;
+  if (nb != 4 && nb != 5) return NOT_SUPPORTED;   /* cuDNN takes 3 to 8; the callers here use 4 and 5 */
   if (!dtype_ok(dtype)) return NOT_SUPPORTED;
   tensor *t = d;
-  for (int i = 0; i < 4; i++) {
+  t->nb = nb;
+  for (int i = 0; i < nb; i++) {
     if (dims[i] <= 0 || strides[i] <= 0) return BAD_PARAM;
     t->dims[i] = dims[i], t->strides[i] = strides[i];
   }
@@ -149,7 +150,8 @@ EXPORT int cudnnSetConvolutionMathType(void *d, int m) {
 
 /* x, w and the convolution agree; out[4] the output's dims */
 static int output_dims(const conv *c, const tensor *x, const filter *w, int out[4]) {
-  if (!is(c, K_CONV) || !is(x, K_TENSOR) || !is(w, K_FILTER) || !c->set || !x->set || !w->set) return BAD_PARAM;
+  if (!is(c, K_CONV) || !is(x, K_TENSOR) || !is(w, K_FILTER) || !c->set || !x->set || !w->set || x->nb != 4)
+    return BAD_PARAM;
   if (x->dtype != w->dtype || c->ctype != x->dtype) return BAD_PARAM;
   if (w->dims[1] * c->groups != x->dims[1] || w->dims[0] % c->groups) return BAD_PARAM;
   out[0] = x->dims[0], out[1] = w->dims[0];
@@ -179,7 +181,7 @@ static int pass_geom(int pass, const void *ad, const void *bd, const void *cd, c
   int dims[4];
   int st = output_dims(g->c, g->x, g->w, dims);
   if (st) return st;
-  if (!is(g->y, K_TENSOR) || !g->y->set || g->y->dtype != g->x->dtype) return BAD_PARAM;
+  if (!is(g->y, K_TENSOR) || !g->y->set || g->y->dtype != g->x->dtype || g->y->nb != 4) return BAD_PARAM;
   for (int i = 0; i < 4; i++)
     if (g->y->dims[i] != dims[i]) return BAD_PARAM;
   g->dtype = g->x->dtype;
@@ -428,6 +430,7 @@ static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void 
   int st = check_handle(h);
   if (st) return st;
   if (!is(bd, K_TENSOR) || !is(td, K_TENSOR) || !bd->set || !td->set || bd->dtype != td->dtype) return BAD_PARAM;
+  if (bd->nb != 4 || td->nb != 4) return BAD_PARAM;
   if (bd->dims[0] != 1 || bd->dims[1] != td->dims[1] || bd->dims[2] != 1 || bd->dims[3] != 1) return BAD_PARAM;
   const int dev = ((const handle *)h)->device, dbl = bd->dtype == 1;
   if (!on_device(bias, dev) || !on_device(t, dev)) return EXECUTION_FAILED;
@@ -469,6 +472,7 @@ static int bn_check(void *h, int mode, const tensor *x, const tensor *y, const t
   if (st) return st;
   if (mode != 1) return NOT_SUPPORTED;   /* the spatial mode is all this emulation computes */
   if (!is(x, K_TENSOR) || !is(y, K_TENSOR) || !is(p, K_TENSOR) || !x->set || !y->set || !p->set) return BAD_PARAM;
+  if (x->nb != 4 || y->nb != 4 || p->nb != 4) return BAD_PARAM;
   if (x->dtype != y->dtype || p->dtype != x->dtype || eps < 0) return BAD_PARAM;
   for (int i = 0; i < 4; i++)
     if (x->dims[i] != y->dims[i]) return BAD_PARAM;
@@ -612,4 +616,375 @@ EXPORT int cudnnBatchNormalizationBackward(void *h, int mode, const void *alpha_
   }
   if (emu_access_device) emu_access_device(dev, 0);
   return st;
+}
+
+/* ---------------------------------------------------------------- pooling, activations, softmax */
+
+/* How often each of these entry points ran, for tests that must know cuDNN computed a layer (not our kernels):
+ * emu_cudnn_calls("cudnnPoolingForward"). */
+static const char *const counted[] = {"cudnnPoolingForward", "cudnnPoolingBackward", "cudnnActivationForward",
+                                      "cudnnActivationBackward", "cudnnSoftmaxForward", "cudnnSoftmaxBackward"};
+static long counts[sizeof counted / sizeof counted[0]];
+static void count(const char *fn) {
+  for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
+    if (!strcmp(counted[i], fn)) __atomic_add_fetch(&counts[i], 1, __ATOMIC_RELAXED);
+}
+EXPORT long emu_cudnn_calls(const char *fn) {
+  for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
+    if (!strcmp(counted[i], fn)) return __atomic_load_n(&counts[i], __ATOMIC_RELAXED);
+  return -1;
+}
+
+typedef struct { int magic, kind, set, mode, nan, dims, win[3], pad[3], stride[3]; } pooling;
+typedef struct { int magic, kind, set, mode, nan; double coef; } activation;
+CREATE(Pooling, pooling, K_POOL)
+CREATE(Activation, activation, K_ACT)
+
+static int same_dims(const tensor *a, const tensor *b) {
+  if (!is(a, K_TENSOR) || !is(b, K_TENSOR) || !a->set || !b->set || a->nb != b->nb || a->dtype != b->dtype) return 0;
+  for (int i = 0; i < a->nb; i++)
+    if (a->dims[i] != b->dims[i]) return 0;
+  return 1;
+}
+static int64_t count_of(const tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->nb; i++) n *= t->dims[i];
+  return n;
+}
+/* the element at dense (row-major over dims) index i, by the descriptor's strides */
+static int64_t at(const tensor *t, int64_t i) {
+  int64_t pos = 0;
+  for (int d = t->nb - 1; d >= 0; d--) {
+    pos += (i % t->dims[d]) * t->strides[d];
+    i /= t->dims[d];
+  }
+  return pos;
+}
+static int all_on_device(const void *h, const void *const *ptrs, int n) {
+  const int dev = ((const handle *)h)->device;
+  for (int i = 0; i < n; i++)
+    if (!on_device(ptrs[i], dev)) return 0;
+  return 1;
+}
+static void begin(const void *h, int on) {
+  if (emu_access_device) emu_access_device(((const handle *)h)->device, on);
+}
+
+EXPORT int cudnnSetPoolingNdDescriptor(void *d, int mode, int nan, int n, const int *win, const int *pad,
+                                       const int *stride) {
+  if (!is(d, K_POOL) || !win || !pad || !stride) return BAD_PARAM;
+  if (n < 2 || n > 3) return NOT_SUPPORTED;
+  if (mode < 0 || mode > 3 || (nan != 0 && nan != 1)) return BAD_PARAM;
+  pooling *p = d;
+  for (int i = 0; i < n; i++) {
+    if (win[i] <= 0 || stride[i] <= 0 || pad[i] < 0) return BAD_PARAM;
+    p->win[i] = win[i], p->pad[i] = pad[i], p->stride[i] = stride[i];
+  }
+  p->mode = mode, p->nan = nan, p->dims = n, p->set = 1;
+  return SUCCESS;
+}
+
+static int pool_out(const pooling *p, const tensor *x, int *out) {
+  if (!is(p, K_POOL) || !p->set || !is(x, K_TENSOR) || !x->set || x->nb != p->dims + 2) return BAD_PARAM;
+  out[0] = x->dims[0], out[1] = x->dims[1];
+  for (int i = 0; i < p->dims; i++) {
+    if (x->dims[2 + i] + 2 * p->pad[i] < p->win[i]) return BAD_PARAM;
+    out[2 + i] = (x->dims[2 + i] + 2 * p->pad[i] - p->win[i]) / p->stride[i] + 1;
+  }
+  return SUCCESS;
+}
+
+EXPORT int cudnnGetPoolingNdForwardOutputDim(const void *pd, const void *xd, int n, int *out) {
+  if (!out || !is(xd, K_TENSOR) || n != ((const tensor *)xd)->nb) return BAD_PARAM;
+  return pool_out(pd, xd, out);
+}
+
+/* The window of output o (dense index over y's dims) as per-dimension [lo, hi) input ranges, (T,) H, W padded
+ * as 3-D with T = 1 for 2-D pooling; *nc the (n, c) plane */
+typedef struct { int lo[3], hi[3], full; } window;
+static void window_of(const pooling *p, const tensor *x, const tensor *y, int64_t o, int64_t *nc, window *w) {
+  int idx[3] = {0, 0, 0};
+  int64_t r = o;
+  for (int d = p->dims - 1; d >= 0; d--) {
+    idx[3 - p->dims + d] = (int)(r % y->dims[2 + d]);
+    r /= y->dims[2 + d];
+  }
+  *nc = r;
+  w->full = 1;
+  for (int d = 0; d < 3; d++) {
+    const int k = d - (3 - p->dims);
+    if (k < 0) {
+      w->lo[d] = 0, w->hi[d] = 1;
+      continue;
+    }
+    const int start = idx[d] * p->stride[k] - p->pad[k], n = x->dims[2 + k];
+    w->full *= p->win[k];
+    w->lo[d] = start < 0 ? 0 : start;
+    w->hi[d] = start + p->win[k] > n ? n : start + p->win[k];
+  }
+}
+/* dense index into x of plane nc at (t, h, w) */
+static int64_t x_index(const pooling *p, const tensor *x, int64_t nc, int t, int h, int w) {
+  int64_t i = nc;
+  const int pos[3] = {t, h, w};
+  for (int d = 3 - p->dims; d < 3; d++) i = i * x->dims[2 + d - (3 - p->dims)] + pos[d];
+  return i;
+}
+
+EXPORT int cudnnPoolingForward(void *h, const void *pd, const void *alpha, const void *xd_, const void *x,
+                               const void *beta, const void *yd_, void *y) {
+  find_driver();
+  count(__func__);
+  const pooling *p = pd;
+  const tensor *xd = xd_, *yd = yd_;
+  int out[5], st = check_handle(h);
+  if (st || (st = pool_out(p, xd, out))) return st;
+  if (!alpha || !beta || !x || !y || !is(yd, K_TENSOR) || !yd->set || yd->nb != xd->nb || yd->dtype != xd->dtype)
+    return BAD_PARAM;
+  for (int i = 0; i < yd->nb; i++)
+    if (yd->dims[i] != out[i]) return BAD_PARAM;
+  const void *ptrs[] = {x, y};
+  if (!all_on_device(h, ptrs, 2)) return EXECUTION_FAILED;
+  const int dbl = xd->dtype == 1;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  begin(h, 1);
+  for (int64_t o = 0; o < count_of(yd); o++) {
+    int64_t nc;
+    window w;
+    window_of(p, xd, yd, o, &nc, &w);
+    double m = -INFINITY, sum = 0;
+    int64_t valid = 0;
+    for (int a = w.lo[0]; a < w.hi[0]; a++)
+      for (int b = w.lo[1]; b < w.hi[1]; b++)
+        for (int c = w.lo[2]; c < w.hi[2]; c++) {
+          const double v = load(x, at(xd, x_index(p, xd, nc, a, b, c)), dbl);
+          if (isnan(v) && !p->nan) continue;
+          if (v > m || isnan(v)) m = isnan(m) ? m : v;
+          sum += v, valid++;
+        }
+    const double r = p->mode == 0 || p->mode == 3 ? m : sum / (double)(p->mode == 1 ? w.full : valid);
+    const int64_t yi = at(yd, o);
+    store(y, yi, dbl, al * r + (be != 0 ? be * load(y, yi, dbl) : 0));
+  }
+  begin(h, 0);
+  return SUCCESS;
+}
+
+/* dx = alpha pool'(x) dy + beta dx; max pooling routes each dy to the first input in its window equal to the
+ * forward's output there (NaN to the first NaN) */
+EXPORT int cudnnPoolingBackward(void *h, const void *pd, const void *alpha, const void *yd_, const void *y,
+                                const void *dyd_, const void *dy, const void *xd_, const void *x, const void *beta,
+                                const void *dxd_, void *dx) {
+  find_driver();
+  count(__func__);
+  const pooling *p = pd;
+  const tensor *xd = xd_, *yd = yd_, *dyd = dyd_, *dxd = dxd_;
+  int out[5], st = check_handle(h);
+  if (st || (st = pool_out(p, xd, out))) return st;
+  if (!alpha || !beta || !x || !y || !dy || !dx || !same_dims(yd, dyd) || !same_dims(xd, dxd) ||
+      yd->dtype != xd->dtype)
+    return BAD_PARAM;
+  for (int i = 0; i < yd->nb; i++)
+    if (yd->dims[i] != out[i]) return BAD_PARAM;
+  const void *ptrs[] = {x, y, dy, dx};
+  if (!all_on_device(h, ptrs, 4)) return EXECUTION_FAILED;
+  const int dbl = xd->dtype == 1;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  const int64_t nx = count_of(xd);
+  double *acc = calloc((size_t)nx, sizeof *acc);
+  if (!acc) return ALLOC_FAILED;
+  begin(h, 1);
+  for (int64_t o = 0; o < count_of(yd); o++) {
+    int64_t nc;
+    window w;
+    window_of(p, xd, yd, o, &nc, &w);
+    const double g = load(dy, at(dyd, o), dbl), m = load(y, at(yd, o), dbl);
+    int done = 0;
+    int64_t valid = 0;
+    for (int a = w.lo[0]; a < w.hi[0]; a++)
+      for (int b = w.lo[1]; b < w.hi[1]; b++)
+        for (int c = w.lo[2]; c < w.hi[2]; c++) valid++;
+    for (int a = w.lo[0]; a < w.hi[0] && !done; a++)
+      for (int b = w.lo[1]; b < w.hi[1] && !done; b++)
+        for (int c = w.lo[2]; c < w.hi[2] && !done; c++) {
+          const int64_t i = x_index(p, xd, nc, a, b, c);
+          if (p->mode == 0 || p->mode == 3) {
+            const double v = load(x, at(xd, i), dbl);
+            if (v == m || (isnan(v) && isnan(m))) acc[i] += g, done = 1;
+          } else {
+            acc[i] += g / (double)(p->mode == 1 ? w.full : valid);
+          }
+        }
+  }
+  for (int64_t i = 0; i < nx; i++) {
+    const int64_t di = at(dxd, i);
+    store(dx, di, dbl, al * acc[i] + (be != 0 ? be * load(dx, di, dbl) : 0));
+  }
+  begin(h, 0);
+  free(acc);
+  return SUCCESS;
+}
+
+EXPORT int cudnnSetActivationDescriptor(void *d, int mode, int nan, double coef) {
+  if (!is(d, K_ACT) || mode < 0 || mode > 5 || (nan != 0 && nan != 1)) return BAD_PARAM;
+  activation *a = d;
+  a->mode = mode, a->nan = nan, a->coef = coef, a->set = 1;
+  return SUCCESS;
+}
+
+static int act_ok(const void *h, const activation *a) {
+  int st = check_handle(h);
+  if (st) return st;
+  if (!is(a, K_ACT) || !a->set) return BAD_PARAM;
+  return a->mode <= 3 ? SUCCESS : NOT_SUPPORTED;   /* sigmoid, relu, tanh, clipped relu */
+}
+
+EXPORT int cudnnActivationForward(void *h, void *ad, const void *alpha, const void *xd_, const void *x,
+                                  const void *beta, const void *yd_, void *y) {
+  find_driver();
+  count(__func__);
+  const activation *a = ad;
+  const tensor *xd = xd_, *yd = yd_;
+  int st = act_ok(h, a);
+  if (st) return st;
+  if (!alpha || !beta || !x || !y || !same_dims(xd, yd)) return BAD_PARAM;
+  const void *ptrs[] = {x, y};
+  if (!all_on_device(h, ptrs, 2)) return EXECUTION_FAILED;
+  const int dbl = xd->dtype == 1;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  begin(h, 1);
+  for (int64_t i = 0; i < count_of(xd); i++) {
+    const double v = load(x, at(xd, i), dbl);
+    double r;
+    switch (a->mode) {
+      case 0: r = 1 / (1 + exp(-v)); break;
+      case 1: r = v > 0 ? v : 0; break;
+      case 2: r = tanh(v); break;
+      default: r = v > 0 ? (v < a->coef ? v : a->coef) : 0; break;
+    }
+    if (isnan(v)) r = a->nan ? v : 0;
+    const int64_t yi = at(yd, i);
+    store(y, yi, dbl, al * r + (be != 0 ? be * load(y, yi, dbl) : 0));
+  }
+  begin(h, 0);
+  return SUCCESS;
+}
+
+/* sigmoid and tanh from y; relu and clipped relu from x */
+EXPORT int cudnnActivationBackward(void *h, void *ad, const void *alpha, const void *yd_, const void *y,
+                                   const void *dyd_, const void *dy, const void *xd_, const void *x, const void *beta,
+                                   const void *dxd_, void *dx) {
+  find_driver();
+  count(__func__);
+  const activation *a = ad;
+  const tensor *xd = xd_, *yd = yd_, *dyd = dyd_, *dxd = dxd_;
+  int st = act_ok(h, a);
+  if (st) return st;
+  if (!alpha || !beta || !x || !y || !dy || !dx || !same_dims(xd, yd) || !same_dims(xd, dyd) || !same_dims(xd, dxd))
+    return BAD_PARAM;
+  const void *ptrs[] = {x, y, dy, dx};
+  if (!all_on_device(h, ptrs, 4)) return EXECUTION_FAILED;
+  const int dbl = xd->dtype == 1;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  begin(h, 1);
+  for (int64_t i = 0; i < count_of(xd); i++) {
+    const double v = load(x, at(xd, i), dbl), out = load(y, at(yd, i), dbl), g = load(dy, at(dyd, i), dbl);
+    double r;
+    switch (a->mode) {
+      case 0: r = g * out * (1 - out); break;
+      case 1: r = v > 0 ? g : 0; break;
+      case 2: r = g * (1 - out * out); break;
+      default: r = v > 0 && v < a->coef ? g : 0; break;
+    }
+    const int64_t di = at(dxd, i);
+    store(dx, di, dbl, al * r + (be != 0 ? be * load(dx, di, dbl) : 0));
+  }
+  begin(h, 0);
+  return SUCCESS;
+}
+
+/* The groups a softmax normalizes over: instance mode (0) all of C x H x W per sample, channel mode (1) C at each
+ * (sample, h, w); dense index of member j of group g */
+static int64_t sm_groups(int mode, const tensor *t) {
+  return mode == 0 ? t->dims[0] : (int64_t)t->dims[0] * t->dims[2] * t->dims[3];
+}
+static int64_t sm_size(int mode, const tensor *t) {
+  return mode == 0 ? (int64_t)t->dims[1] * t->dims[2] * t->dims[3] : t->dims[1];
+}
+static int64_t sm_index(int mode, const tensor *t, int64_t g, int64_t j) {
+  if (mode == 0) return g * sm_size(mode, t) + j;
+  const int64_t hw = (int64_t)t->dims[2] * t->dims[3], n = g / hw, pix = g % hw;
+  return (n * t->dims[1] + j) * hw + pix;
+}
+static int sm_ok(void *h, int algo, int mode, const tensor *a, const tensor *b) {
+  int st = check_handle(h);
+  if (st) return st;
+  if (algo < 0 || algo > 2 || mode < 0 || mode > 1 || !same_dims(a, b) || a->nb != 4) return BAD_PARAM;
+  return SUCCESS;
+}
+
+EXPORT int cudnnSoftmaxForward(void *h, int algo, int mode, const void *alpha, const void *xd_, const void *x,
+                               const void *beta, const void *yd_, void *y) {
+  find_driver();
+  count(__func__);
+  const tensor *xd = xd_, *yd = yd_;
+  int st = sm_ok(h, algo, mode, xd, yd);
+  if (st) return st;
+  if (!alpha || !beta || !x || !y) return BAD_PARAM;
+  const void *ptrs[] = {x, y};
+  if (!all_on_device(h, ptrs, 2)) return EXECUTION_FAILED;
+  const int dbl = xd->dtype == 1;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  const int64_t size = sm_size(mode, xd);
+  double *v = malloc((size_t)size * sizeof *v);
+  if (!v) return ALLOC_FAILED;
+  begin(h, 1);
+  for (int64_t g = 0; g < sm_groups(mode, xd); g++) {
+    double m = algo == 0 ? 0 : -INFINITY, sum = 0;   /* the fast algorithm subtracts no maximum */
+    for (int64_t j = 0; j < size; j++) {
+      v[j] = load(x, at(xd, sm_index(mode, xd, g, j)), dbl);
+      if (algo != 0 && v[j] > m) m = v[j];
+    }
+    for (int64_t j = 0; j < size; j++) sum += exp(v[j] - m);
+    for (int64_t j = 0; j < size; j++) {
+      const double r = algo == 2 ? v[j] - m - log(sum) : exp(v[j] - m) / sum;
+      const int64_t yi = at(yd, sm_index(mode, yd, g, j));
+      store(y, yi, dbl, al * r + (be != 0 ? be * load(y, yi, dbl) : 0));
+    }
+  }
+  begin(h, 0);
+  free(v);
+  return SUCCESS;
+}
+
+/* softmax: dx = y (dy - sum(dy y)); log-softmax: dx = dy - exp(y) sum(dy) */
+EXPORT int cudnnSoftmaxBackward(void *h, int algo, int mode, const void *alpha, const void *yd_, const void *y,
+                                const void *dyd_, const void *dy, const void *beta, const void *dxd_, void *dx) {
+  find_driver();
+  count(__func__);
+  const tensor *yd = yd_, *dyd = dyd_, *dxd = dxd_;
+  int st = sm_ok(h, algo, mode, yd, dyd);
+  if (st || (st = sm_ok(h, algo, mode, yd, dxd))) return st;
+  if (!alpha || !beta || !y || !dy || !dx) return BAD_PARAM;
+  const void *ptrs[] = {y, dy, dx};
+  if (!all_on_device(h, ptrs, 3)) return EXECUTION_FAILED;
+  const int dbl = yd->dtype == 1;
+  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  const int64_t size = sm_size(mode, yd);
+  begin(h, 1);
+  for (int64_t g = 0; g < sm_groups(mode, yd); g++) {
+    double dot = 0;
+    for (int64_t j = 0; j < size; j++) {
+      const double gy = load(dy, at(dyd, sm_index(mode, dyd, g, j)), dbl);
+      dot += algo == 2 ? gy : gy * load(y, at(yd, sm_index(mode, yd, g, j)), dbl);
+    }
+    for (int64_t j = 0; j < size; j++) {
+      const double out = load(y, at(yd, sm_index(mode, yd, g, j)), dbl), gy = load(dy, at(dyd, sm_index(mode, dyd, g, j)), dbl);
+      const double r = algo == 2 ? gy - exp(out) * dot : out * (gy - dot);
+      const int64_t di = at(dxd, sm_index(mode, dxd, g, j));
+      store(dx, di, dbl, al * r + (be != 0 ? be * load(dx, di, dbl) : 0));
+    }
+  }
+  begin(h, 0);
+  return SUCCESS;
 }
