@@ -102,6 +102,11 @@ CONVOLUTIONS = {
     "depthwise": ("cudnn.SpatialConvolution(4, 4, 3, 3, 1, 1, 1, 1, 4)", (2, 4, 6, 6)),
     "one image": ("cudnn.SpatialConvolution(3, 2, 3, 2, 1, 2, 0, 1)", (3, 6, 7)),
     "a noncontiguous input": ("cudnn.SpatialConvolution(3, 2, 2, 2)", (2, 3, 6, 5)),
+    # the full (transposed) convolution, on the plans of the convolution it is the adjoint of
+    "full, 3x3 stride 2 adj 1": ("cudnn.SpatialFullConvolution(3, 4, 3, 3, 2, 2, 1, 1, 1, 1)", (2, 3, 5, 4)),
+    "full, 4x4 stride 2 without bias": ("cudnn.SpatialFullConvolution(2, 3, 4, 4, 2, 2, 1, 1):noBias()", (2, 2, 4, 5)),
+    "full, one image": ("cudnn.SpatialFullConvolution(3, 2, 3, 2, 1, 2, 0, 1)", (3, 5, 6)),
+    "full, a noncontiguous input": ("cudnn.SpatialFullConvolution(2, 3, 3, 3, 2, 1, 1, 0, 1, 0)", (2, 2, 4, 6)),
 }
 MODES = {
     "heuristics": "",
@@ -122,7 +127,7 @@ def test_cudnn_convolutions_against_the_cpu_in_double(gpu, rng, name, mode):
     ctor, shape = CONVOLUTIONS[name]
     x = rng.standard_normal(shape)
     run = rt.eval(MODULE_ON_BOTH % ctor)
-    out, device_input, module = run(rt.from_numpy(x), name == "a noncontiguous input", int(rng.integers(1, 1 << 30)),
+    out, device_input, module = run(rt.from_numpy(x), "noncontiguous" in name, int(rng.integers(1, 1 << 30)),
                             MODES[mode])
     for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
@@ -138,6 +143,32 @@ def test_cudnn_convolutions_against_the_cpu_in_double(gpu, rng, name, mode):
     if EMULATED:
         assert chosen == EMULATED_CHOICE[mode], chosen
     assert fallbacks(rt) == {}
+
+
+def test_full_convolution_given_its_target_size(gpu, rng):
+    """{input, target}: adj from the target's size, the target's gradient zero; on cuDNN, as on the CPU in double."""
+    rt = gpu
+    x, t = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 2, 8, 10))
+    run = rt.eval("""function(x, t)
+       torch.manualSeed(7)
+       local cpu = cudnn.SpatialFullConvolution(3, 2, 3, 3, 2, 2, 1, 1):double()
+       local m = cpu:clone():type('torch.CudaDoubleTensor')
+       local r = {}
+       for k, mod in ipairs {cpu, m} do
+          local input = k == 1 and {x, t} or {x:cudaDouble(), t:cudaDouble()}
+          local y = mod:forward(input)
+          local g = torch.ones(y:size()):double()
+          local gi = mod:backward(input, k == 1 and g or g:cudaDouble())
+          r[k] = {y:double():clone(), gi[1]:double():clone(), gi[2]:double():clone(), mod.gradWeight:double():clone()}
+       end
+       return r, cudnn.algorithmsOf(m, {x:cudaDouble(), t:cudaDouble()}) ~= nil
+    end""")
+    r, on_cudnn = run(rt.from_numpy(x), rt.from_numpy(t))
+    assert on_cudnn
+    assert tuple(rt.to_numpy(r[2][1]).shape) == (2, 2, 8, 10)
+    for i in (1, 2, 3, 4):
+        np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-11, atol=1e-11)
+    assert not rt.to_numpy(r[2][3]).any()
 
 
 def test_float_convolutions_use_float32_math_unless_tf32_is_allowed(gpu, rng):

@@ -88,6 +88,7 @@ local function paramsOf(self, input)
    p.algo[1] = algorithmNumber(2, self.bdmode)
    p.algo[2] = algorithmNumber(3, self.bwmode)
    p.tf32 = cudnn.allowTF32 and 1 or 0
+   p.adjW, p.adjH = 0, 0
    p.workspace_limit = workspaceLimit(input._c.storage.device)
    return p
 end
@@ -119,6 +120,37 @@ local function onCudnn(class)
    end)
 end
 onCudnn(cudnn.SpatialConvolution)
+
+-- cudnn.SpatialFullConvolution: the three kernel calls of nn's module (which picks x and adj, {input, target}
+-- too), on the plans of the convolution it is the adjoint of
+do
+   local class = cudnn.SpatialFullConvolution
+   local host = {_forward = class._forward, _backwardData = class._backwardData,
+                 _backwardParams = class._backwardParams}
+   local function fullParams(self, x, adjW, adjH)
+      local p = paramsOf(self, x)
+      p.adjW, p.adjH = adjW, adjH
+      return p
+   end
+   cunn._onDevice(class, '_forward', function(self, x, adjW, adjH)
+      if not usable() then return host._forward(self, x, adjW, adjH) end
+      self.output:resize(cunn._fullOutputSize(self, x, adjW, adjH))
+      check(C.lt_cudnn_fullconv2d_forward(opsOf(x), nil, fullParams(self, x, adjW, adjH), x._c, self.output._c,
+                                          self.weight._c, self.bias and self.bias._c or nil), 3)
+   end)
+   cunn._onDevice(class, '_backwardData', function(self, x, gradOutput, adjW, adjH)
+      if not usable() then return host._backwardData(self, x, gradOutput, adjW, adjH) end
+      self.gradInput:resizeAs(x)
+      check(C.lt_cudnn_fullconv2d_backward_data(opsOf(x), nil, fullParams(self, x, adjW, adjH), x._c, gradOutput._c,
+                                                self.gradInput._c, self.weight._c), 3)
+   end)
+   cunn._onDevice(class, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
+      if not usable() then return host._backwardParams(self, x, gradOutput, adjW, adjH, scale) end
+      check(C.lt_cudnn_fullconv2d_backward_params(opsOf(x), nil, fullParams(self, x, adjW, adjH), x._c,
+                                                  gradOutput._c, self.gradWeight._c,
+                                                  self.gradBias and self.gradBias._c or nil, scale), 3)
+   end)
+end
 
 -- ---------------------------------------------------------------- batch normalization
 
@@ -316,14 +348,25 @@ end
 
 -- The algorithms and workspace bytes a cudnn convolution chose for this input, {forward, backwardData,
 -- backwardFilter} (-1: that pass has not run), as cudnn.verbose printed them; nil before it ran on cuDNN.
+-- A full convolution's are those of the convolution it is the adjoint of (from its output to its input).
 function cudnn.algorithmsOf(self, input)
    local sizes = ffi.new('int64_t[4]')
-   local d = input:dim()
-   sizes[0] = d == 4 and input:size(1) or 1
-   for i = 1, 3 do sizes[i] = input:size(d - 3 + i) end
+   local planes = self.nOutputPlane
+   local full = torch.isTypeOf(self, 'nn.SpatialFullConvolution')
+   if full then
+      local x, adjW, adjH = self:_args(input)
+      input = x
+      local out = {cunn._fullOutputSize(self, x, adjW, adjH)}
+      sizes[0], sizes[1], sizes[2], sizes[3] = x:dim() == 4 and x:size(1) or 1, out[#out - 2], out[#out - 1], out[#out]
+      planes = self.nInputPlane
+   else
+      local d = input:dim()
+      sizes[0] = d == 4 and input:size(1) or 1
+      for i = 1, 3 do sizes[i] = input:size(d - 3 + i) end
+   end
    local algos, bytes = ffi.new('int[3]'), ffi.new('int64_t[3]')
    if C.lt_cudnn_conv2d_algorithms(paramsOf(self, input), input._c.storage.device, input._c.type, sizes,
-                                   self.nOutputPlane, algos, bytes) ~= 0 then
+                                   planes, algos, bytes) ~= 0 then
       return nil
    end
    local names, out = {'forward', 'backwardData', 'backwardFilter'}, {}

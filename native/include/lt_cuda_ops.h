@@ -215,6 +215,7 @@ typedef struct lt_cudnn_conv {
                                every algorithm timed once (cudnn.benchmark), heuristics without a limit (fastest) */
   int algo[3];              /* forward, backward data, backward filter: an algorithm number (setMode), or -1 */
   int tf32;                 /* float32 convolutions may use TF32 tensor cores; 0: FMA math, float32 throughout */
+  int adjW, adjH;           /* the full convolution's extra output columns and rows (0 <= adj < stride) */
   int64_t workspace_limit;  /* bytes; -1 none */
 } lt_cudnn_conv;
 /* 0 where libcudnn loads and has every function used here; -1 with the reason */
@@ -229,6 +230,17 @@ int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cu
 int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
                                     const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
                                     lt_tensor *grad_bias, double scale);
+/* cudnn.SpatialFullConvolution: input (N x) nIn x H x W, weight nIn x nOut x kH x kW, output (N x) nOut x oH x oW,
+ * oH = (H - 1) dH - 2 padH + kH + adjH; the adjoint of the convolution from output to input, on that convolution's
+ * plans (its forward is the backward-data pass, its gradInput the forward pass). One group, no dilation. */
+int lt_cudnn_fullconv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                                lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias);
+int lt_cudnn_fullconv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                      const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
+                                      const lt_tensor *weight);
+int lt_cudnn_fullconv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                        const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
+                                        lt_tensor *grad_bias, double scale);
 /* The output size (N, K, oH, oW) cuDNN's own descriptors give for input (N, C, H, W): no GPU needed. */
 int lt_cudnn_conv2d_output_size(const lt_cudnn_conv *c, int type, const int64_t input[4], int64_t nOutputPlane,
                                 int64_t out[4]);

@@ -121,20 +121,28 @@ static int64_t output_extent(int64_t in, int pad, int dil, int k, int stride) {
   return (in + 2 * (int64_t)pad - ((int64_t)dil * (k - 1) + 1)) / stride + 1;
 }
 
-/* input (N x) C x H x W and weight K x C/groups x kH x kW of one Float or Double type, as the module's
- * forward, backward-data and backward-filter see them; Torch7's messages for the shapes. */
-static int geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
-                       geometry *g) {
-  char a[256], b[256];
-  if (check_params(fn, c)) return -1;
-  const int type = lt_host_type(input->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE)
+/* Float or Double input and weight of one type, the input (N x) C x H x W; its host type in *type */
+static int check_operands(const char *fn, const lt_tensor *input, const lt_tensor *weight, int *type) {
+  char a[256];
+  *type = lt_host_type(input->type);
+  if (*type != LT_FLOAT && *type != LT_DOUBLE)
     return lt_fail("%s: not defined for %s tensors (CudaTensor and CudaDoubleTensor here)", fn, tname(input->type));
   if (weight->type != input->type)
     return lt_fail("%s: weight must be a %s tensor like the input, not %s", fn, tname(input->type), tname(weight->type));
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: 3D or 4D (batch mode) tensor expected for input, but got: %s", fn,
                    lt_shape_str(input, a, sizeof a));
+  return 0;
+}
+
+/* input (N x) C x H x W and weight K x C/groups x kH x kW of one Float or Double type, as the module's
+ * forward, backward-data and backward-filter see them; Torch7's messages for the shapes. */
+static int geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
+                       geometry *g) {
+  char a[256], b[256];
+  if (check_params(fn, c)) return -1;
+  int type;
+  if (check_operands(fn, input, weight, &type)) return -1;
   const int f = input->ndim == 4;
   g->type = type;
   g->N = f ? input->size[0] : 1, g->C = input->size[f], g->H = input->size[f + 1], g->W = input->size[f + 2];
@@ -183,12 +191,14 @@ static int check_vector(const char *fn, const lt_tensor *t, const lt_tensor *lik
 
 typedef struct {
   void *x, *y, *w, *conv, *bias;   /* tensor, tensor, filter, convolution, tensor (1 x K x 1 x 1) */
+  void *xbias;                      /* 1 x C x 1 x 1: the full convolution's bias, over x's planes */
 } descriptors;
 
 static void descriptors_free(descriptors *d) {
   if (d->x) api.destroy_tensor(d->x);
   if (d->y) api.destroy_tensor(d->y);
   if (d->bias) api.destroy_tensor(d->bias);
+  if (d->xbias) api.destroy_tensor(d->xbias);
   if (d->w) api.destroy_filter(d->w);
   if (d->conv) api.destroy_conv(d->conv);
   memset(d, 0, sizeof *d);
@@ -207,6 +217,7 @@ static int descriptors_make(const char *fn, const lt_cudnn_conv *c, const geomet
   const int dtype = g->type == LT_DOUBLE ? DATA_DOUBLE : DATA_FLOAT;
   int st;
   if ((st = api.create_tensor(&d->x)) || (st = api.create_tensor(&d->y)) || (st = api.create_tensor(&d->bias)) ||
+      (st = api.create_tensor(&d->xbias)) ||
       (st = api.create_filter(&d->w)) || (st = api.create_conv(&d->conv))) {
     descriptors_free(d);
     return failed(fn, "Create*Descriptor", st);
@@ -215,7 +226,7 @@ static int descriptors_make(const char *fn, const lt_cudnn_conv *c, const geomet
   const int pad[2] = {c->padH, c->padW}, stride[2] = {c->dH, c->dW}, dil[2] = {c->dilH, c->dilW};
   const char *what = NULL;
   if (set_nchw(fn, d->x, dtype, g->N, g->C, g->H, g->W) || set_nchw(fn, d->y, dtype, g->N, g->K, g->oH, g->oW) ||
-      set_nchw(fn, d->bias, dtype, 1, g->K, 1, 1)) {
+      set_nchw(fn, d->bias, dtype, 1, g->K, 1, 1) || set_nchw(fn, d->xbias, dtype, 1, g->C, 1, 1)) {
     descriptors_free(d);
     return -1;
   }
@@ -463,17 +474,18 @@ static int run_pass(const char *fn, const lt_cuops *ops, void *stream, int devic
   return scratch_free(ops, ws, rc);
 }
 
-/* bias terms, with the handle and plan of the pass just run: y += bias over N, oH, oW (forward), or
- * gradBias = scale sum(dy) + gradBias */
-static int run_bias(const char *fn, void *h, const plan *p, const geometry *g, int grad, void *bias, void *y,
-                    double scale) {
+/* bias terms, with the handle and plan of the pass just run: t += bias over N, H, W (forward), or
+ * gradBias = scale sum(t) + gradBias; t is y, the convolution's output, or x for the full convolution (its
+ * output is the convolution's input) */
+static int run_bias(const char *fn, void *h, const plan *p, const geometry *g, int grad, int on_x, void *bias,
+                    void *t, double scale) {
   const double one = 1;
   const float onef = 1, sf = (float)scale;
   const int dbl = g->type == LT_DOUBLE;
   const void *al = grad ? (dbl ? (const void *)&scale : (const void *)&sf) : (dbl ? (const void *)&one : &onef);
   const void *be = dbl ? (const void *)&one : (const void *)&onef;
-  int st = grad ? api.backward_bias(h, al, p->d.y, y, be, p->d.bias, bias)
-                : api.add_tensor(h, al, p->d.bias, bias, be, p->d.y, y);
+  void *td = on_x ? p->d.x : p->d.y, *bd = on_x ? p->d.xbias : p->d.bias;
+  int st = grad ? api.backward_bias(h, al, td, t, be, bd, bias) : api.add_tensor(h, al, bd, bias, be, td, t);
   return st == ST_SUCCESS ? 0 : failed(fn, grad ? "ConvolutionBackwardBias" : "AddTensor", st);
 }
 
@@ -484,51 +496,73 @@ static int ready(const lt_cuops *ops, const char *fn) {
 
 static int64_t bytes_of(const lt_tensor *t) { return lt_tensor_nelement(t) * lt_elemsize(t->type); }
 
-int lt_cudnn_conv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
-                            lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
-  const char *fn = "cudnn.SpatialConvolution forward";
+/* The three passes of cudnn.SpatialConvolution (full = 0) and cudnn.SpatialFullConvolution (full = 1). The full
+ * convolution runs the passes of the convolution it is the adjoint of with the roles swapped: its forward is the
+ * backward-data pass (weight, input) -> output, its gradInput the forward pass (gradOutput, weight), its
+ * gradWeight the backward-filter pass (gradOutput, input), its bias over x's planes. */
+static int full_geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
+                            geometry *g);
+
+/* The geometry, and the module's input and output as (planes, h, w): y's and x's sides swap in the full one */
+static int module_geometry(const char *fn, int full, const lt_cudnn_conv *c, const lt_tensor *input,
+                           const lt_tensor *weight, geometry *g, int64_t in[3], int64_t out[3]) {
+  if (full ? full_geometry_of(fn, c, input, weight, g) : geometry_of(fn, c, input, weight, g)) return -1;
+  const int64_t x[3] = {g->C, g->H, g->W}, y[3] = {g->K, g->oH, g->oW};
+  memcpy(in, full ? y : x, sizeof x);
+  memcpy(out, full ? x : y, sizeof x);
+  return 0;
+}
+
+static int module_forward(const char *fn, const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, int full,
+                          const lt_tensor *input, lt_tensor *output, const lt_tensor *weight,
+                          const lt_tensor *bias) {
   geometry g;
-  if (ready(ops, fn) || geometry_of(fn, c, input, weight, &g) ||
-      check_shape(fn, input, output, "the output", g.K, g.oH, g.oW, 1) ||
-      (bias && check_vector(fn, bias, input, g.K, "bias")))
+  int64_t in[3], out[3];
+  if (ready(ops, fn) || module_geometry(fn, full, c, input, weight, &g, in, out) ||
+      check_shape(fn, input, output, "the output", out[0], out[1], out[2], 1) ||
+      (bias && check_vector(fn, bias, input, out[0], "bias")))
     return -1;
   if (g.N == 0) return 0;
   const void *x;
   void *copy;
   if (contiguous_input(ops, stream, input, &x, &copy)) return -1;
-  operands o = {.a = x, .b = lt_tensor_data(weight), .out = lt_tensor_data(output), .out_bytes = bytes_of(output)};
+  void *w = lt_tensor_data(weight);
+  operands o = {.a = full ? w : x, .b = full ? x : w, .out = lt_tensor_data(output), .out_bytes = bytes_of(output)};
   void *h = NULL;
   const plan *p = NULL;
-  int rc = run_pass(fn, ops, stream, ops->device, c, &g, FWD, &o, 1, 0, &h, &p);
-  if (rc == 0 && bias) rc = run_bias(fn, h, p, &g, 0, lt_tensor_data(bias), o.out, 1);
+  int rc = run_pass(fn, ops, stream, ops->device, c, &g, full ? BWD_DATA : FWD, &o, 1, 0, &h, &p);
+  if (rc == 0 && bias) rc = run_bias(fn, h, p, &g, 0, full, lt_tensor_data(bias), o.out, 1);
   return scratch_free(ops, copy, rc);
 }
 
-int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
-                                  const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight) {
-  const char *fn = "cudnn.SpatialConvolution backward (gradInput)";
+static int module_backward_data(const char *fn, const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, int full,
+                                const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
+                                const lt_tensor *weight) {
   geometry g;
-  if (ready(ops, fn) || geometry_of(fn, c, input, weight, &g) ||
-      check_shape(fn, input, grad_output, "gradOutput", g.K, g.oH, g.oW, 0) ||
-      check_shape(fn, input, grad_input, "gradInput", g.C, g.H, g.W, 1))
+  int64_t in[3], out[3];
+  if (ready(ops, fn) || module_geometry(fn, full, c, input, weight, &g, in, out) ||
+      check_shape(fn, input, grad_output, "gradOutput", out[0], out[1], out[2], 0) ||
+      check_shape(fn, input, grad_input, "gradInput", in[0], in[1], in[2], 1))
     return -1;
   if (g.N == 0) return 0;
   const void *dy;
   void *copy;
   if (contiguous_input(ops, stream, grad_output, &dy, &copy)) return -1;
-  operands o = {.a = lt_tensor_data(weight), .b = dy, .out = lt_tensor_data(grad_input),
+  void *w = lt_tensor_data(weight);
+  operands o = {.a = full ? dy : w, .b = full ? w : dy, .out = lt_tensor_data(grad_input),
                 .out_bytes = bytes_of(grad_input)};
-  return scratch_free(ops, copy, run_pass(fn, ops, stream, ops->device, c, &g, BWD_DATA, &o, 1, 0, NULL, NULL));
+  return scratch_free(ops, copy, run_pass(fn, ops, stream, ops->device, c, &g, full ? FWD : BWD_DATA, &o, 1, 0, NULL,
+                                          NULL));
 }
 
-int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
-                                    const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
-                                    lt_tensor *grad_bias, double scale) {
-  const char *fn = "cudnn.SpatialConvolution backward (gradWeight, gradBias)";
+static int module_backward_params(const char *fn, const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                  int full, const lt_tensor *input, const lt_tensor *grad_output,
+                                  lt_tensor *grad_weight, lt_tensor *grad_bias, double scale) {
   geometry g;
-  if (ready(ops, fn) || geometry_of(fn, c, input, grad_weight, &g) ||
-      check_shape(fn, input, grad_output, "gradOutput", g.K, g.oH, g.oW, 0) ||
-      (grad_bias && check_vector(fn, grad_bias, input, g.K, "gradBias")))
+  int64_t in[3], out[3];
+  if (ready(ops, fn) || module_geometry(fn, full, c, input, grad_weight, &g, in, out) ||
+      check_shape(fn, input, grad_output, "gradOutput", out[0], out[1], out[2], 0) ||
+      (grad_bias && check_vector(fn, grad_bias, input, out[0], "gradBias")))
     return -1;
   if (g.N == 0 || scale == 0) return 0;
   const void *x, *dy;
@@ -538,12 +572,93 @@ int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_
   void *h = NULL;
   const plan *p = NULL;
   if (rc == 0) {
-    operands o = {.a = x, .b = dy, .out = lt_tensor_data(grad_weight), .out_bytes = bytes_of(grad_weight)};
+    operands o = {.a = full ? dy : x, .b = full ? x : dy, .out = lt_tensor_data(grad_weight),
+                  .out_bytes = bytes_of(grad_weight)};
     rc = run_pass(fn, ops, stream, ops->device, c, &g, BWD_FILTER, &o, scale, 1, &h, &p);
   }
-  if (rc == 0 && grad_bias) rc = run_bias(fn, h, p, &g, 1, lt_tensor_data(grad_bias), (void *)dy, scale);
+  if (rc == 0 && grad_bias) rc = run_bias(fn, h, p, &g, 1, full, lt_tensor_data(grad_bias), (void *)dy, scale);
   rc = scratch_free(ops, dy_copy, rc);
   return scratch_free(ops, x_copy, rc);
+}
+
+int lt_cudnn_conv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                            lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
+  return module_forward("cudnn.SpatialConvolution forward", ops, stream, c, 0, input, output, weight, bias);
+}
+
+int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                                  const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight) {
+  return module_backward_data("cudnn.SpatialConvolution backward (gradInput)", ops, stream, c, 0, input, grad_output,
+                              grad_input, weight);
+}
+
+int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                    const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
+                                    lt_tensor *grad_bias, double scale) {
+  return module_backward_params("cudnn.SpatialConvolution backward (gradWeight, gradBias)", ops, stream, c, 0, input,
+                                grad_output, grad_weight, grad_bias, scale);
+}
+
+int lt_cudnn_fullconv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                                lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
+  return module_forward("cudnn.SpatialFullConvolution forward", ops, stream, c, 1, input, output, weight, bias);
+}
+
+int lt_cudnn_fullconv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                      const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
+                                      const lt_tensor *weight) {
+  return module_backward_data("cudnn.SpatialFullConvolution backward (gradInput)", ops, stream, c, 1, input,
+                              grad_output, grad_input, weight);
+}
+
+int lt_cudnn_fullconv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                        const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
+                                        lt_tensor *grad_bias, double scale) {
+  return module_backward_params("cudnn.SpatialFullConvolution backward (gradWeight, gradBias)", ops, stream, c, 1,
+                                input, grad_output, grad_weight, grad_bias, scale);
+}
+
+/* ---------------------------------------------------------------- the full (transposed) convolution */
+
+/* cudnn.SpatialFullConvolution is the adjoint of the convolution from its output to its input: in the geometry
+ * of that convolution (x: the full convolution's output, nOut planes; y: its input, nIn planes; the weight
+ * nIn x nOut x kH x kW is that convolution's K x C filter), its forward is cuDNN's backward-data pass, its
+ * gradInput the forward pass, its gradWeight the backward-filter pass with the roles of x and dy taken by
+ * gradOutput and the input. The plans and algorithms are the convolution's. */
+static int full_geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
+                            geometry *g) {
+  char a[256], b[256];
+  if (check_params(fn, c)) return -1;
+  if (c->groups != 1 || c->dilW != 1 || c->dilH != 1)
+    return lt_fail("%s: one group and no dilation (nn.SpatialFullConvolution has neither)", fn);
+  if (c->adjW < 0 || c->adjH < 0 || c->adjW >= c->dW || c->adjH >= c->dH)
+    return lt_fail("%s: adjW and adjH must be smaller than dW and dH (adj %d x %d, stride %d x %d)", fn, c->adjH,
+                   c->adjW, c->dH, c->dW);
+  int type;
+  if (check_operands(fn, input, weight, &type)) return -1;
+  const int f = input->ndim == 4;
+  if (weight->ndim != 4 || weight->size[2] != c->kH || weight->size[3] != c->kW)
+    return lt_fail("%s: weight should be nInputPlane x nOutputPlane x %d x %d, not %s", fn, c->kH, c->kW,
+                   lt_shape_str(weight, b, sizeof b));
+  if (weight->size[0] != input->size[f])
+    return lt_fail("%s: input has %lld planes, expected %lld (weight %s); input %s", fn, (long long)input->size[f],
+                   (long long)weight->size[0], lt_shape_str(weight, b, sizeof b), lt_shape_str(input, a, sizeof a));
+  if (!lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be contiguous", fn);
+  g->type = type;
+  g->N = f ? input->size[0] : 1, g->K = weight->size[0], g->C = weight->size[1];
+  g->oH = input->size[f + 1], g->oW = input->size[f + 2];
+  g->H = (g->oH - 1) * c->dH - 2 * (int64_t)c->padH + c->kH + c->adjH;
+  g->W = (g->oW - 1) * c->dW - 2 * (int64_t)c->padW + c->kW + c->adjW;
+  if (g->H < 1 || g->W < 1)
+    return lt_fail("%s: Given input size: (%lld x %lld x %lld). Calculated output size: (%lld x %lld x %lld). "
+                   "Output size is too small", fn, (long long)g->K, (long long)g->oH, (long long)g->oW, (long long)g->C,
+                   (long long)g->H, (long long)g->W);
+  if (output_extent(g->H, c->padH, 1, c->kH, c->dH) != g->oH || output_extent(g->W, c->padW, 1, c->kW, c->dW) != g->oW)
+    return lt_fail("%s: padding %d x %d does not fit kernel %d x %d at stride %d x %d", fn, c->padH, c->padW, c->kH,
+                   c->kW, c->dH, c->dW);
+  if (g->N * g->C * g->H * g->W >= INT_MAX || g->N * g->K * g->oH * g->oW >= INT_MAX)
+    return lt_fail("%s: a size beyond cuDNN's 32-bit int (input %s)", fn, lt_shape_str(input, a, sizeof a));
+  return 0;
 }
 
 int lt_cudnn_conv2d_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t input[4],
