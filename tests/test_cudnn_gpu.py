@@ -24,9 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EMULATED = os.environ.get("LUATORCH_CUDA_CUDNN", "").endswith("libcudnn_emulated.so")
 
 
-def conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW=1, dilH=1, groups=1):
+def conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW=1, dilH=1, groups=1, T=None):
+    """T: (kT, dT, padT, dilT) of a 3-D convolution"""
+    kT, dT, padT, dilT = T or (1, 1, 0, 1)
     return ffi.new("lt_cudnn_conv *", dict(kW=kW, kH=kH, dW=dW, dH=dH, padW=padW, padH=padH, dilW=dilW, dilH=dilH,
-                                          groups=groups, mode=0, algo=[-1, -1, -1], tf32=0, workspace_limit=-1))
+                                          groups=groups, mode=0, algo=[-1, -1, -1], tf32=0, workspace_limit=-1,
+                                          dims=3 if T else 2, kT=kT, dT=dT, padT=padT, dilT=dilT))
 
 
 @pytest.fixture
@@ -40,10 +43,10 @@ def cudnn_library(rt):
 
 
 def test_output_sizes_from_cudnns_descriptors_match_nns_formula(cudnn_library, rng):
-    """For random geometries (groups, stride, padding, dilation, Float and Double), the output size cuDNN's own
-    descriptors give equals nn's: floor((H + 2 pad - (dil (k - 1) + 1)) / stride) + 1."""
+    """For random 2-D and 3-D geometries (groups, stride, padding, dilation, Float and Double), the output size
+    cuDNN's own descriptors give equals nn's: floor((H + 2 pad - (dil (k - 1) + 1)) / stride) + 1."""
     lib, ffi = cudnn_library
-    out = ffi.new("int64_t[4]")
+    out = ffi.new("int64_t[5]")
     for _ in range(300):
         groups = int(rng.choice([1, 1, 2, 3, 4]))
         C, K = groups * int(rng.integers(1, 5)), groups * int(rng.integers(1, 5))
@@ -59,24 +62,36 @@ def test_output_sizes_from_cudnns_descriptors_match_nns_formula(cudnn_library, r
         oW = (W + 2 * padW - (dilW * (kW - 1) + 1)) // dW + 1
         if oH < 1 or oW < 1:
             continue
-        c = conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW, dilH, groups)
         dtype = lib.LT_FLOAT if rng.random() < 0.5 else lib.LT_DOUBLE
-        rc = lib.lt_cudnn_conv2d_output_size(c, dtype, [N, C, H, W], K, out)
+        if rng.random() < 0.5:   # 2-D
+            c = conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW, dilH, groups)
+            rc = lib.lt_cudnn_conv_output_size(c, dtype, [N, C, H, W], K, out)
+            want = [N, K, oH, oW]
+        else:   # 3-D, T drawn as H was
+            kT, dT, dilT = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+            padT = int(rng.integers(0, kT))
+            T = max(int(rng.integers(dilT * (kT - 1) + 1, 12)) - 2 * padT, 1)
+            oT = (T + 2 * padT - (dilT * (kT - 1) + 1)) // dT + 1
+            if oT < 1:
+                continue
+            c = conv_params(ffi, kW, kH, dW, dH, padW, padH, dilW, dilH, groups, T=(kT, dT, padT, dilT))
+            rc = lib.lt_cudnn_conv_output_size(c, dtype, [N, C, T, H, W], K, out)
+            want = [N, K, oT, oH, oW]
         assert rc == 0, ffi.string(lib.lt_errmsg())
-        assert list(out) == [N, K, oH, oW], (N, C, H, W, K, kH, kW, dH, dW, padH, padW, dilH, dilW, groups)
+        assert list(out)[:len(want)] == want, (N, C, H, W, K, kH, kW, dH, dW, padH, padW, dilH, dilW, groups)
 
 
 def test_cudnn_refuses_bad_geometries_by_name(cudnn_library):
     lib, ffi = cudnn_library
     out = ffi.new("int64_t[4]")
     # a kernel wider than the padded input: cuDNN's own refusal, named
-    assert lib.lt_cudnn_conv2d_output_size(conv_params(ffi, 5, 5, 1, 1, 0, 0), lib.LT_FLOAT, [1, 3, 4, 4], 2, out) != 0
+    assert lib.lt_cudnn_conv_output_size(conv_params(ffi, 5, 5, 1, 1, 0, 0), lib.LT_FLOAT, [1, 3, 4, 4], 2, out) != 0
     assert "CUDNN_STATUS_BAD_PARAM" in ffi.string(lib.lt_errmsg()).decode()
     # planes that groups do not divide, and a zero stride: ours, before any descriptor
-    assert lib.lt_cudnn_conv2d_output_size(conv_params(ffi, 1, 1, 1, 1, 0, 0, groups=2), lib.LT_FLOAT,
+    assert lib.lt_cudnn_conv_output_size(conv_params(ffi, 1, 1, 1, 1, 0, 0, groups=2), lib.LT_FLOAT,
                                            [1, 3, 4, 4], 2, out) != 0
     assert "3 input and 2 output planes in 2 groups" in ffi.string(lib.lt_errmsg()).decode()
-    assert lib.lt_cudnn_conv2d_output_size(conv_params(ffi, 1, 1, 0, 1, 0, 0), lib.LT_FLOAT, [1, 3, 4, 4], 2, out) != 0
+    assert lib.lt_cudnn_conv_output_size(conv_params(ffi, 1, 1, 0, 1, 0, 0), lib.LT_FLOAT, [1, 3, 4, 4], 2, out) != 0
     assert "stride" in ffi.string(lib.lt_errmsg()).decode()
 
 
@@ -107,6 +122,12 @@ CONVOLUTIONS = {
     "full, 4x4 stride 2 without bias": ("cudnn.SpatialFullConvolution(2, 3, 4, 4, 2, 2, 1, 1):noBias()", (2, 2, 4, 5)),
     "full, one image": ("cudnn.SpatialFullConvolution(3, 2, 3, 2, 1, 2, 0, 1)", (3, 5, 6)),
     "full, a noncontiguous input": ("cudnn.SpatialFullConvolution(2, 3, 3, 3, 2, 1, 1, 0, 1, 0)", (2, 2, 4, 6)),
+    # 3-D: (nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH(, adjT, adjW, adjH))
+    "volumetric 3x3x3 pad 1": ("cudnn.VolumetricConvolution(2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1)", (2, 2, 4, 5, 5)),
+    "volumetric strided, one volume": ("cudnn.VolumetricConvolution(2, 2, 2, 3, 2, 3, 1, 2, 1, 0, 1)", (2, 5, 6, 7)),
+    "volumetric, a noncontiguous input": ("cudnn.VolumetricConvolution(2, 2, 1, 2, 2):noBias()", (2, 2, 3, 4, 5)),
+    "volumetric full, strided with adj": ("cudnn.VolumetricFullConvolution(2, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, 0, 0)",
+                                          (2, 2, 3, 4, 3)),
 }
 MODES = {
     "heuristics": "",

@@ -88,68 +88,146 @@ local function paramsOf(self, input)
    p.algo[1] = algorithmNumber(2, self.bdmode)
    p.algo[2] = algorithmNumber(3, self.bwmode)
    p.tf32 = cudnn.allowTF32 and 1 or 0
-   p.adjW, p.adjH = 0, 0
+   p.adjW, p.adjH, p.adjT = 0, 0, 0
+   if self.kT then   -- the volumetric modules
+      self.padT = self.padT or 0
+      p.dims, p.kT, p.dT, p.padT, p.dilT = 3, self.kT, self.dT, self.padT, self.dilationT or 1
+   else
+      p.dims, p.kT, p.dT, p.padT, p.dilT = 2, 1, 1, 0, 1
+   end
    p.workspace_limit = workspaceLimit(input._c.storage.device)
    return p
 end
 
+-- The output's size: nn's formula for the convolution, or for the full convolution with adj; nil where the input
+-- has the wrong rank (cuDNN's side then names the problem)
+local function convolutionOutputSize(self, input, full, adj)
+   local n = self.kT and 3 or 2
+   local d = input:dim()
+   if d ~= n + 1 and d ~= n + 2 then return nil end
+   local size = input:size():totable()
+   local k = self.kT and {self.kT, self.kH, self.kW} or {self.kH, self.kW}
+   local s = self.kT and {self.dT, self.dH, self.dW} or {self.dH, self.dW}
+   local pad = self.kT and {self.padT or 0, self.padH, self.padW} or {self.padH, self.padW}
+   local dil = self.kT and {self.dilationT or 1, self.dilationH or 1, self.dilationW or 1}
+               or {self.dilationH or 1, self.dilationW or 1}
+   size[d - n] = self.nOutputPlane
+   for i = 1, n do
+      local x = size[d - n + i]
+      local out = full and (x - 1) * s[i] - 2 * pad[i] + k[i] + adj[i]
+                  or math.floor((x + 2 * pad[i] - (dil[i] * (k[i] - 1) + 1)) / s[i]) + 1
+      if out < 1 then return nil end
+      size[d - n + i] = out
+   end
+   return torch.LongStorage(size)
+end
+
+-- cudnn.SpatialConvolution, cudnn.VolumetricConvolution
 local function onCudnn(class)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
                  accGradParameters = class.accGradParameters}
    cunn._onDevice(class, 'updateOutput', function(self, input)
       if not usable() then return host.updateOutput(self, input) end
       local p = paramsOf(self, input)   -- first: it fills in padW/padH of old files
-      self.output:resize(cunn._convOutputSize(self, input))
-      check(C.lt_cudnn_conv2d_forward(opsOf(input), nil, p, input._c, self.output._c,
-                                      self.weight._c, self.bias and self.bias._c or nil), 2)
+      local size = convolutionOutputSize(self, input)
+      if size then self.output:resize(size) end
+      check(C.lt_cudnn_conv_forward(opsOf(input), nil, p, input._c, self.output._c,
+                                    self.weight._c, self.bias and self.bias._c or nil), 2)
       return self.output
    end)
    cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       if not usable() then return host.updateGradInput(self, input, gradOutput) end
       self.gradInput:resizeAs(input)
-      check(C.lt_cudnn_conv2d_backward_data(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
-                                            self.gradInput._c, self.weight._c), 2)
+      check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
+                                          self.gradInput._c, self.weight._c), 2)
       return self.gradInput
    end)
    cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       if not usable() then return host.accGradParameters(self, input, gradOutput, scale) end
-      check(C.lt_cudnn_conv2d_backward_params(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
-                                              self.gradWeight._c, self.gradBias and self.gradBias._c or nil,
-                                              scale or 1), 2)
+      check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
+                                            self.gradWeight._c, self.gradBias and self.gradBias._c or nil,
+                                            scale or 1), 2)
    end)
 end
 onCudnn(cudnn.SpatialConvolution)
+onCudnn(cudnn.VolumetricConvolution)
 
--- cudnn.SpatialFullConvolution: the three kernel calls of nn's module (which picks x and adj, {input, target}
--- too), on the plans of the convolution it is the adjoint of
+-- The full convolutions, on the plans of the convolutions they are the adjoints of. x: the tensor to convolve,
+-- adj {(adjT,) adjH, adjW} (from the target's size when the input is {input, target}).
+local function fullParams(self, x, adj)
+   local p = paramsOf(self, x)
+   if self.kT then p.adjT, p.adjH, p.adjW = adj[1], adj[2], adj[3] else p.adjH, p.adjW = adj[1], adj[2] end
+   return p
+end
+local function fullForward(self, x, adj)
+   local size = convolutionOutputSize(self, x, true, adj)
+   if size then self.output:resize(size) end
+   check(C.lt_cudnn_fullconv_forward(opsOf(x), nil, fullParams(self, x, adj), x._c, self.output._c,
+                                     self.weight._c, self.bias and self.bias._c or nil), 3)
+end
+local function fullBackwardData(self, x, gradOutput, adj, gradInput)
+   gradInput:resizeAs(x)
+   check(C.lt_cudnn_fullconv_backward_data(opsOf(x), nil, fullParams(self, x, adj), x._c, gradOutput._c,
+                                           gradInput._c, self.weight._c), 3)
+end
+local function fullBackwardParams(self, x, gradOutput, adj, scale)
+   check(C.lt_cudnn_fullconv_backward_params(opsOf(x), nil, fullParams(self, x, adj), x._c, gradOutput._c,
+                                             self.gradWeight._c, self.gradBias and self.gradBias._c or nil,
+                                             scale or 1), 3)
+end
+
+-- cudnn.SpatialFullConvolution: nn's module picks x and adj and calls three kernel hooks; these are replaced
 do
    local class = cudnn.SpatialFullConvolution
    local host = {_forward = class._forward, _backwardData = class._backwardData,
                  _backwardParams = class._backwardParams}
-   local function fullParams(self, x, adjW, adjH)
-      local p = paramsOf(self, x)
-      p.adjW, p.adjH = adjW, adjH
-      return p
-   end
    cunn._onDevice(class, '_forward', function(self, x, adjW, adjH)
       if not usable() then return host._forward(self, x, adjW, adjH) end
-      self.output:resize(cunn._fullOutputSize(self, x, adjW, adjH))
-      check(C.lt_cudnn_fullconv2d_forward(opsOf(x), nil, fullParams(self, x, adjW, adjH), x._c, self.output._c,
-                                          self.weight._c, self.bias and self.bias._c or nil), 3)
+      fullForward(self, x, {adjH, adjW})
    end)
    cunn._onDevice(class, '_backwardData', function(self, x, gradOutput, adjW, adjH)
       if not usable() then return host._backwardData(self, x, gradOutput, adjW, adjH) end
-      self.gradInput:resizeAs(x)
-      check(C.lt_cudnn_fullconv2d_backward_data(opsOf(x), nil, fullParams(self, x, adjW, adjH), x._c, gradOutput._c,
-                                                self.gradInput._c, self.weight._c), 3)
+      fullBackwardData(self, x, gradOutput, {adjH, adjW}, self.gradInput)
    end)
    cunn._onDevice(class, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
       if not usable() then return host._backwardParams(self, x, gradOutput, adjW, adjH, scale) end
-      check(C.lt_cudnn_fullconv2d_backward_params(opsOf(x), nil, fullParams(self, x, adjW, adjH), x._c,
-                                                  gradOutput._c, self.gradWeight._c,
-                                                  self.gradBias and self.gradBias._c or nil, scale), 3)
+      fullBackwardParams(self, x, gradOutput, {adjH, adjW}, scale)
    end)
+end
+
+-- cudnn.VolumetricFullConvolution: its three methods, nn's {input, target} rule (_unpackInput) included
+do
+   local class, VFC = cudnn.VolumetricFullConvolution, nn.VolumetricFullConvolution
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                 accGradParameters = class.accGradParameters}
+   local function split(self, input)
+      self:backCompatibility()
+      local x, adjT, adjW, adjH = VFC._unpackInput(self, input)
+      return x, {adjT, adjH, adjW}
+   end
+   local function onGPU(input)
+      return torch._onDevice(torch.type(input) == 'table' and input[1] or input)
+   end
+   class.updateOutput = function(self, input)
+      if not onGPU(input) or not usable() then return host.updateOutput(self, input) end
+      local x, adj = split(self, input)
+      fullForward(self, x, adj)
+      return self.output
+   end
+   class.updateGradInput = function(self, input, gradOutput)
+      if not onGPU(input) or not usable() then return host.updateGradInput(self, input, gradOutput) end
+      local x, adj = split(self, input)
+      if torch.type(self.gradInput) == 'table' then self.gradInput = self.gradInput[1] end
+      fullBackwardData(self, x, gradOutput, adj, self.gradInput)
+      if torch.type(input) == 'table' then self.gradInput = {self.gradInput, self:_zeroLike(input[2])} end
+      return self.gradInput
+   end
+   class.accGradParameters = function(self, input, gradOutput, scale)
+      if not onGPU(input) or not usable() then return host.accGradParameters(self, input, gradOutput, scale) end
+      local x, adj = split(self, input)
+      fullBackwardParams(self, x, gradOutput, adj, scale)
+   end
 end
 
 -- ---------------------------------------------------------------- batch normalization
@@ -350,23 +428,28 @@ end
 -- backwardFilter} (-1: that pass has not run), as cudnn.verbose printed them; nil before it ran on cuDNN.
 -- A full convolution's are those of the convolution it is the adjoint of (from its output to its input).
 function cudnn.algorithmsOf(self, input)
-   local sizes = ffi.new('int64_t[4]')
-   local planes = self.nOutputPlane
-   local full = torch.isTypeOf(self, 'nn.SpatialFullConvolution')
-   if full then
-      local x, adjW, adjH = self:_args(input)
-      input = x
-      local out = {cunn._fullOutputSize(self, x, adjW, adjH)}
-      sizes[0], sizes[1], sizes[2], sizes[3] = x:dim() == 4 and x:size(1) or 1, out[#out - 2], out[#out - 1], out[#out]
+   local x, planes, sizes = input, self.nOutputPlane, nil
+   if torch.isTypeOf(self, 'nn.SpatialFullConvolution') or torch.isTypeOf(self, 'nn.VolumetricFullConvolution') then
+      local adj
+      if self.kT then
+         local adjT, adjW, adjH
+         x, adjT, adjW, adjH = nn.VolumetricFullConvolution._unpackInput(self, input)
+         adj = {adjT, adjH, adjW}
+      else
+         local adjW, adjH
+         x, adjW, adjH = self:_args(input)
+         adj = {adjH, adjW}
+      end
+      sizes = convolutionOutputSize(self, x, true, adj):totable()   -- the convolution's input: the full one's output
       planes = self.nInputPlane
    else
-      local d = input:dim()
-      sizes[0] = d == 4 and input:size(1) or 1
-      for i = 1, 3 do sizes[i] = input:size(d - 3 + i) end
+      sizes = x:size():totable()
    end
+   local n = self.kT and 3 or 2
+   if #sizes == n + 1 then table.insert(sizes, 1, 1) end
    local algos, bytes = ffi.new('int[3]'), ffi.new('int64_t[3]')
-   if C.lt_cudnn_conv2d_algorithms(paramsOf(self, input), input._c.storage.device, input._c.type, sizes,
-                                   planes, algos, bytes) ~= 0 then
+   if C.lt_cudnn_conv_algorithms(paramsOf(self, x), x._c.storage.device, x._c.type, ffi.new('int64_t[5]', sizes),
+                                 planes, algos, bytes) ~= 0 then
       return nil
    end
    local names, out = {'forward', 'backwardData', 'backwardFilter'}, {}

@@ -257,7 +257,6 @@ local function fullOutputSize(self, x, adjW, adjH)
    if d == 4 then return x:size(1), self.nOutputPlane, math.max(oH, 0), math.max(oW, 0) end
    return self.nOutputPlane, math.max(oH, 0), math.max(oW, 0)
 end
-cunn._fullOutputSize = fullOutputSize   -- cudnn/gpu.lua's full convolution on cuDNN
 onDevice(nn.SpatialFullConvolution, '_forward', function(self, x, adjW, adjH)
    self.output:resize(fullOutputSize(self, x, adjW, adjH))
    check(C.lt_cuops_full_conv2d_forward(opsOf(x), nil, x._c, self.output._c, self.weight._c,

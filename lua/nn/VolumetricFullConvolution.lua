@@ -70,6 +70,15 @@ local function unpackInput(self, input)
           adj(target:size(d), self.kW, self.padW, self.dW), adj(target:size(d - 1), self.kH, self.padH, self.dH)
 end
 
+VolumetricFullConvolution._unpackInput = unpackInput   -- cudnn's GPU version reads the same rule
+
+-- The gradient of a target that only gives a size: zeros of its shape (one element, expanded).
+function VolumetricFullConvolution:_zeroLike(target)
+   self.zeroScalar = self.zeroScalar or target.new(1):zero()
+   self.ones:resize(target:dim()):fill(1)
+   return self.zeroScalar:view(table.unpack(self.ones:totable())):expandAs(target)
+end
+
 function VolumetricFullConvolution:updateOutput(input)
    self:backCompatibility()
    local x, adjT, adjW, adjH = unpackInput(self, input)
@@ -86,13 +95,7 @@ function VolumetricFullConvolution:updateGradInput(input, gradOutput)
    check(C.lt_nn_VolumetricFullConvolution_updateGradInput(x._c, gradOutput._c, self.gradInput._c,
          self.weight._c, self.fgradInput._c, self.dT, self.dW, self.dH,
          self.padT, self.padW, self.padH, adjT, adjW, adjH), 2)
-   if torch.type(input) == 'table' then
-      -- the target only gives a size: its gradient is zero
-      self.zeroScalar = self.zeroScalar or input[2].new(1):zero()
-      self.ones:resize(input[2]:dim()):fill(1)
-      local zero = self.zeroScalar:view(table.unpack(self.ones:totable())):expandAs(input[2])
-      self.gradInput = {self.gradInput, zero}
-   end
+   if torch.type(input) == 'table' then self.gradInput = {self.gradInput, self:_zeroLike(input[2])} end
    return self.gradInput
 end
 

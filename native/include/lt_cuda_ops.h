@@ -207,7 +207,8 @@ int lt_nccl_bcast(lt_nccl *c, int type, void **buffers, int64_t count);
 /* cuDNN's convolutions for the cudnn.* modules (native/src/cuda_cudnn.c): libcudnn dlopen'ed, descriptors and
  * algorithms per geometry (a plan, kept for the process), workspace from ops' allocator, a handle per (thread,
  * device). Input (N x) C x H x W, weight K x C/groups x kH x kW, output (N x) K x oH x oW as nn's convolution
- * computes them; inputs of any layout (copied when not contiguous), outputs contiguous. */
+ * computes them (with a T axis before H for dims = 3: cudnn.VolumetricConvolution); inputs of any layout (copied
+ * when not contiguous), outputs contiguous. */
 enum { LT_CUDNN_HEURISTIC = 0, LT_CUDNN_BENCHMARK = 1, LT_CUDNN_FASTEST = 2 };
 typedef struct lt_cudnn_conv {
   int kW, kH, dW, dH, padW, padH, dilW, dilH, groups;
@@ -216,38 +217,41 @@ typedef struct lt_cudnn_conv {
   int algo[3];              /* forward, backward data, backward filter: an algorithm number (setMode), or -1 */
   int tf32;                 /* float32 convolutions may use TF32 tensor cores; 0: FMA math, float32 throughout */
   int adjW, adjH;           /* the full convolution's extra output columns and rows (0 <= adj < stride) */
+  int dims;                 /* spatial dimensions: 2 (H, W) or 3 (T, H, W; the volumetric modules) */
+  int kT, dT, padT, dilT, adjT;   /* the T axis of a 3-D one */
   int64_t workspace_limit;  /* bytes; -1 none */
 } lt_cudnn_conv;
 /* 0 where libcudnn loads and has every function used here; -1 with the reason */
 int lt_cudnn_available(void);
 /* 1 for the process's first caller, 0 after: the one notice that cuDNN is missing, whichever Lua state sees it */
 int lt_cudnn_first_notice(void);
-int lt_cudnn_conv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+int lt_cudnn_conv_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
                             lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias);
-int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+int lt_cudnn_conv_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
                                   const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight);
 /* gradWeight += scale dW, gradBias (may be NULL) += scale db */
-int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+int lt_cudnn_conv_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
                                     const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
                                     lt_tensor *grad_bias, double scale);
-/* cudnn.SpatialFullConvolution: input (N x) nIn x H x W, weight nIn x nOut x kH x kW, output (N x) nOut x oH x oW,
- * oH = (H - 1) dH - 2 padH + kH + adjH; the adjoint of the convolution from output to input, on that convolution's
- * plans (its forward is the backward-data pass, its gradInput the forward pass). One group, no dilation. */
-int lt_cudnn_fullconv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+/* cudnn.SpatialFullConvolution (cudnn.VolumetricFullConvolution for dims = 3): input (N x) nIn x H x W, weight
+ * nIn x nOut x kH x kW, output (N x) nOut x oH x oW, oH = (H - 1) dH - 2 padH + kH + adjH; the adjoint of the
+ * convolution from output to input, on that convolution's plans (its forward is the backward-data pass, its
+ * gradInput the forward pass). One group, no dilation. */
+int lt_cudnn_fullconv_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
                                 lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias);
-int lt_cudnn_fullconv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+int lt_cudnn_fullconv_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
                                       const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
                                       const lt_tensor *weight);
-int lt_cudnn_fullconv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+int lt_cudnn_fullconv_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
                                         const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
                                         lt_tensor *grad_bias, double scale);
-/* The output size (N, K, oH, oW) cuDNN's own descriptors give for input (N, C, H, W): no GPU needed. */
-int lt_cudnn_conv2d_output_size(const lt_cudnn_conv *c, int type, const int64_t input[4], int64_t nOutputPlane,
-                                int64_t out[4]);
+/* The output size (N, K, (oT,) oH, oW) cuDNN's own descriptors give for input (N, C, (T,) H, W): no GPU needed. */
+int lt_cudnn_conv_output_size(const lt_cudnn_conv *c, int type, const int64_t *input, int64_t nOutputPlane,
+                              int64_t *out);
 /* The algorithms and workspace bytes the plan of this geometry chose (-1: the pass has not run yet); -1 with
  * lt_errmsg when no convolution of it has run on that device. */
-int lt_cudnn_conv2d_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t input[4],
-                               int64_t nOutputPlane, int algos[3], int64_t workspace[3]);
+int lt_cudnn_conv_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t *input, int64_t nOutputPlane,
+                             int algos[3], int64_t workspace[3]);
 /* cuDNN's batch normalization (spatial mode over the input viewed as N x C x L x 1: nn.BatchNormalization's
  * statistics for 2-D to 5-D inputs), affine: weight and bias required. Forward in training updates the running
  * statistics with momentum (cuDNN's unbiased running variance, as Torch7's) and saves the batch mean and

@@ -104,15 +104,42 @@ static int failed(const char *fn, const char *what, int status) {
 
 /* ---------------------------------------------------------------- geometry and descriptors */
 
-/* A convolution as cuDNN sees it: input N x C x H x W, weight K x C/groups x kH x kW, output N x K x oH x oW. */
+/* A convolution as cuDNN sees it, over n = 2 (H, W) or 3 (T, H, W) spatial axes: input N x C x x[0..n), weight
+ * K x C/groups x k[0..n), output N x K x y[0..n). */
 typedef struct {
-  int64_t N, C, H, W, K, oH, oW;
-  int type;
+  int64_t N, C, K, x[3], y[3];
+  int n, type;
 } geometry;
 
+/* c's per-axis parameters in cuDNN's order ((T,) H, W) */
+typedef struct {
+  int n, k[3], stride[3], pad[3], dil[3], adj[3];
+} axes;
+
+static void axes_of(const lt_cudnn_conv *c, axes *a) {
+  const int k[3] = {c->kT, c->kH, c->kW}, s[3] = {c->dT, c->dH, c->dW}, p[3] = {c->padT, c->padH, c->padW},
+            d[3] = {c->dilT, c->dilH, c->dilW}, adj[3] = {c->adjT, c->adjH, c->adjW};
+  const int off = c->dims == 3 ? 0 : 1;
+  a->n = c->dims == 3 ? 3 : 2;
+  for (int i = 0; i < a->n; i++)
+    a->k[i] = k[i + off], a->stride[i] = s[i + off], a->pad[i] = p[i + off], a->dil[i] = d[i + off],
+    a->adj[i] = adj[i + off];
+}
+
+static const char *module_name(const lt_cudnn_conv *c, int full) {
+  static const char *const names[2][2] = {{"cudnn.SpatialConvolution", "cudnn.SpatialFullConvolution"},
+                                          {"cudnn.VolumetricConvolution", "cudnn.VolumetricFullConvolution"}};
+  return names[c->dims == 3][full];
+}
+
 static int check_params(const char *fn, const lt_cudnn_conv *c) {
+  if (c->dims != 2 && c->dims != 3) return lt_fail("%s: 2 or 3 spatial dimensions, not %d", fn, c->dims);
   if (lt_conv2d_check_sizes(fn, c->kW, c->kH, c->dW, c->dH, c->padW, c->padH)) return -1;
-  if (c->dilW < 1 || c->dilH < 1) return lt_fail("%s: dilation should be at least 1, not %d x %d", fn, c->dilH, c->dilW);
+  if (c->dims == 3 && (c->kT < 1 || c->dT < 1 || c->padT < 0))
+    return lt_fail("%s: kT %d, dT %d and padT %d: the kernel and stride should be at least 1, the padding at least 0",
+                   fn, c->kT, c->dT, c->padT);
+  if (c->dilW < 1 || c->dilH < 1 || (c->dims == 3 && c->dilT < 1))
+    return lt_fail("%s: dilation should be at least 1, not %d x %d", fn, c->dilH, c->dilW);
   if (c->groups < 1) return lt_fail("%s: groups should be at least 1, not %d", fn, c->groups);
   return 0;
 }
@@ -121,61 +148,87 @@ static int64_t output_extent(int64_t in, int pad, int dil, int k, int stride) {
   return (in + 2 * (int64_t)pad - ((int64_t)dil * (k - 1) + 1)) / stride + 1;
 }
 
-/* Float or Double input and weight of one type, the input (N x) C x H x W; its host type in *type */
-static int check_operands(const char *fn, const lt_tensor *input, const lt_tensor *weight, int *type) {
+/* "C x H x W" (or with T) into buf */
+static const char *sizes_str(char *buf, size_t len, int64_t planes, const int64_t *ext, int n) {
+  int m = snprintf(buf, len, "%lld", (long long)planes);
+  for (int i = 0; i < n && m < (int)len; i++) m += snprintf(buf + m, len - m, " x %lld", (long long)ext[i]);
+  return buf;
+}
+
+/* Float or Double input and weight of one type, the input (N x) C x spatial; its host type in *type, the index of
+ * its plane dimension in *f (1 with a batch dimension) */
+static int check_operands(const char *fn, int n, const lt_tensor *input, const lt_tensor *weight, int *type, int *f) {
   char a[256];
   *type = lt_host_type(input->type);
   if (*type != LT_FLOAT && *type != LT_DOUBLE)
     return lt_fail("%s: not defined for %s tensors (CudaTensor and CudaDoubleTensor here)", fn, tname(input->type));
   if (weight->type != input->type)
     return lt_fail("%s: weight must be a %s tensor like the input, not %s", fn, tname(input->type), tname(weight->type));
-  if (input->ndim != 3 && input->ndim != 4)
-    return lt_fail("%s: 3D or 4D (batch mode) tensor expected for input, but got: %s", fn,
+  if (input->ndim != n + 1 && input->ndim != n + 2)
+    return lt_fail("%s: %dD or %dD (batch mode) tensor expected for input, but got: %s", fn, n + 1, n + 2,
                    lt_shape_str(input, a, sizeof a));
+  *f = input->ndim == n + 2;
   return 0;
 }
 
-/* input (N x) C x H x W and weight K x C/groups x kH x kW of one Float or Double type, as the module's
- * forward, backward-data and backward-filter see them; Torch7's messages for the shapes. */
+static int check_limits(const char *fn, const geometry *g, const lt_tensor *input) {
+  char a[256];
+  int64_t nx = g->N * g->C, ny = g->N * g->K;
+  for (int i = 0; i < g->n; i++) nx *= g->x[i], ny *= g->y[i];
+  if (nx >= INT_MAX || ny >= INT_MAX || g->K >= INT_MAX)
+    return lt_fail("%s: a size beyond cuDNN's 32-bit int (input %s)", fn, lt_shape_str(input, a, sizeof a));
+  return 0;
+}
+
+/* input (N x) C x spatial and weight K x C/groups x kernel of one Float or Double type, as the module's forward,
+ * backward-data and backward-filter see them; Torch7's messages for the shapes. */
 static int geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
                        geometry *g) {
-  char a[256], b[256];
+  char a[256], b[256], s1[96], s2[96];
+  axes ax;
+  int type, f;
+  memset(g, 0, sizeof *g);   /* the axes a 2-D one does not use stay 0: they are part of its plan's key */
   if (check_params(fn, c)) return -1;
-  int type;
-  if (check_operands(fn, input, weight, &type)) return -1;
-  const int f = input->ndim == 4;
-  g->type = type;
-  g->N = f ? input->size[0] : 1, g->C = input->size[f], g->H = input->size[f + 1], g->W = input->size[f + 2];
+  axes_of(c, &ax);
+  if (check_operands(fn, ax.n, input, weight, &type, &f)) return -1;
+  g->n = ax.n, g->type = type;
+  g->N = f ? input->size[0] : 1, g->C = input->size[f];
   g->K = weight->ndim >= 1 ? weight->size[0] : 0;
-  if (weight->ndim != 4 || weight->size[2] != c->kH || weight->size[3] != c->kW || g->K % c->groups != 0)
-    return lt_fail("%s: weight should be nOutputPlane x nInputPlane/%d x %d x %d with nOutputPlane divisible by "
-                   "the %d groups, not %s", fn, c->groups, c->kH, c->kW, c->groups, lt_shape_str(weight, b, sizeof b));
+  int ok = weight->ndim == ax.n + 2 && g->K % c->groups == 0;
+  for (int i = 0; ok && i < ax.n; i++) ok = weight->size[2 + i] == ax.k[i];
+  if (!ok) {
+    const int64_t k[3] = {ax.k[0], ax.k[1], ax.k[2]};
+    return lt_fail("%s: weight should be nOutputPlane x nInputPlane/%d x %s with nOutputPlane divisible by the %d "
+                   "groups, not %s", fn, c->groups, sizes_str(s1, sizeof s1, k[0], k + 1, ax.n - 1), c->groups,
+                   lt_shape_str(weight, b, sizeof b));
+  }
   if (weight->size[1] * c->groups != g->C)
     return lt_fail("%s: input has %lld planes, expected %lld (weight %s in %d groups); input %s", fn,
                    (long long)g->C, (long long)(weight->size[1] * c->groups), lt_shape_str(weight, b, sizeof b),
                    c->groups, lt_shape_str(input, a, sizeof a));
   if (!lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be contiguous", fn);
-  g->oH = output_extent(g->H, c->padH, c->dilH, c->kH, c->dH);
-  g->oW = output_extent(g->W, c->padW, c->dilW, c->kW, c->dW);
-  if (g->oH < 1 || g->oW < 1)
-    return lt_fail("%s: Given input size: (%lld x %lld x %lld). Calculated output size: (%lld x %lld x %lld). "
-                   "Output size is too small", fn, (long long)g->C, (long long)g->H, (long long)g->W, (long long)g->K,
-                   (long long)g->oH, (long long)g->oW);
-  if (g->N * g->C * g->H * g->W >= INT_MAX || g->N * g->K * g->oH * g->oW >= INT_MAX || g->K >= INT_MAX)
-    return lt_fail("%s: a size beyond cuDNN's 32-bit int (input %s)", fn, lt_shape_str(input, a, sizeof a));
-  return 0;
+  ok = 1;
+  for (int i = 0; i < ax.n; i++) {
+    g->x[i] = input->size[f + 1 + i];
+    g->y[i] = output_extent(g->x[i], ax.pad[i], ax.dil[i], ax.k[i], ax.stride[i]);
+    ok = ok && g->y[i] >= 1;
+  }
+  if (!ok)
+    return lt_fail("%s: Given input size: (%s). Calculated output size: (%s). Output size is too small", fn,
+                   sizes_str(s1, sizeof s1, g->C, g->x, g->n), sizes_str(s2, sizeof s2, g->K, g->y, g->n));
+  return check_limits(fn, g, input);
 }
 
-/* t must be (N x) planes x h x w of the input's type and batch-ness. */
-static int check_shape(const char *fn, const lt_tensor *input, const lt_tensor *t, const char *what, int64_t planes,
-                       int64_t h, int64_t w, int contiguous) {
-  char a[256];
-  const int f = input->ndim == 4;
-  int ok = t->type == input->type && t->ndim == input->ndim && (!f || t->size[0] == input->size[0]) &&
-           t->size[f] == planes && t->size[f + 1] == h && t->size[f + 2] == w;
+/* t must be (N x) side[0] planes x side[1..] of the input's type and batch-ness. */
+static int check_shape(const char *fn, const geometry *g, const lt_tensor *input, const lt_tensor *t,
+                       const char *what, const int64_t side[4], int contiguous) {
+  char a[256], s1[96];
+  const int f = input->ndim == g->n + 2;
+  int ok = t->type == input->type && t->ndim == input->ndim && (!f || t->size[0] == input->size[0]);
+  for (int i = 0; ok && i <= g->n; i++) ok = t->size[f + i] == side[i];
   if (!ok)
-    return lt_fail("%s: %s should be a %s tensor of shape %s%lld x %lld x %lld, not a %s one of %s", fn, what,
-                   tname(input->type), f ? "N x " : "", (long long)planes, (long long)h, (long long)w, tname(t->type),
+    return lt_fail("%s: %s should be a %s tensor of shape %s%s, not a %s one of %s", fn, what, tname(input->type),
+                   f ? "N x " : "", sizes_str(s1, sizeof s1, side[0], side + 1, g->n), tname(t->type),
                    lt_shape_str(t, a, sizeof a));
   if (contiguous && !lt_tensor_is_contiguous(t)) return lt_fail("%s: %s must be contiguous", fn, what);
   return 0;
@@ -190,8 +243,8 @@ static int check_vector(const char *fn, const lt_tensor *t, const lt_tensor *lik
 }
 
 typedef struct {
-  void *x, *y, *w, *conv, *bias;   /* tensor, tensor, filter, convolution, tensor (1 x K x 1 x 1) */
-  void *xbias;                      /* 1 x C x 1 x 1: the full convolution's bias, over x's planes */
+  void *x, *y, *w, *conv, *bias;   /* tensor, tensor, filter, convolution, tensor (1 x K x 1 ...) */
+  void *xbias;                      /* 1 x C x 1 ...: the full convolution's bias, over x's planes */
 } descriptors;
 
 static void descriptors_free(descriptors *d) {
@@ -204,34 +257,53 @@ static void descriptors_free(descriptors *d) {
   memset(d, 0, sizeof *d);
 }
 
-static int set_nchw(const char *fn, void *desc, int dtype, int64_t n, int64_t c, int64_t h, int64_t w) {
-  const int dims[4] = {(int)n, (int)c, (int)h, (int)w};
-  const int strides[4] = {(int)(c * h * w), (int)(h * w), (int)w, 1};
-  int st = api.set_tensor(desc, dtype, 4, dims, strides);
+/* desc as a packed (row-major) tensor of nb dims */
+static int set_packed(const char *fn, void *desc, int dtype, int nb, const int64_t *dims) {
+  int d[8], strides[8];
+  int64_t stride = 1;
+  if (nb < 3 || nb > 8) return lt_fail("%s: cuDNN describes tensors of 3 to 8 dimensions, not %d", fn, nb);
+  for (int i = nb - 1; i >= 0; i--) {
+    if (dims[i] < 1 || dims[i] >= INT_MAX || stride >= INT_MAX)
+      return lt_fail("%s: a size beyond cuDNN's 32-bit int (or an empty tensor)", fn);
+    d[i] = (int)dims[i], strides[i] = (int)stride;
+    stride *= dims[i];
+  }
+  if (stride >= INT_MAX) return lt_fail("%s: %lld elements, beyond cuDNN's 32-bit int", fn, (long long)stride);
+  int st = api.set_tensor(desc, dtype, nb, d, strides);
   return st == ST_SUCCESS ? 0 : failed(fn, "SetTensorNdDescriptor", st);
 }
 
-/* The descriptors of geometry g (packed NCHW tensors) and of c. */
+/* (a, planes, ext...) as nb = n + 2 dims */
+static void dims_of(int64_t out[5], int64_t a, int64_t planes, const int64_t *ext, int n) {
+  out[0] = a, out[1] = planes;
+  for (int i = 0; i < n; i++) out[2 + i] = ext ? ext[i] : 1;
+}
+
+/* The descriptors of geometry g (packed tensors) and of c. */
 static int descriptors_make(const char *fn, const lt_cudnn_conv *c, const geometry *g, descriptors *d) {
   memset(d, 0, sizeof *d);
-  const int dtype = g->type == LT_DOUBLE ? DATA_DOUBLE : DATA_FLOAT;
+  const int dtype = g->type == LT_DOUBLE ? DATA_DOUBLE : DATA_FLOAT, nb = g->n + 2;
   int st;
   if ((st = api.create_tensor(&d->x)) || (st = api.create_tensor(&d->y)) || (st = api.create_tensor(&d->bias)) ||
-      (st = api.create_tensor(&d->xbias)) ||
-      (st = api.create_filter(&d->w)) || (st = api.create_conv(&d->conv))) {
+      (st = api.create_tensor(&d->xbias)) || (st = api.create_filter(&d->w)) || (st = api.create_conv(&d->conv))) {
     descriptors_free(d);
     return failed(fn, "Create*Descriptor", st);
   }
-  const int filter[4] = {(int)g->K, (int)(g->C / c->groups), c->kH, c->kW};
-  const int pad[2] = {c->padH, c->padW}, stride[2] = {c->dH, c->dW}, dil[2] = {c->dilH, c->dilW};
+  axes ax;
+  axes_of(c, &ax);
+  int filter[5] = {(int)g->K, (int)(g->C / c->groups)};
+  for (int i = 0; i < g->n; i++) filter[2 + i] = ax.k[i];
+  int64_t xd[5], yd[5], bd[5], xbd[5];
+  dims_of(xd, g->N, g->C, g->x, g->n), dims_of(yd, g->N, g->K, g->y, g->n);
+  dims_of(bd, 1, g->K, NULL, g->n), dims_of(xbd, 1, g->C, NULL, g->n);
   const char *what = NULL;
-  if (set_nchw(fn, d->x, dtype, g->N, g->C, g->H, g->W) || set_nchw(fn, d->y, dtype, g->N, g->K, g->oH, g->oW) ||
-      set_nchw(fn, d->bias, dtype, 1, g->K, 1, 1) || set_nchw(fn, d->xbias, dtype, 1, g->C, 1, 1)) {
+  if (set_packed(fn, d->x, dtype, nb, xd) || set_packed(fn, d->y, dtype, nb, yd) ||
+      set_packed(fn, d->bias, dtype, nb, bd) || set_packed(fn, d->xbias, dtype, nb, xbd)) {
     descriptors_free(d);
     return -1;
   }
-  if ((st = api.set_filter(d->w, dtype, FORMAT_NCHW, 4, filter))) what = "SetFilterNdDescriptor";
-  else if ((st = api.set_conv(d->conv, 2, pad, stride, dil, CROSS_CORRELATION, dtype)))
+  if ((st = api.set_filter(d->w, dtype, FORMAT_NCHW, nb, filter))) what = "SetFilterNdDescriptor";
+  else if ((st = api.set_conv(d->conv, g->n, ax.pad, ax.stride, ax.dil, CROSS_CORRELATION, dtype)))
     what = "SetConvolutionNdDescriptor";
   else if ((st = api.set_groups(d->conv, c->groups))) what = "SetConvolutionGroupCount";
   /* float: FMA math (float32 throughout, as Torch7's cuDNN computed) unless TF32 is allowed */
@@ -244,29 +316,38 @@ static int descriptors_make(const char *fn, const lt_cudnn_conv *c, const geomet
   return 0;
 }
 
-int lt_cudnn_conv2d_output_size(const lt_cudnn_conv *c, int type, const int64_t input[4], int64_t nOutputPlane,
-                                int64_t out[4]) {
+/* The geometry of an input of c->dims + 2 sizes (N, C, spatial...) and nOutputPlane, output sizes not needed */
+static void geometry_from_sizes(const lt_cudnn_conv *c, int type, const int64_t *input, int64_t nOutputPlane,
+                                geometry *g) {
+  memset(g, 0, sizeof *g);
+  g->n = c->dims == 3 ? 3 : 2, g->type = lt_host_type(type);
+  g->N = input[0], g->C = input[1], g->K = nOutputPlane;
+  for (int i = 0; i < g->n; i++) g->x[i] = input[2 + i], g->y[i] = 1;
+}
+
+int lt_cudnn_conv_output_size(const lt_cudnn_conv *c, int type, const int64_t *input, int64_t nOutputPlane,
+                              int64_t *out) {
   const char *fn = "cudnn convolution output size";
   if (resolve()) return -1;
   if (check_params(fn, c)) return -1;
-  geometry g = {.N = input[0], .C = input[1], .H = input[2], .W = input[3], .K = nOutputPlane,
-                .oH = 1, .oW = 1, .type = lt_host_type(type)};
+  geometry g;
+  geometry_from_sizes(c, type, input, nOutputPlane, &g);
   if (g.C % c->groups || g.K % c->groups)
     return lt_fail("%s: %lld input and %lld output planes in %d groups", fn, (long long)g.C, (long long)g.K,
                    c->groups);
   descriptors d;
   if (descriptors_make(fn, c, &g, &d)) return -1;
-  int dims[4];
-  int st = api.output_dim(d.conv, d.x, d.w, 4, dims);
+  int dims[5];
+  int st = api.output_dim(d.conv, d.x, d.w, g.n + 2, dims);
   descriptors_free(&d);
   if (st != ST_SUCCESS) return failed(fn, "GetConvolutionNdForwardOutputDim", st);
-  for (int i = 0; i < 4; i++) out[i] = dims[i];
+  for (int i = 0; i < g.n + 2; i++) out[i] = dims[i];
   return 0;
 }
 
 /* ---------------------------------------------------------------- plans: descriptors and algorithms per geometry */
 
-enum { KEY_LEN = 24 };
+enum { KEY_LEN = 32 };
 typedef struct plan {
   struct plan *next;
   int64_t key[KEY_LEN];
@@ -279,9 +360,13 @@ static plan *plans;
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void key_of(const lt_cudnn_conv *c, int device, const geometry *g, int64_t key[KEY_LEN]) {
-  const int64_t k[KEY_LEN] = {device, g->type, g->N, g->C, g->H, g->W, g->K, c->kW, c->kH, c->dW, c->dH, c->padW,
-                              c->padH, c->dilW, c->dilH, c->groups, c->mode, c->tf32, c->algo[0], c->algo[1],
-                              c->algo[2], c->workspace_limit, 0, 0};
+  axes ax;
+  axes_of(c, &ax);
+  const int T = ax.n == 3;   /* the T axis' parameters, or zeros */
+  const int64_t k[KEY_LEN] = {device, g->type, g->n, g->N, g->C, g->K, g->x[0], g->x[1], g->x[2], c->kW, c->kH,
+                              c->dW, c->dH, c->padW, c->padH, c->dilW, c->dilH, T ? c->kT : 0, T ? c->dT : 0,
+                              T ? c->padT : 0, T ? c->dilT : 0, c->groups, c->mode, c->tf32, c->algo[0], c->algo[1],
+                              c->algo[2], c->workspace_limit, 0, 0, 0, 0};
   memcpy(key, k, sizeof k);
 }
 
@@ -338,22 +423,13 @@ int lt_cudnn_handle(const char *fn, int device, void *stream, void **h) { return
 int lt_cudnn_failed(const char *fn, const char *what, int status) { return failed(fn, what, status); }
 
 int lt_cudnn_packed_tensor(const char *fn, int dtype, int nb, const int64_t *dims, void **desc) {
-  int d[8], strides[8], st;
-  if (nb < 3 || nb > 8) return lt_fail("%s: cuDNN describes tensors of 3 to 8 dimensions, not %d", fn, nb);
-  int64_t stride = 1;
-  for (int i = nb - 1; i >= 0; i--) {
-    if (dims[i] < 1 || dims[i] >= INT_MAX || stride >= INT_MAX)
-      return lt_fail("%s: a size beyond cuDNN's 32-bit int (or an empty tensor)", fn);
-    d[i] = (int)dims[i], strides[i] = (int)stride;
-    stride *= dims[i];
-  }
-  if (stride >= INT_MAX) return lt_fail("%s: %lld elements, beyond cuDNN's 32-bit int", fn, (long long)stride);
+  int st;
   *desc = NULL;
   if ((st = api.create_tensor(desc)) != ST_SUCCESS) return failed(fn, "CreateTensorDescriptor", st);
-  if ((st = api.set_tensor(*desc, dtype, nb, d, strides)) != ST_SUCCESS) {
+  if (set_packed(fn, *desc, dtype, nb, dims)) {
     api.destroy_tensor(*desc);
     *desc = NULL;
-    return failed(fn, "SetTensorNdDescriptor", st);
+    return -1;
   }
   return 0;
 }
@@ -503,11 +579,13 @@ static int64_t bytes_of(const lt_tensor *t) { return lt_tensor_nelement(t) * lt_
 static int full_geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
                             geometry *g);
 
-/* The geometry, and the module's input and output as (planes, h, w): y's and x's sides swap in the full one */
+/* The geometry, and the module's input and output as (planes, spatial...): x's and y's sides swap in the full
+ * one */
 static int module_geometry(const char *fn, int full, const lt_cudnn_conv *c, const lt_tensor *input,
-                           const lt_tensor *weight, geometry *g, int64_t in[3], int64_t out[3]) {
+                           const lt_tensor *weight, geometry *g, int64_t in[4], int64_t out[4]) {
   if (full ? full_geometry_of(fn, c, input, weight, g) : geometry_of(fn, c, input, weight, g)) return -1;
-  const int64_t x[3] = {g->C, g->H, g->W}, y[3] = {g->K, g->oH, g->oW};
+  int64_t x[4] = {g->C}, y[4] = {g->K};
+  for (int i = 0; i < g->n; i++) x[1 + i] = g->x[i], y[1 + i] = g->y[i];
   memcpy(in, full ? y : x, sizeof x);
   memcpy(out, full ? x : y, sizeof x);
   return 0;
@@ -517,9 +595,9 @@ static int module_forward(const char *fn, const lt_cuops *ops, void *stream, con
                           const lt_tensor *input, lt_tensor *output, const lt_tensor *weight,
                           const lt_tensor *bias) {
   geometry g;
-  int64_t in[3], out[3];
+  int64_t in[4], out[4];
   if (ready(ops, fn) || module_geometry(fn, full, c, input, weight, &g, in, out) ||
-      check_shape(fn, input, output, "the output", out[0], out[1], out[2], 1) ||
+      check_shape(fn, &g, input, output, "the output", out, 1) ||
       (bias && check_vector(fn, bias, input, out[0], "bias")))
     return -1;
   if (g.N == 0) return 0;
@@ -539,10 +617,10 @@ static int module_backward_data(const char *fn, const lt_cuops *ops, void *strea
                                 const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
                                 const lt_tensor *weight) {
   geometry g;
-  int64_t in[3], out[3];
+  int64_t in[4], out[4];
   if (ready(ops, fn) || module_geometry(fn, full, c, input, weight, &g, in, out) ||
-      check_shape(fn, input, grad_output, "gradOutput", out[0], out[1], out[2], 0) ||
-      check_shape(fn, input, grad_input, "gradInput", in[0], in[1], in[2], 1))
+      check_shape(fn, &g, input, grad_output, "gradOutput", out, 0) ||
+      check_shape(fn, &g, input, grad_input, "gradInput", in, 1))
     return -1;
   if (g.N == 0) return 0;
   const void *dy;
@@ -559,9 +637,9 @@ static int module_backward_params(const char *fn, const lt_cuops *ops, void *str
                                   int full, const lt_tensor *input, const lt_tensor *grad_output,
                                   lt_tensor *grad_weight, lt_tensor *grad_bias, double scale) {
   geometry g;
-  int64_t in[3], out[3];
+  int64_t in[4], out[4];
   if (ready(ops, fn) || module_geometry(fn, full, c, input, grad_weight, &g, in, out) ||
-      check_shape(fn, input, grad_output, "gradOutput", out[0], out[1], out[2], 0) ||
+      check_shape(fn, &g, input, grad_output, "gradOutput", out, 0) ||
       (grad_bias && check_vector(fn, grad_bias, input, out[0], "gradBias")))
     return -1;
   if (g.N == 0 || scale == 0) return 0;
@@ -581,90 +659,111 @@ static int module_backward_params(const char *fn, const lt_cuops *ops, void *str
   return scratch_free(ops, x_copy, rc);
 }
 
-int lt_cudnn_conv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
-                            lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
-  return module_forward("cudnn.SpatialConvolution forward", ops, stream, c, 0, input, output, weight, bias);
+/* "<module> <pass>" for messages */
+static const char *pass_fn(char *buf, size_t len, const lt_cudnn_conv *c, int full, const char *pass) {
+  snprintf(buf, len, "%s %s", module_name(c, full), pass);
+  return buf;
+}
+#define FN(full, pass) pass_fn(fn, sizeof fn, c, full, pass)
+
+int lt_cudnn_conv_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                          lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
+  char fn[96];
+  return module_forward(FN(0, "forward"), ops, stream, c, 0, input, output, weight, bias);
 }
 
-int lt_cudnn_conv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
-                                  const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight) {
-  return module_backward_data("cudnn.SpatialConvolution backward (gradInput)", ops, stream, c, 0, input, grad_output,
-                              grad_input, weight);
+int lt_cudnn_conv_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                                const lt_tensor *grad_output, lt_tensor *grad_input, const lt_tensor *weight) {
+  char fn[96];
+  return module_backward_data(FN(0, "backward (gradInput)"), ops, stream, c, 0, input, grad_output, grad_input,
+                              weight);
 }
 
-int lt_cudnn_conv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
-                                    const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
-                                    lt_tensor *grad_bias, double scale) {
-  return module_backward_params("cudnn.SpatialConvolution backward (gradWeight, gradBias)", ops, stream, c, 0, input,
-                                grad_output, grad_weight, grad_bias, scale);
+int lt_cudnn_conv_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                                  const lt_tensor *grad_output, lt_tensor *grad_weight, lt_tensor *grad_bias,
+                                  double scale) {
+  char fn[96];
+  return module_backward_params(FN(0, "backward (gradWeight, gradBias)"), ops, stream, c, 0, input, grad_output,
+                                grad_weight, grad_bias, scale);
 }
 
-int lt_cudnn_fullconv2d_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
-                                lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
-  return module_forward("cudnn.SpatialFullConvolution forward", ops, stream, c, 1, input, output, weight, bias);
+int lt_cudnn_fullconv_forward(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c, const lt_tensor *input,
+                              lt_tensor *output, const lt_tensor *weight, const lt_tensor *bias) {
+  char fn[96];
+  return module_forward(FN(1, "forward"), ops, stream, c, 1, input, output, weight, bias);
 }
 
-int lt_cudnn_fullconv2d_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
-                                      const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
-                                      const lt_tensor *weight) {
-  return module_backward_data("cudnn.SpatialFullConvolution backward (gradInput)", ops, stream, c, 1, input,
-                              grad_output, grad_input, weight);
+int lt_cudnn_fullconv_backward_data(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                    const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_input,
+                                    const lt_tensor *weight) {
+  char fn[96];
+  return module_backward_data(FN(1, "backward (gradInput)"), ops, stream, c, 1, input, grad_output, grad_input,
+                              weight);
 }
 
-int lt_cudnn_fullconv2d_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
-                                        const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
-                                        lt_tensor *grad_bias, double scale) {
-  return module_backward_params("cudnn.SpatialFullConvolution backward (gradWeight, gradBias)", ops, stream, c, 1,
-                                input, grad_output, grad_weight, grad_bias, scale);
+int lt_cudnn_fullconv_backward_params(const lt_cuops *ops, void *stream, const lt_cudnn_conv *c,
+                                      const lt_tensor *input, const lt_tensor *grad_output, lt_tensor *grad_weight,
+                                      lt_tensor *grad_bias, double scale) {
+  char fn[96];
+  return module_backward_params(FN(1, "backward (gradWeight, gradBias)"), ops, stream, c, 1, input, grad_output,
+                                grad_weight, grad_bias, scale);
 }
+#undef FN
 
 /* ---------------------------------------------------------------- the full (transposed) convolution */
 
-/* cudnn.SpatialFullConvolution is the adjoint of the convolution from its output to its input: in the geometry
- * of that convolution (x: the full convolution's output, nOut planes; y: its input, nIn planes; the weight
- * nIn x nOut x kH x kW is that convolution's K x C filter), its forward is cuDNN's backward-data pass, its
- * gradInput the forward pass, its gradWeight the backward-filter pass with the roles of x and dy taken by
- * gradOutput and the input. The plans and algorithms are the convolution's. */
+/* The full convolution (cudnn.SpatialFullConvolution, VolumetricFullConvolution) is the adjoint of the convolution
+ * from its output to its input: in the geometry of that convolution (x: the full convolution's output, nOut planes;
+ * y: its input, nIn planes; the weight nIn x nOut x kernel is that convolution's K x C filter), its forward is
+ * cuDNN's backward-data pass, its gradInput the forward pass, its gradWeight the backward-filter pass with the roles
+ * of x and dy taken by gradOutput and the input. The plans and algorithms are the convolution's. */
 static int full_geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
                             geometry *g) {
-  char a[256], b[256];
+  char a[256], b[256], s1[96], s2[96];
+  axes ax;
+  int type, f;
+  memset(g, 0, sizeof *g);   /* the axes a 2-D one does not use stay 0: they are part of its plan's key */
   if (check_params(fn, c)) return -1;
-  if (c->groups != 1 || c->dilW != 1 || c->dilH != 1)
-    return lt_fail("%s: one group and no dilation (nn.SpatialFullConvolution has neither)", fn);
-  if (c->adjW < 0 || c->adjH < 0 || c->adjW >= c->dW || c->adjH >= c->dH)
-    return lt_fail("%s: adjW and adjH must be smaller than dW and dH (adj %d x %d, stride %d x %d)", fn, c->adjH,
-                   c->adjW, c->dH, c->dW);
-  int type;
-  if (check_operands(fn, input, weight, &type)) return -1;
-  const int f = input->ndim == 4;
-  if (weight->ndim != 4 || weight->size[2] != c->kH || weight->size[3] != c->kW)
-    return lt_fail("%s: weight should be nInputPlane x nOutputPlane x %d x %d, not %s", fn, c->kH, c->kW,
-                   lt_shape_str(weight, b, sizeof b));
+  axes_of(c, &ax);
+  if (c->groups != 1) return lt_fail("%s: one group (the full convolutions have no groups)", fn);
+  for (int i = 0; i < ax.n; i++) {
+    if (ax.dil[i] != 1) return lt_fail("%s: no dilation (the full convolutions have none)", fn);
+    if (ax.adj[i] < 0 || ax.adj[i] >= ax.stride[i])
+      return lt_fail("%s: adj must be smaller than the stride (adj %d, stride %d)", fn, ax.adj[i], ax.stride[i]);
+  }
+  if (check_operands(fn, ax.n, input, weight, &type, &f)) return -1;
+  int ok = weight->ndim == ax.n + 2;
+  for (int i = 0; ok && i < ax.n; i++) ok = weight->size[2 + i] == ax.k[i];
+  if (!ok) {
+    const int64_t k[3] = {ax.k[0], ax.k[1], ax.k[2]};
+    return lt_fail("%s: weight should be nInputPlane x nOutputPlane x %s, not %s", fn,
+                   sizes_str(s1, sizeof s1, k[0], k + 1, ax.n - 1), lt_shape_str(weight, b, sizeof b));
+  }
   if (weight->size[0] != input->size[f])
     return lt_fail("%s: input has %lld planes, expected %lld (weight %s); input %s", fn, (long long)input->size[f],
                    (long long)weight->size[0], lt_shape_str(weight, b, sizeof b), lt_shape_str(input, a, sizeof a));
   if (!lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be contiguous", fn);
-  g->type = type;
+  g->n = ax.n, g->type = type;
   g->N = f ? input->size[0] : 1, g->K = weight->size[0], g->C = weight->size[1];
-  g->oH = input->size[f + 1], g->oW = input->size[f + 2];
-  g->H = (g->oH - 1) * c->dH - 2 * (int64_t)c->padH + c->kH + c->adjH;
-  g->W = (g->oW - 1) * c->dW - 2 * (int64_t)c->padW + c->kW + c->adjW;
-  if (g->H < 1 || g->W < 1)
-    return lt_fail("%s: Given input size: (%lld x %lld x %lld). Calculated output size: (%lld x %lld x %lld). "
-                   "Output size is too small", fn, (long long)g->K, (long long)g->oH, (long long)g->oW, (long long)g->C,
-                   (long long)g->H, (long long)g->W);
-  if (output_extent(g->H, c->padH, 1, c->kH, c->dH) != g->oH || output_extent(g->W, c->padW, 1, c->kW, c->dW) != g->oW)
-    return lt_fail("%s: padding %d x %d does not fit kernel %d x %d at stride %d x %d", fn, c->padH, c->padW, c->kH,
-                   c->kW, c->dH, c->dW);
-  if (g->N * g->C * g->H * g->W >= INT_MAX || g->N * g->K * g->oH * g->oW >= INT_MAX)
-    return lt_fail("%s: a size beyond cuDNN's 32-bit int (input %s)", fn, lt_shape_str(input, a, sizeof a));
-  return 0;
+  ok = 1;
+  for (int i = 0; i < ax.n; i++) {
+    g->y[i] = input->size[f + 1 + i];
+    g->x[i] = (g->y[i] - 1) * ax.stride[i] - 2 * (int64_t)ax.pad[i] + ax.k[i] + ax.adj[i];
+    ok = ok && g->x[i] >= 1;
+  }
+  if (!ok)
+    return lt_fail("%s: Given input size: (%s). Calculated output size: (%s). Output size is too small", fn,
+                   sizes_str(s1, sizeof s1, g->K, g->y, g->n), sizes_str(s2, sizeof s2, g->C, g->x, g->n));
+  for (int i = 0; i < ax.n; i++)
+    if (output_extent(g->x[i], ax.pad[i], 1, ax.k[i], ax.stride[i]) != g->y[i])
+      return lt_fail("%s: padding %d does not fit kernel %d at stride %d", fn, ax.pad[i], ax.k[i], ax.stride[i]);
+  return check_limits(fn, g, input);
 }
 
-int lt_cudnn_conv2d_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t input[4],
-                               int64_t nOutputPlane, int algos[3], int64_t workspace[3]) {
-  geometry g = {.N = input[0], .C = input[1], .H = input[2], .W = input[3], .K = nOutputPlane,
-                .type = lt_host_type(type)};
+int lt_cudnn_conv_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t *input, int64_t nOutputPlane,
+                             int algos[3], int64_t workspace[3]) {
+  geometry g;
+  geometry_from_sizes(c, type, input, nOutputPlane, &g);
   int64_t key[KEY_LEN];
   key_of(c, device, &g, key);
   pthread_mutex_lock(&plans_lock);
@@ -735,7 +834,8 @@ static int bn_geometry_of(const char *fn, const lt_tensor *input, bn_geometry *g
     bn_free(g);
     return failed(fn, "CreateTensorDescriptor", st);
   }
-  if (set_nchw(fn, g->x, dtype, g->N, g->C, g->L, 1) || set_nchw(fn, g->p, dtype, 1, g->C, 1, 1)) {
+  const int64_t xd[4] = {g->N, g->C, g->L, 1}, pd[4] = {1, g->C, 1, 1};
+  if (set_packed(fn, g->x, dtype, 4, xd) || set_packed(fn, g->p, dtype, 4, pd)) {
     bn_free(g);
     return -1;
   }

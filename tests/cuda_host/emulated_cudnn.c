@@ -26,8 +26,8 @@ static const int MAGIC = 0x63644e4e;
 
 typedef struct { int magic, kind, device; void *stream; } handle;
 typedef struct { int magic, kind, set, dtype, nb, dims[5], strides[5]; } tensor;
-typedef struct { int magic, kind, set, dtype, format, dims[4]; } filter;
-typedef struct { int magic, kind, set, pad[2], stride[2], dil[2], mode, ctype, groups, math; } conv;
+typedef struct { int magic, kind, set, dtype, format, nb, dims[5]; } filter;
+typedef struct { int magic, kind, set, n, pad[3], stride[3], dil[3], mode, ctype, groups, math; } conv;
 typedef struct { int algo, status; float time; size_t memory; int determinism, math_type, reserved[3]; } perf_t;
 
 #include "emulated_link.h"
@@ -111,9 +111,10 @@ EXPORT int cudnnSetTensorNdDescriptor(void *d, int dtype, int nb, const int *dim
 
 EXPORT int cudnnSetFilterNdDescriptor(void *d, int dtype, int format, int nb, const int *dims) {
   if (!is(d, K_FILTER) || !dims) return BAD_PARAM;
-  if (nb != 4 || format != 0 || !dtype_ok(dtype)) return NOT_SUPPORTED;   /* NCHW, 2-D */
+  if ((nb != 4 && nb != 5) || format != 0 || !dtype_ok(dtype)) return NOT_SUPPORTED;   /* NCHW / NCDHW */
   filter *f = d;
-  for (int i = 0; i < 4; i++) {
+  f->nb = nb;
+  for (int i = 0; i < nb; i++) {
     if (dims[i] <= 0) return BAD_PARAM;
     f->dims[i] = dims[i];
   }
@@ -124,10 +125,11 @@ EXPORT int cudnnSetFilterNdDescriptor(void *d, int dtype, int format, int nb, co
 EXPORT int cudnnSetConvolutionNdDescriptor(void *d, int n, const int *pad, const int *stride, const int *dil, int mode,
                                            int ctype) {
   if (!is(d, K_CONV) || !pad || !stride || !dil) return BAD_PARAM;
-  if (n != 2) return NOT_SUPPORTED;
+  if (n != 2 && n != 3) return NOT_SUPPORTED;
   if ((mode != 0 && mode != 1) || !dtype_ok(ctype)) return BAD_PARAM;
   conv *c = d;
-  for (int i = 0; i < 2; i++) {
+  c->n = n;
+  for (int i = 0; i < n; i++) {
     if (pad[i] < 0 || stride[i] <= 0 || dil[i] <= 0) return BAD_PARAM;
     c->pad[i] = pad[i], c->stride[i] = stride[i], c->dil[i] = dil[i];
   }
@@ -148,23 +150,23 @@ EXPORT int cudnnSetConvolutionMathType(void *d, int m) {
   return SUCCESS;
 }
 
-/* x, w and the convolution agree; out[4] the output's dims */
-static int output_dims(const conv *c, const tensor *x, const filter *w, int out[4]) {
-  if (!is(c, K_CONV) || !is(x, K_TENSOR) || !is(w, K_FILTER) || !c->set || !x->set || !w->set || x->nb != 4)
-    return BAD_PARAM;
+/* x, w and the convolution agree (2 or 3 spatial dimensions); out[x->nb] the output's dims */
+static int output_dims(const conv *c, const tensor *x, const filter *w, int out[5]) {
+  if (!is(c, K_CONV) || !is(x, K_TENSOR) || !is(w, K_FILTER) || !c->set || !x->set || !w->set) return BAD_PARAM;
+  if (x->nb != c->n + 2 || w->nb != x->nb) return BAD_PARAM;
   if (x->dtype != w->dtype || c->ctype != x->dtype) return BAD_PARAM;
   if (w->dims[1] * c->groups != x->dims[1] || w->dims[0] % c->groups) return BAD_PARAM;
   out[0] = x->dims[0], out[1] = w->dims[0];
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < c->n; i++) {
     int span = c->dil[i] * (w->dims[2 + i] - 1) + 1;
-    out[2 + i] = (x->dims[2 + i] + 2 * c->pad[i] - span) / c->stride[i] + 1;
     if (x->dims[2 + i] + 2 * c->pad[i] < span) return BAD_PARAM;
+    out[2 + i] = (x->dims[2 + i] + 2 * c->pad[i] - span) / c->stride[i] + 1;
   }
   return SUCCESS;
 }
 
 EXPORT int cudnnGetConvolutionNdForwardOutputDim(const void *c, const void *x, const void *w, int nb, int *out) {
-  if (nb != 4 || !out) return BAD_PARAM;
+  if (!out || !is(x, K_TENSOR) || nb != ((const tensor *)x)->nb) return BAD_PARAM;
   return output_dims(c, x, w, out);
 }
 
@@ -178,11 +180,11 @@ static int pass_geom(int pass, const void *ad, const void *bd, const void *cd, c
   g->x = pass == BWD_DATA ? od : ad;
   g->w = pass == FWD ? bd : pass == BWD_DATA ? ad : od;
   g->y = pass == FWD ? od : bd;
-  int dims[4];
+  int dims[5];
   int st = output_dims(g->c, g->x, g->w, dims);
   if (st) return st;
-  if (!is(g->y, K_TENSOR) || !g->y->set || g->y->dtype != g->x->dtype || g->y->nb != 4) return BAD_PARAM;
-  for (int i = 0; i < 4; i++)
+  if (!is(g->y, K_TENSOR) || !g->y->set || g->y->dtype != g->x->dtype || g->y->nb != g->x->nb) return BAD_PARAM;
+  for (int i = 0; i < g->x->nb; i++)
     if (g->y->dims[i] != dims[i]) return BAD_PARAM;
   g->dtype = g->x->dtype;
   return SUCCESS;
@@ -190,8 +192,13 @@ static int pass_geom(int pass, const void *ad, const void *bd, const void *cd, c
 
 /* The algorithms each pass offers, their workspace (in elements of the data type, per the geometry), the
  * heuristics' order and Find's "times" (ms). Unlisted numbers are NOT_SUPPORTED. */
+static int64_t spatial(const int *dims, int nb) {   /* the product of the dims after N and C */
+  int64_t n = 1;
+  for (int i = 2; i < nb; i++) n *= dims[i];
+  return n;
+}
 static int64_t col_elems(const geom *g) {   /* one group's column matrix over the whole batch */
-  return (int64_t)g->w->dims[1] * g->w->dims[2] * g->w->dims[3] * g->y->dims[2] * g->y->dims[3] * g->y->dims[0];
+  return (int64_t)g->w->dims[1] * spatial(g->w->dims, g->w->nb) * spatial(g->y->dims, g->y->nb) * g->y->dims[0];
 }
 static int supported(int pass, int algo) {
   static const int ok[3][8] = {{1, 1, 1, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0, 0, 0}, {1, 1, 0, 1, 0, 0, 0, 0}};
@@ -201,7 +208,7 @@ static size_t workspace_of(int pass, int algo, const geom *g) {
   const size_t es = g->dtype == 1 ? 8 : 4;
   switch (algo) {
     case 0: return 0;
-    case 1: return (size_t)(g->y->dims[2] * g->y->dims[3]) * 8 + 64;   /* "index precomputation" */
+    case 1: return (size_t)spatial(g->y->dims, g->y->nb) * 8 + 64;   /* "index precomputation" */
     default: return (size_t)col_elems(g) * es + (pass == BWD_FILTER ? 256 : 0);   /* GEMM / ALGO_3: columns */
   }
 }
@@ -279,10 +286,24 @@ static int64_t tpos(const tensor *t, int n, int c, int h, int w) {
   return (int64_t)n * t->strides[0] + (int64_t)c * t->strides[1] + (int64_t)h * t->strides[2] +
          (int64_t)w * t->strides[3];
 }
-static int64_t fpos(const filter *f, int k, int c, int r, int s) {
-  return (((int64_t)k * f->dims[1] + c) * f->dims[2] + r) * f->dims[3] + s;
+
+/* A 4-D or 5-D tensor's or filter's spatial extent i of (T, H, W), T = 1 for 4-D; the convolution's pad,
+ * stride and dilation along it (0, 1, 1 for T of a 2-D one) */
+static int ext(const int *dims, int nb, int i) { return nb == 5 ? dims[2 + i] : i == 0 ? 1 : dims[1 + i]; }
+static void conv_axis(const conv *c, int i, int *pad, int *stride, int *dil) {
+  const int k = i - (3 - c->n);
+  *pad = k < 0 ? 0 : c->pad[k], *stride = k < 0 ? 1 : c->stride[k], *dil = k < 0 ? 1 : c->dil[k];
 }
-static int64_t tcount(const tensor *t) { return (int64_t)t->dims[0] * t->dims[1] * t->dims[2] * t->dims[3]; }
+/* element (n, c, a, b, d) of a tensor by its strides, and its dense index */
+static int64_t tpos5(const tensor *t, int n, int c, int a, int b, int d) {
+  int64_t p = (int64_t)n * t->strides[0] + (int64_t)c * t->strides[1];
+  if (t->nb == 5) return p + (int64_t)a * t->strides[2] + (int64_t)b * t->strides[3] + (int64_t)d * t->strides[4];
+  return p + (int64_t)b * t->strides[2] + (int64_t)d * t->strides[3];
+}
+static int64_t dense5(const int *dims, int nb, int n, int c, int a, int b, int d) {
+  return ((((int64_t)n * dims[1] + c) * ext(dims, nb, 0) + a) * ext(dims, nb, 1) + b) * ext(dims, nb, 2) + d;
+}
+static int64_t tcount(const tensor *t) { return (int64_t)t->dims[0] * t->dims[1] * spatial(t->dims, t->nb); }
 
 /* out = alpha op(a, b) + beta out, the sums in double; beta == 0 does not read out */
 static int compute(int pass, const geom *g, double alpha, double beta, const void *a, const void *b, void *out) {
@@ -290,46 +311,55 @@ static int compute(int pass, const geom *g, double alpha, double beta, const voi
   const tensor *x = g->x, *y = g->y;
   const filter *w = g->w;
   const conv *c = g->c;
-  const int G = c->groups, Cg = w->dims[1], Kg = w->dims[0] / G;
+  const int G = c->groups, Cg = w->dims[1], Kg = w->dims[0] / G, nb = x->nb;
   const void *xp = pass == BWD_DATA ? NULL : a, *wp = pass == FWD ? b : pass == BWD_DATA ? a : NULL;
   const void *yp = pass == FWD ? NULL : b;
   const int64_t n_out = pass == FWD ? tcount(y) : pass == BWD_DATA ? tcount(x)
-                                                  : (int64_t)w->dims[0] * Cg * w->dims[2] * w->dims[3];
+                                                  : (int64_t)w->dims[0] * Cg * spatial(w->dims, w->nb);
   double *acc = calloc((size_t)n_out, sizeof *acc);
   if (!acc) return ALLOC_FAILED;
-  /* the accumulator is indexed densely: y and x as N,C,H,W; w as its own layout */
+  int O[3], I[3], Kz[3], pad[3], str[3], dil[3];
+  for (int i = 0; i < 3; i++) {
+    O[i] = ext(y->dims, nb, i), I[i] = ext(x->dims, nb, i), Kz[i] = ext(w->dims, w->nb, i);
+    conv_axis(c, i, &pad[i], &str[i], &dil[i]);
+  }
+  /* the accumulator is indexed densely: y and x as N,C,(T,)H,W; w as its own (packed) layout */
   for (int n = 0; n < x->dims[0]; n++)
     for (int k = 0; k < w->dims[0]; k++)
-      for (int oh = 0; oh < y->dims[2]; oh++)
-        for (int ow = 0; ow < y->dims[3]; ow++) {
-          const int grp = k / Kg;
-          const int64_t yi = (((int64_t)n * y->dims[1] + k) * y->dims[2] + oh) * y->dims[3] + ow;
-          const double dy = pass == FWD ? 0 : load(yp, tpos(y, n, k, oh, ow), dbl);
-          for (int cc = 0; cc < Cg; cc++)
-            for (int r = 0; r < w->dims[2]; r++) {
-              const int ih = oh * c->stride[0] - c->pad[0] + r * c->dil[0];
-              if (ih < 0 || ih >= x->dims[2]) continue;
-              for (int s = 0; s < w->dims[3]; s++) {
-                const int iw = ow * c->stride[1] - c->pad[1] + s * c->dil[1];
-                if (iw < 0 || iw >= x->dims[3]) continue;
-                const int ch = grp * Cg + cc;
-                const int64_t wi = fpos(w, k, cc, r, s);
-                if (pass == FWD) acc[yi] += load(xp, tpos(x, n, ch, ih, iw), dbl) * load(wp, wi, dbl);
-                else if (pass == BWD_DATA)
-                  acc[(((int64_t)n * x->dims[1] + ch) * x->dims[2] + ih) * x->dims[3] + iw] += dy * load(wp, wi, dbl);
-                else acc[wi] += dy * load(xp, tpos(x, n, ch, ih, iw), dbl);
+      for (int o0 = 0; o0 < O[0]; o0++)
+        for (int o1 = 0; o1 < O[1]; o1++)
+          for (int o2 = 0; o2 < O[2]; o2++) {
+            const int grp = k / Kg;
+            const int64_t yi = dense5(y->dims, nb, n, k, o0, o1, o2);
+            const double dy = pass == FWD ? 0 : load(yp, tpos5(y, n, k, o0, o1, o2), dbl);
+            for (int cc = 0; cc < Cg; cc++)
+              for (int r0 = 0; r0 < Kz[0]; r0++) {
+                const int i0 = o0 * str[0] - pad[0] + r0 * dil[0];
+                if (i0 < 0 || i0 >= I[0]) continue;
+                for (int r1 = 0; r1 < Kz[1]; r1++) {
+                  const int i1 = o1 * str[1] - pad[1] + r1 * dil[1];
+                  if (i1 < 0 || i1 >= I[1]) continue;
+                  for (int r2 = 0; r2 < Kz[2]; r2++) {
+                    const int i2 = o2 * str[2] - pad[2] + r2 * dil[2];
+                    if (i2 < 0 || i2 >= I[2]) continue;
+                    const int ch = grp * Cg + cc;
+                    const int64_t wi = (((int64_t)k * Cg + cc) * Kz[0] + r0) * Kz[1] * Kz[2] + (int64_t)r1 * Kz[2] + r2;
+                    if (pass == FWD) acc[yi] += load(xp, tpos5(x, n, ch, i0, i1, i2), dbl) * load(wp, wi, dbl);
+                    else if (pass == BWD_DATA) acc[dense5(x->dims, nb, n, ch, i0, i1, i2)] += dy * load(wp, wi, dbl);
+                    else acc[wi] += dy * load(xp, tpos5(x, n, ch, i0, i1, i2), dbl);
+                  }
+                }
               }
-            }
-        }
+          }
   for (int64_t i = 0; i < n_out; i++) {
     int64_t pos = i;
-    if (pass != BWD_FILTER) {   /* dense N,C,H,W index -> the descriptor's strides */
+    if (pass != BWD_FILTER) {   /* dense index -> the descriptor's strides */
       const tensor *t = pass == FWD ? y : x;
       int64_t r = i;
-      const int ww = (int)(r % t->dims[3]); r /= t->dims[3];
-      const int hh = (int)(r % t->dims[2]); r /= t->dims[2];
-      const int cc = (int)(r % t->dims[1]); r /= t->dims[1];
-      pos = tpos(t, (int)r, cc, hh, ww);
+      int e[3];
+      for (int d = 2; d >= 0; d--) e[d] = (int)(r % ext(t->dims, nb, d)), r /= ext(t->dims, nb, d);
+      const int cc = (int)(r % t->dims[1]);
+      pos = tpos5(t, (int)(r / t->dims[1]), cc, e[0], e[1], e[2]);
     }
     store(out, pos, dbl, alpha * acc[i] + (beta != 0 ? beta * load(out, pos, dbl) : 0));
   }
@@ -424,15 +454,15 @@ EXPORT int cudnnFindConvolutionBackwardFilterAlgorithmEx(void *h, const void *xd
 
 /* ---------------------------------------------------------------- bias */
 
-/* C = alpha A + beta C with A (1, K, 1, 1) broadcast over C (N, K, H, W); db = alpha sum(dy) + beta db */
+/* C = alpha A + beta C with A (1, K, 1, 1(, 1)) broadcast over C (N, K, (T,) H, W); db = alpha sum(dy) + beta db */
 static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void *bias, const void *beta,
                    const tensor *td, void *t) {
   int st = check_handle(h);
   if (st) return st;
   if (!is(bd, K_TENSOR) || !is(td, K_TENSOR) || !bd->set || !td->set || bd->dtype != td->dtype) return BAD_PARAM;
-  if (bd->nb != 4 || td->nb != 4) return BAD_PARAM;
-  if (bd->dims[0] != 1 || bd->dims[1] != td->dims[1] || bd->dims[2] != 1 || bd->dims[3] != 1) return BAD_PARAM;
-  const int dev = ((const handle *)h)->device, dbl = bd->dtype == 1;
+  if (bd->nb != td->nb || bd->dims[0] != 1 || bd->dims[1] != td->dims[1] || spatial(bd->dims, bd->nb) != 1)
+    return BAD_PARAM;
+  const int dev = ((const handle *)h)->device, dbl = bd->dtype == 1, nb = td->nb;
   if (!on_device(bias, dev) || !on_device(t, dev)) return EXECUTION_FAILED;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   if (emu_access_device) emu_access_device(dev, 1);
@@ -440,12 +470,13 @@ static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void 
     const int64_t bi = (int64_t)k * bd->strides[1];
     double sum = 0;
     for (int n = 0; n < td->dims[0]; n++)
-      for (int y = 0; y < td->dims[2]; y++)
-        for (int x = 0; x < td->dims[3]; x++) {
-          const int64_t ti = tpos(td, n, k, y, x);
-          if (grad) sum += load(t, ti, dbl);
-          else store(t, ti, dbl, al * load(bias, bi, dbl) + (be != 0 ? be * load(t, ti, dbl) : 0));
-        }
+      for (int a = 0; a < ext(td->dims, nb, 0); a++)
+        for (int y = 0; y < ext(td->dims, nb, 1); y++)
+          for (int x = 0; x < ext(td->dims, nb, 2); x++) {
+            const int64_t ti = tpos5(td, n, k, a, y, x);
+            if (grad) sum += load(t, ti, dbl);
+            else store(t, ti, dbl, al * load(bias, bi, dbl) + (be != 0 ? be * load(t, ti, dbl) : 0));
+          }
     if (grad) store(bias, bi, dbl, al * sum + (be != 0 ? be * load(bias, bi, dbl) : 0));
   }
   if (emu_access_device) emu_access_device(dev, 0);
@@ -646,11 +677,6 @@ static int same_dims(const tensor *a, const tensor *b) {
     if (a->dims[i] != b->dims[i]) return 0;
   return 1;
 }
-static int64_t count_of(const tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->nb; i++) n *= t->dims[i];
-  return n;
-}
 /* the element at dense (row-major over dims) index i, by the descriptor's strides */
 static int64_t at(const tensor *t, int64_t i) {
   int64_t pos = 0;
@@ -748,7 +774,7 @@ EXPORT int cudnnPoolingForward(void *h, const void *pd, const void *alpha, const
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   begin(h, 1);
-  for (int64_t o = 0; o < count_of(yd); o++) {
+  for (int64_t o = 0; o < tcount(yd); o++) {
     int64_t nc;
     window w;
     window_of(p, xd, yd, o, &nc, &w);
@@ -790,11 +816,11 @@ EXPORT int cudnnPoolingBackward(void *h, const void *pd, const void *alpha, cons
   if (!all_on_device(h, ptrs, 4)) return EXECUTION_FAILED;
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
-  const int64_t nx = count_of(xd);
+  const int64_t nx = tcount(xd);
   double *acc = calloc((size_t)nx, sizeof *acc);
   if (!acc) return ALLOC_FAILED;
   begin(h, 1);
-  for (int64_t o = 0; o < count_of(yd); o++) {
+  for (int64_t o = 0; o < tcount(yd); o++) {
     int64_t nc;
     window w;
     window_of(p, xd, yd, o, &nc, &w);
@@ -853,7 +879,7 @@ EXPORT int cudnnActivationForward(void *h, void *ad, const void *alpha, const vo
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   begin(h, 1);
-  for (int64_t i = 0; i < count_of(xd); i++) {
+  for (int64_t i = 0; i < tcount(xd); i++) {
     const double v = load(x, at(xd, i), dbl);
     double r;
     switch (a->mode) {
@@ -887,7 +913,7 @@ EXPORT int cudnnActivationBackward(void *h, void *ad, const void *alpha, const v
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   begin(h, 1);
-  for (int64_t i = 0; i < count_of(xd); i++) {
+  for (int64_t i = 0; i < tcount(xd); i++) {
     const double v = load(x, at(xd, i), dbl), out = load(y, at(yd, i), dbl), g = load(dy, at(dyd, i), dbl);
     double r;
     switch (a->mode) {

@@ -6,7 +6,9 @@
  * same pixels). Both sets are decoded whole to RGB, interleaved, 5 rounds; prints ms per window.
  *
  *   gcc -O2 docs/results/experiments/restart_window_decode.c -o /tmp/rwd -ljpeg -ldl -lm
- *   /tmp/rwd pytorch_bridge/_native.abi3.so $(find /tmp/k/bd/src/train -name '*.JPEG' | head -400)
+ *   LD_PRELOAD=$(python3 -c "import sysconfig as s; print(s.get_config_var('LIBDIR') + '/' + s.get_config_var('LDLIBRARY'))") \
+ *     /tmp/rwd pytorch_bridge/_native.abi3.so $(find /tmp/k/bd/src/train -name '*.JPEG' | sort | head -400)
+ * (the preload gives the extension module the Python symbols it links against)
  */
 #include <dlfcn.h>
 #include <math.h>
