@@ -122,6 +122,10 @@ CONVOLUTIONS = {
     "full, 4x4 stride 2 without bias": ("cudnn.SpatialFullConvolution(2, 3, 4, 4, 2, 2, 1, 1):noBias()", (2, 2, 4, 5)),
     "full, one image": ("cudnn.SpatialFullConvolution(3, 2, 3, 2, 1, 2, 0, 1)", (3, 5, 6)),
     "full, a noncontiguous input": ("cudnn.SpatialFullConvolution(2, 3, 3, 3, 2, 1, 1, 0, 1, 0)", (2, 2, 4, 6)),
+    # a sequence (N x) T x F: inputFrameSize, outputFrameSize, kH, dH, padH
+    "temporal": ("cudnn.TemporalConvolution(5, 4, 3)", (2, 9, 5)),
+    "temporal strided and padded, one sequence": ("cudnn.TemporalConvolution(3, 2, 2, 2, 1)", (7, 3)),
+    "temporal, a noncontiguous input": ("cudnn.TemporalConvolution(4, 3, 3, 1, 2)", (2, 6, 4)),
     # 3-D: (nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH(, adjT, adjW, adjH))
     "volumetric 3x3x3 pad 1": ("cudnn.VolumetricConvolution(2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1)", (2, 2, 4, 5, 5)),
     "volumetric strided, one volume": ("cudnn.VolumetricConvolution(2, 2, 2, 3, 2, 3, 1, 2, 1, 0, 1)", (2, 5, 6, 7)),

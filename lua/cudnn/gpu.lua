@@ -153,6 +153,60 @@ end
 onCudnn(cudnn.SpatialConvolution)
 onCudnn(cudnn.VolumetricConvolution)
 
+-- cudnn.TemporalConvolution as cudnn.torch ran it: the sequence (N x) T x F as N x 1 x T x F, convolved by the
+-- K x 1 x kH x F view of its weight with stride dH and padH zero frames (cuDNN's padding, no padded copy); the
+-- N x K x oT x 1 result transposed into nn's N x oT x K. Its fields are already the spatial view's (kW = F).
+do
+   local class = cudnn.TemporalConvolution
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                 accGradParameters = class.accGradParameters}
+   local function onCudnnToo(self, input)
+      local d = input:dim()
+      return usable() and (d == 2 or d == 3)
+             and math.floor((input:size(d - 1) + 2 * self.padH - self.kH) / self.dH) >= 0
+   end
+   local function asImage(t)   -- (N x) T x F -> N x 1 x T x F
+      t = t:contiguous()
+      if t:dim() == 2 then return t:view(1, 1, t:size(1), t:size(2)) end
+      return t:view(t:size(1), 1, t:size(2), t:size(3))
+   end
+   local function asPlanes(self, gradOutput)   -- (N x) oT x K -> N x K x oT x 1, contiguous
+      local g = gradOutput:dim() == 2 and gradOutput:view(1, gradOutput:size(1), gradOutput:size(2)) or gradOutput
+      g = g:transpose(2, 3):contiguous()
+      return g:view(g:size(1), g:size(2), g:size(3), 1)
+   end
+   local function filterView(self, w) return w:view(self.nOutputPlane, 1, self.kH, self.kW) end
+   cunn._onDevice(class, 'updateOutput', function(self, input)
+      if not onCudnnToo(self, input) then return host.updateOutput(self, input) end
+      local x = asImage(input)
+      local oT = math.floor((x:size(3) + 2 * self.padH - self.kH) / self.dH) + 1
+      self._cudnnOutput = self._cudnnOutput or input.new()
+      self._cudnnOutput:resize(x:size(1), self.nOutputPlane, oT, 1)
+      check(C.lt_cudnn_conv_forward(opsOf(input), nil, paramsOf(self, input), x._c, self._cudnnOutput._c,
+                                    filterView(self, self.weight)._c, self.bias and self.bias._c or nil), 2)
+      local y = self._cudnnOutput:select(4, 1):transpose(2, 3)
+      if input:dim() == 2 then y = y:select(1, 1) end
+      self.output:resize(y:size()):copy(y)
+      return self.output
+   end)
+   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      if not onCudnnToo(self, input) then return host.updateGradInput(self, input, gradOutput) end
+      if not self.gradInput:isContiguous() then self.gradInput = input.new() end
+      self.gradInput:resize(input:size())
+      check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(self, input), asImage(input)._c,
+                                          asPlanes(self, gradOutput)._c, asImage(self.gradInput)._c,
+                                          filterView(self, self.weight)._c), 2)
+      return self.gradInput
+   end)
+   cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+      if not onCudnnToo(self, input) then return host.accGradParameters(self, input, gradOutput, scale) end
+      check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(self, input), asImage(input)._c,
+                                            asPlanes(self, gradOutput)._c, filterView(self, self.gradWeight)._c,
+                                            self.gradBias and self.gradBias._c or nil, scale or 1), 2)
+   end)
+end
+
 -- The full convolutions, on the plans of the convolutions they are the adjoints of. x: the tensor to convolve,
 -- adj {(adjT,) adjH, adjW} (from the target's size when the input is {input, target}).
 local function fullParams(self, x, adj)
@@ -426,7 +480,8 @@ end
 
 -- The algorithms and workspace bytes a cudnn convolution chose for this input, {forward, backwardData,
 -- backwardFilter} (-1: that pass has not run), as cudnn.verbose printed them; nil before it ran on cuDNN.
--- A full convolution's are those of the convolution it is the adjoint of (from its output to its input).
+-- A full convolution's are those of the convolution it is the adjoint of (from its output to its input), a temporal
+-- one's those of its N x 1 x T x F view.
 function cudnn.algorithmsOf(self, input)
    local x, planes, sizes = input, self.nOutputPlane, nil
    if torch.isTypeOf(self, 'nn.SpatialFullConvolution') or torch.isTypeOf(self, 'nn.VolumetricFullConvolution') then
@@ -442,6 +497,10 @@ function cudnn.algorithmsOf(self, input)
       end
       sizes = convolutionOutputSize(self, x, true, adj):totable()   -- the convolution's input: the full one's output
       planes = self.nInputPlane
+   elseif torch.isTypeOf(self, 'cudnn.TemporalConvolution') then   -- the N x 1 x T x F view
+      sizes = x:size():totable()
+      if #sizes == 2 then table.insert(sizes, 1, 1) end
+      table.insert(sizes, 2, 1)
    else
       sizes = x:size():totable()
    end
