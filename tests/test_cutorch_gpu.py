@@ -963,3 +963,45 @@ def test_data_parallel_table_refuses_assignments_it_cannot_keep(two_gpus):
        return select(2, pcall(conv.forward, conv, x))
     end)()""")
     assert "its tensors are on different GPUs (input on GPU 2, weight on GPU 1)" in msg
+
+
+def test_pinned_host_tensors_and_copy_async(gpu, rng):
+    """cutorch.createCudaHost*Tensor gives host tensors over pinned memory (cuMemHostAlloc, freed with the last
+    reference); copyAsync between them and device tensors lands the data (read back after cutorch.synchronize);
+    pairs it does not take (unpinned, noncontiguous) copy synchronously."""
+    rt = gpu
+    x = rng.standard_normal((3, 4))
+    live = None
+    if os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so"):
+        import ctypes
+
+        live = ctypes.CDLL(os.environ["LUATORCH_CUDA_DRIVER"]).emulated_pinned_live
+        live.restype = ctypes.c_long
+    before = live() if live else None
+    r = rt.eval("""function(x)
+       local pinned = cutorch.createCudaHostDoubleTensor(3, 4)
+       local out = {torch.type(pinned), torch.C.lt_storage_is_pinned(pinned._c.storage), pinned:sum()}
+       pinned:copy(x)
+       local d = torch.CudaDoubleTensor(3, 4):copyAsync(pinned)
+       local back = cutorch.createCudaHostDoubleTensor(3, 4):copyAsync(d * 2)
+       cutorch.synchronize()
+       local plain = torch.DoubleTensor(3, 4):copyAsync(d)           -- not pinned: synchronous
+       local strided = cutorch.createCudaHostDoubleTensor(4, 3):copyAsync(d:t())   -- noncontiguous source
+       local empty = cutorch.createCudaHostTensor()
+       out[4], out[5], out[6], out[7] = d:double(), back:clone(), plain, strided:clone()
+       out[8], out[9] = torch.type(empty), empty:nElement()
+       return out
+    end""")(rt.from_numpy(x))
+    assert r[1] == "torch.DoubleTensor" and r[2] == 1 and r[3] == 0
+    np.testing.assert_array_equal(rt.to_numpy(r[4]), x)
+    np.testing.assert_array_equal(rt.to_numpy(r[5]), 2 * x)
+    np.testing.assert_array_equal(rt.to_numpy(r[6]), x)
+    np.testing.assert_array_equal(rt.to_numpy(r[7]), x.T)
+    assert r[8] == "torch.FloatTensor" and r[9] == 0
+    if live:   # the emulated driver counts its pinned allocations
+        rt.execute("collectgarbage() collectgarbage()")
+        assert live() == before, (before, live())
+        rt.execute("keep = cutorch.createCudaHostFloatTensor(5)")
+        assert live() == before + 1
+        rt.execute("keep = nil collectgarbage() collectgarbage()")
+        assert live() == before

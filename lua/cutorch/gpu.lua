@@ -84,6 +84,37 @@ return function(cutorch)
    function cutorch.streamSynchronize() cutorch.synchronize() end
    function cutorch.getPeerToPeerAccess() return false end
 
+   -- Pinned host tensors: FloatTensor and the like over cuMemHostAlloc'ed memory (not resizable beyond their
+   -- size), and copyAsync between them and device tensors, queued on the device's stream without waiting
+   -- (native/src/cuda_pinned.c); read a device-to-host copy's result after cutorch.synchronize(). Other pairs
+   -- copy synchronously.
+   for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+      cutorch['createCudaHost' .. name .. 'Tensor'] = function(...)
+         local a = ...
+         local size = (a == nil and torch.LongStorage()) or (torch.isStorage(a) and a) or torch.LongStorage({...})
+         local n = size:size() > 0 and 1 or 0
+         for i = 1, size:size() do n = n * size[i] end
+         local p = C.lt_cuda_pinned_storage_new(C['LT_' .. name:upper()], n)
+         if p == nil then check(-1, 2) end
+         local storage = torch.getmetatable('torch.' .. name .. 'Storage')._wrap(p)
+         local t = torch[name .. 'Tensor']()
+         if n == 0 then return t end
+         return t:set(storage, 1, size)
+      end
+   end
+   cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
+   local function copyAsync(self, src)
+      local rc = C.lt_cuda_copy_async(self._c, src._c)
+      if rc == 1 then return self:copy(src) end
+      check(rc, 2)
+      return self
+   end
+   for _, name in ipairs {'Cuda', 'CudaDouble', 'CudaInt', 'CudaLong', 'CudaByte', 'CudaChar', 'CudaShort', 'CudaHalf',
+                          'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+      local mt = torch.getmetatable('torch.' .. name .. 'Tensor')
+      if mt then mt.copyAsync = copyAsync end
+   end
+
    -- The caching allocator's counters for a device: bytes allocated, reserved, cached, and its peaks.
    function cutorch.getAllocatorStats(d)
       d = d or cutorch.getDevice()

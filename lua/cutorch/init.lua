@@ -187,10 +187,16 @@ local function sizeOf(...)
    if torch.isStorage(a) then return a end
    return torch.LongStorage({...})
 end
-for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte'} do
+for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
    cutorch['createCudaHost' .. name .. 'Tensor'] = function(...) return torch[name .. 'Tensor'](sizeOf(...)) end
 end
 cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
+-- copyAsync is copy (every copy here is synchronous; the GPU backend queues pinned ones)
+for _, name in ipairs {'Cuda', 'CudaDouble', 'CudaInt', 'CudaLong', 'CudaByte', 'CudaChar', 'CudaShort', 'CudaHalf',
+                       'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+   local mt = torch.getmetatable('torch.' .. name .. 'Tensor')
+   if mt and not mt.copyAsync then mt.copyAsync = mt.copy end
+end
 
 -- ---------------------------------------------------------------- the backend
 

@@ -11,6 +11,7 @@
  * stream, in order; copies to the host return once their data has arrived. Devices are numbered from 0. */
 
 enum { LT_STORAGE_DEVICE = 8 };   /* storage flag: data is device memory of storage->device */
+enum { LT_STORAGE_PINNED = 16 };  /* storage flag: data is pinned host memory (native/src/cuda_pinned.c) */
 
 /* Turn device storages on: the driver, a device and NVRTC must be there (0, or -1 and why). Idempotent. */
 int lt_cuda_storage_enable(void);
@@ -38,3 +39,12 @@ int lt_cuda_storage_set(lt_storage *s, int64_t index, double value);
  * bytes of the storage's element type). The storage format's reader and writer use these. */
 int lt_cuda_storage_read(lt_storage *s, int64_t off, int64_t n, void *host);
 int lt_cuda_storage_write(lt_storage *s, int64_t off, int64_t n, const void *host);
+
+/* Pinned host memory (native/src/cuda_pinned.c): a host storage of n elements in memory from cuMemHostAlloc
+ * (zero-filled; freed with cuMemFreeHost with its last reference; not resizable), for
+ * cutorch.createCudaHost*Tensor. */
+lt_storage *lt_cuda_pinned_storage_new(int type, int64_t n);
+int lt_storage_is_pinned(const lt_storage *s);
+/* copyAsync: a contiguous copy between a device tensor and a pinned host tensor of the same type and size, queued
+ * on the device's default stream without waiting (0); 1 when the pair is not one (copy synchronously); -1 error. */
+int lt_cuda_copy_async(lt_tensor *dst, const lt_tensor *src);

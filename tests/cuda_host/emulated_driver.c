@@ -283,6 +283,25 @@ EXPORT int cuMemFree_v2(unsigned long long p) {
   return OK;
 }
 
+/* Pinned host memory: plain host memory here, counted (emulated_pinned_live) so that tests see it freed; a context
+ * must be current, as the real driver asks. */
+static long pinned_live;
+EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  if (current < 0) return INVALID_CONTEXT;
+  if (!p || flags > 7) return INVALID_VALUE;
+  if (!(*p = malloc(n ? n : 1))) return OUT_OF_MEMORY;
+  __atomic_add_fetch(&pinned_live, 1, __ATOMIC_RELAXED);
+  return OK;
+}
+EXPORT int cuMemFreeHost(void *p) {
+  if (current < 0) return INVALID_CONTEXT;
+  if (!p) return INVALID_VALUE;
+  free(p);
+  __atomic_sub_fetch(&pinned_live, 1, __ATOMIC_RELAXED);
+  return OK;
+}
+EXPORT long emulated_pinned_live(void) { return __atomic_load_n(&pinned_live, __ATOMIC_RELAXED); }
+
 EXPORT int cuEventCreate(void **e, unsigned flags) {
   (void)flags;
   *e = malloc(1);
