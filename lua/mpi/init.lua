@@ -49,17 +49,26 @@ if T.Cuda then dtypes[T.Cuda.id], dtypes[T.CudaDouble.id] = C.LTC_FLOAT, C.LTC_D
 
 -- The contiguous host-memory tensor the C side works on: t itself, or a copy to be written back into t
 -- (t not contiguous, or in GPU memory: staged through host memory, as this MPI is not taken to read
--- device memory).
-local function hostWork(t)
+-- device memory). The blocking collectives (reuse) stage device tensors in one pinned host buffer per element
+-- type, grown to the largest tensor staged: page-locked memory the GPU copies to and from directly, allocated
+-- once; the nonblocking ones, whose buffers live until wait, take fresh pageable memory.
+local staging = {}
+local function hostWork(t, reuse)
    if torch._onDevice(t) then
       local ty = torch._typesById[t._c.type]
-      return torch.getmetatable('torch.' .. (ty.hostName or ty.name) .. 'Tensor').new():resize(t:size()):copy(t)
+      local host, n = ty.hostName or ty.name, t:nElement()
+      local pinned = reuse and n > 0 and cutorch and cutorch['createCudaHost' .. host .. 'Tensor']
+      if pinned then
+         if not staging[host] or staging[host]:nElement() < n then staging[host] = pinned(n) end
+         return staging[host]:narrow(1, 1, n):view(t:size()):copy(t)
+      end
+      return torch.getmetatable('torch.' .. host .. 'Tensor').new():resize(t:size()):copy(t)
    end
    return t:isContiguous() and t or t:contiguous()
 end
 
 -- The tensor the C side works on (see hostWork), its element type and the options as C values.
-local function prepare(fname, t, opts)
+local function prepare(fname, t, opts, reuse)
    if not torch.isTensor(t) then error(fname .. ': a Tensor expected, got ' .. torch.type(t), 3) end
    local dt = dtypes[t._c.type]
    if not dt then
@@ -69,13 +78,13 @@ local function prepare(fname, t, opts)
    opts = opts or {}
    local alg = C.ltc_algorithm_id(opts.algorithm or 'auto')
    if alg < 0 then error(fname .. ": unknown algorithm '" .. tostring(opts.algorithm) .. "'", 3) end
-   local work = hostWork(t)
+   local work = hostWork(t, reuse)
    local data = work:nElement() > 0 and torch.C.lt_tensor_data(work._c) or nil
    return work, data, work:nElement(), dt, alg, opts.colors or 0, opts.chunk or 0
 end
 
 function mpi.allreduce(t, opts)
-   local work, data, n, dt, alg, colors, chunk = prepare('allreduce', t, opts)
+   local work, data, n, dt, alg, colors, chunk = prepare('allreduce', t, opts, true)
    check(C.ltc_allreduce(ctx, nil, data, n, dt, alg, colors, chunk), 2)
    if work ~= t then t:copy(work) end
    return t
@@ -109,7 +118,7 @@ end
 function mpi.broadcast(t, root)
    if not torch.isTensor(t) then error('broadcast: a Tensor expected, got ' .. torch.type(t), 2) end
    root = root or 0
-   local work = hostWork(t)
+   local work = hostWork(t, true)
    local nbytes = work:nElement() * torch._typesById[work._c.type].elemsize
    local data = nbytes > 0 and torch.C.lt_tensor_data(work._c) or nil
    check(C.ltc_broadcast(ctx, data, nbytes, root), 2)
