@@ -360,10 +360,14 @@ return function(cutorch)
    end
    torch._installTensorMethods()
 
-   -- torch.add(r, x, y) and the other functional forms run staged (their C calls take host memory); the
-   -- operators have device versions for + - * / and unary minus; printing prints a host copy.
+   -- The pointwise functional forms (torch.add(r, x, y), torch.cmul(a, b), torch.exp(x), ...) call their result's
+   -- method (torch._throughMethods): device versions where there are. The other functional forms run staged
+   -- (their C calls take host memory); the operators have device versions for + - * / and unary minus;
+   -- printing prints a host copy.
    for name, fn in pairs(torch) do
-      if type(fn) == 'function' and M[name] and not direct[name] then torch[name] = staged('torch.' .. name, fn) end
+      if type(fn) == 'function' and M[name] and not direct[name] and not torch._throughMethods[name] then
+         torch[name] = staged('torch.' .. name, fn)
+      end
    end
    for name, fn in pairs(torch._tensorOps) do
       torch._tensorOps[name] = device[name] and function(a, b)

@@ -62,7 +62,10 @@ end
 -- ---------------------------------------------------------------- pointwise
 
 -- Define M[name] and torch[name] from `sigs` (signature key -> function(r, ...)).
--- numberFn, when given, is torch[name]'s answer for plain numbers.
+-- numberFn, when given, is torch[name]'s answer for plain numbers. torch[name] calls the result's own method
+-- (M[name] for host tensors; cutorch's device version for GPU tensors), so the functional form runs where its
+-- tensors are: torch._throughMethods lists these forms.
+torch._throughMethods = torch._throughMethods or {}
 local function pointwise(name, sigs, usage, numberFn)
    M[name] = function(self, ...)
       local f = sigs[kinds(...)]
@@ -72,20 +75,16 @@ local function pointwise(name, sigs, usage, numberFn)
       badArgs(name, '*tensor* ' .. usage:gsub(' | ', ' | *tensor* '), self, ...)
    end
    torch[name] = function(...)
-      local f = sigs[kinds(...)]
-      if f then
+      if sigs[kinds(...)] then
          local r = newTensor(firstTensor(...)._c.type)
-         f(r, ...)
-         return r
+         return r[name](r, ...)
       end
       local r = ...
-      if isTensor(r) then
-         f = sigs[kinds(select(2, ...))]
-         if f then f(r, select(2, ...)); return r end
-      end
+      if isTensor(r) and sigs[kinds(select(2, ...))] then return r[name](r, select(2, ...)) end
       if numberFn and kinds(...):match('^n+$') then return numberFn(...) end
       badArgs(name, '[result] ' .. usage:gsub(' | ', ' | [result] '), ...)
    end
+   torch._throughMethods[name] = true
 end
 
 local function scalar(op)
