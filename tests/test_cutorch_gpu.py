@@ -1008,9 +1008,10 @@ def test_pinned_host_tensors_and_copy_async(gpu, rng):
 
 
 def test_pointwise_functional_forms_run_on_the_device(gpu, rng):
-    """torch.add(x, y), torch.add(r, x, v, y), torch.cmul, torch.mul, torch.exp, torch.clamp, torch.addcmul and
-    torch.pow on GPU tensors: the results of the same calls on host tensors, computed by the device versions of
-    their methods (nothing staged), the result argument filled and returned when given."""
+    """torch.add(x, y), torch.add(r, x, v, y), torch.cmul, torch.mul, torch.exp, torch.clamp, torch.addcmul,
+    torch.pow, torch.mm, torch.addmm and torch.mv on GPU tensors: the results of the same calls on host tensors,
+    computed by the device versions of their methods (nothing staged), the result argument filled and returned
+    when given."""
     rt = gpu
     x, y = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
     run = rt.eval("""function(x, y, cuda)
@@ -1018,13 +1019,14 @@ def test_pointwise_functional_forms_run_on_the_device(gpu, rng):
        local r = x.new()
        local given = torch.add(r, x, 2, y)
        local out = {torch.add(x, y), given, torch.cmul(x, y), torch.mul(x, 3), torch.exp(x), torch.clamp(x, -0.5, 0.5),
-                    torch.addcmul(x, 0.5, y, y), torch.pow(x, 2)}
+                    torch.addcmul(x, 0.5, y, y), torch.pow(x, 2), torch.mm(x, y:t()),
+                    torch.addmm(0.5, torch.mm(x, y:t()), 2, x, y:t()), torch.mv(x, y[1])}
        for i, t in ipairs(out) do out[i] = t:double() end
        out[#out + 1] = rawequal(given, r) and torch.type(r) or 'another tensor'
        return out
     end""")
     host, dev = run(rt.from_numpy(x), rt.from_numpy(y), False), run(rt.from_numpy(x), rt.from_numpy(y), True)
-    for i in range(1, 9):
+    for i in range(1, 12):
         np.testing.assert_allclose(rt.to_numpy(dev[i]), rt.to_numpy(host[i]), rtol=1e-13, atol=1e-13, err_msg=str(i))
-    assert dev[9] == "torch.CudaDoubleTensor" and host[9] == "torch.DoubleTensor"
+    assert dev[12] == "torch.CudaDoubleTensor" and host[12] == "torch.DoubleTensor"
     assert fallbacks(rt) == {}

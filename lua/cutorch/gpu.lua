@@ -360,8 +360,8 @@ return function(cutorch)
    end
    torch._installTensorMethods()
 
-   -- The pointwise functional forms (torch.add(r, x, y), torch.cmul(a, b), torch.exp(x), ...) call their result's
-   -- method (torch._throughMethods): device versions where there are. The other functional forms run staged
+   -- The pointwise functional forms and the matrix products (torch.add(r, x, y), torch.exp(x), torch.mm(a, b), ...)
+   -- call their result's method (torch._throughMethods): device versions where there are. The other functional forms run staged
    -- (their C calls take host memory); the operators have device versions for + - * / and unary minus;
    -- printing prints a host copy.
    for name, fn in pairs(torch) do

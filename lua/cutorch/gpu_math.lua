@@ -239,6 +239,18 @@ return function(cutorch, deviceTensor)
       return addmm(self, 0, self, 1, a, b)
    end
 
+   D.mv = function(self, mat, vec, extra)
+      if extra ~= nil or not (live(mat) and live(vec)) or mat._c.ndim ~= 2 or vec._c.ndim ~= 1 then return false end
+      if not deviceTensor(self) or self._c.type ~= mat._c.type or not M.isContiguous(vec) then return false end
+      if not (self._c.storage ~= nil and self._c.ndim == 1 and self:size(1) == mat:size(1)) then
+         M.resize(self, mat:size(1))
+      end
+      if not M.isContiguous(self) then return false end
+      local out = column(self)
+      local done = addmm(out, 0, out, 1, mat, column(vec))
+      return done and true, self
+   end
+
    -- dot: the sum of squares when both are one tensor (MSECriterion's), else the sum of a product
    D.dot = function(self, other, extra)
       if extra ~= nil or not (live(self) and live(other)) or not FLOAT[self._c.type] then return false end

@@ -80,16 +80,19 @@ local function sameType(fname, r, ...)
 end
 
 -- The add* family: cfn(r, beta, t, alpha, a, b).
+-- The functional forms call their result's method (so that cutorch's device versions take GPU tensors; see
+-- torch._throughMethods in TensorMath.lua).
+torch._throughMethods = torch._throughMethods or {}
+
 local function addFamily(name, cfn, shape)
    local usage = '[res,] [v1,] ' .. shape
    local musage = '[v1,] [M,] [v2,] ' .. shape:gsub('^%S+ ', '')
    torch[name] = function(...)
       local r, v1, t, v2, a, b = parseForm(funcForms, name, usage, ...)
       r = r or torch._newTensor(t._c.type)
-      sameType(name, r, t, a, b)
-      check(cfn(r._c, v1 or 1, t._c, v2 or 1, a._c, b._c), 2)
-      return r
+      return r[name](r, v1 or 1, t, v2 or 1, a, b)
    end
+   torch._throughMethods[name] = true
    M[name] = function(self, ...)
       local _, v1, t, v2, a, b = parseForm(methodForms, name, musage, ...)
       t = t or self
@@ -108,17 +111,24 @@ addFamily('addbmm', C.lt_addbmm, 'M, [v2,] batch1, batch2')
 -- Plain products: torch.mm([res,] a, b), res:mm(a, b); the result is
 -- overwritten (TH's addmm with beta = 0 on a resized result).
 local function productFamily(name, cfn, what)
+   local function valid(r, a, b)
+      if not (isTensor(a) and isTensor(b) and (r == nil or isTensor(r))) then
+         error(string.format('%s: invalid arguments (expected [res,] %s)', name, what), 3)
+      end
+   end
    torch[name] = function(r, a, b)
       if b == nil then r, a, b = nil, r, a end
-      if not (isTensor(a) and isTensor(b) and (r == nil or isTensor(r))) then
-         error(string.format('%s: invalid arguments (expected [res,] %s)', name, what), 2)
-      end
+      valid(r, a, b)
       r = r or torch._newTensor(a._c.type)
-      sameType(name, r, a, b)
-      check(cfn(r._c, 0, nil, 1, a._c, b._c), 2)
-      return r
+      return r[name](r, a, b)
    end
-   M[name] = function(self, a, b) return torch[name](self, a, b) end
+   torch._throughMethods[name] = true
+   M[name] = function(self, a, b)
+      valid(self, a, b)
+      sameType(name, self, a, b)
+      check(cfn(self._c, 0, nil, 1, a._c, b._c), 2)
+      return self
+   end
 end
 
 productFamily('mm', C.lt_addmm, 'mat1, mat2')
