@@ -180,42 +180,62 @@ static int check_limits(const char *fn, const geometry *g, const lt_tensor *inpu
   return 0;
 }
 
-/* input (N x) C x spatial and weight K x C/groups x kernel of one Float or Double type, as the module's forward,
- * backward-data and backward-filter see them; Torch7's messages for the shapes. */
-static int geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
-                       geometry *g) {
-  char a[256], b[256], s1[96], s2[96];
+/* The geometry of the convolution a module runs, from its input and weight of one Float or Double type, as its
+ * forward, backward-data and backward-filter see them; Torch7's messages for the shapes.
+ * full = 0, cudnn's convolutions: input (N x) C x spatial, weight K x C/groups x kernel; x is the input.
+ * full = 1, the full convolutions (cudnn.SpatialFullConvolution, VolumetricFullConvolution): the adjoint of the
+ * convolution from their output to their input, so x is their output (nOut planes), y their input (nIn planes),
+ * and their weight nIn x nOut x kernel is that convolution's K x C filter; one group, no dilation. */
+static int geometry_of(const char *fn, const lt_cudnn_conv *c, int full, const lt_tensor *input,
+                       const lt_tensor *weight, geometry *g) {
+  char a[256], b[256], s1[96], s2[96], groups[48] = "";
   axes ax;
-  int type, f;
+  int type = 0, f = 0;
   memset(g, 0, sizeof *g);   /* the axes a 2-D one does not use stay 0: they are part of its plan's key */
   if (check_params(fn, c)) return -1;
   axes_of(c, &ax);
+  if (full) {
+    if (c->groups != 1) return lt_fail("%s: one group (the full convolutions have no groups)", fn);
+    for (int i = 0; i < ax.n; i++) {
+      if (ax.dil[i] != 1) return lt_fail("%s: no dilation (the full convolutions have none)", fn);
+      if (ax.adj[i] < 0 || ax.adj[i] >= ax.stride[i])
+        return lt_fail("%s: adj must be smaller than the stride (adj %d, stride %d)", fn, ax.adj[i], ax.stride[i]);
+    }
+  }
   if (check_operands(fn, ax.n, input, weight, &type, &f)) return -1;
-  g->n = ax.n, g->type = type;
-  g->N = f ? input->size[0] : 1, g->C = input->size[f];
-  g->K = weight->ndim >= 1 ? weight->size[0] : 0;
-  int ok = weight->ndim == ax.n + 2 && g->K % c->groups == 0;
+  int ok = weight->ndim == ax.n + 2 && (full || weight->size[0] % c->groups == 0);
   for (int i = 0; ok && i < ax.n; i++) ok = weight->size[2 + i] == ax.k[i];
   if (!ok) {
     const int64_t k[3] = {ax.k[0], ax.k[1], ax.k[2]};
+    sizes_str(s1, sizeof s1, k[0], k + 1, ax.n - 1);
+    if (full)
+      return lt_fail("%s: weight should be nInputPlane x nOutputPlane x %s, not %s", fn, s1,
+                     lt_shape_str(weight, b, sizeof b));
     return lt_fail("%s: weight should be nOutputPlane x nInputPlane/%d x %s with nOutputPlane divisible by the %d "
-                   "groups, not %s", fn, c->groups, sizes_str(s1, sizeof s1, k[0], k + 1, ax.n - 1), c->groups,
-                   lt_shape_str(weight, b, sizeof b));
+                   "groups, not %s", fn, c->groups, s1, c->groups, lt_shape_str(weight, b, sizeof b));
   }
-  if (weight->size[1] * c->groups != g->C)
-    return lt_fail("%s: input has %lld planes, expected %lld (weight %s in %d groups); input %s", fn,
-                   (long long)g->C, (long long)(weight->size[1] * c->groups), lt_shape_str(weight, b, sizeof b),
-                   c->groups, lt_shape_str(input, a, sizeof a));
+  const int64_t planes = input->size[f], want = full ? weight->size[0] : weight->size[1] * c->groups;
+  if (!full) snprintf(groups, sizeof groups, " in %d groups", c->groups);
+  if (planes != want)
+    return lt_fail("%s: input has %lld planes, expected %lld (weight %s%s); input %s", fn, (long long)planes,
+                   (long long)want, lt_shape_str(weight, b, sizeof b), groups, lt_shape_str(input, a, sizeof a));
   if (!lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be contiguous", fn);
+  g->n = ax.n, g->type = type;
+  g->N = f ? input->size[0] : 1, g->K = weight->size[0], g->C = full ? weight->size[1] : planes;
   ok = 1;
   for (int i = 0; i < ax.n; i++) {
-    g->x[i] = input->size[f + 1 + i];
-    g->y[i] = output_extent(g->x[i], ax.pad[i], ax.dil[i], ax.k[i], ax.stride[i]);
-    ok = ok && g->y[i] >= 1;
+    const int64_t in = input->size[f + 1 + i];
+    if (full) g->y[i] = in, g->x[i] = (in - 1) * ax.stride[i] - 2 * (int64_t)ax.pad[i] + ax.k[i] + ax.adj[i];
+    else g->x[i] = in, g->y[i] = output_extent(in, ax.pad[i], ax.dil[i], ax.k[i], ax.stride[i]);
+    ok = ok && (full ? g->x[i] : g->y[i]) >= 1;   /* the side computed here */
   }
-  if (!ok)
+  if (!ok)   /* the module's input side, then its output side */
     return lt_fail("%s: Given input size: (%s). Calculated output size: (%s). Output size is too small", fn,
-                   sizes_str(s1, sizeof s1, g->C, g->x, g->n), sizes_str(s2, sizeof s2, g->K, g->y, g->n));
+                   full ? sizes_str(s1, sizeof s1, g->K, g->y, g->n) : sizes_str(s1, sizeof s1, g->C, g->x, g->n),
+                   full ? sizes_str(s2, sizeof s2, g->C, g->x, g->n) : sizes_str(s2, sizeof s2, g->K, g->y, g->n));
+  for (int i = 0; full && i < ax.n; i++)
+    if (output_extent(g->x[i], ax.pad[i], 1, ax.k[i], ax.stride[i]) != g->y[i])
+      return lt_fail("%s: padding %d does not fit kernel %d at stride %d", fn, ax.pad[i], ax.k[i], ax.stride[i]);
   return check_limits(fn, g, input);
 }
 
@@ -572,18 +592,16 @@ static int ready(const lt_cuops *ops, const char *fn) {
 
 static int64_t bytes_of(const lt_tensor *t) { return lt_tensor_nelement(t) * lt_elemsize(t->type); }
 
-/* The three passes of cudnn.SpatialConvolution (full = 0) and cudnn.SpatialFullConvolution (full = 1). The full
- * convolution runs the passes of the convolution it is the adjoint of with the roles swapped: its forward is the
- * backward-data pass (weight, input) -> output, its gradInput the forward pass (gradOutput, weight), its
- * gradWeight the backward-filter pass (gradOutput, input), its bias over x's planes. */
-static int full_geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
-                            geometry *g);
+/* The three passes of cudnn's convolutions (full = 0) and full convolutions (full = 1). The full convolution runs
+ * the passes of the convolution it is the adjoint of with the roles swapped: its forward is the backward-data pass
+ * (weight, input) -> output, its gradInput the forward pass (gradOutput, weight), its gradWeight the
+ * backward-filter pass (gradOutput, input), its bias over x's planes. */
 
 /* The geometry, and the module's input and output as (planes, spatial...): x's and y's sides swap in the full
  * one */
 static int module_geometry(const char *fn, int full, const lt_cudnn_conv *c, const lt_tensor *input,
                            const lt_tensor *weight, geometry *g, int64_t in[4], int64_t out[4]) {
-  if (full ? full_geometry_of(fn, c, input, weight, g) : geometry_of(fn, c, input, weight, g)) return -1;
+  if (geometry_of(fn, c, full, input, weight, g)) return -1;
   int64_t x[4] = {g->C}, y[4] = {g->K};
   for (int i = 0; i < g->n; i++) x[1 + i] = g->x[i], y[1 + i] = g->y[i];
   memcpy(in, full ? y : x, sizeof x);
@@ -711,54 +729,6 @@ int lt_cudnn_fullconv_backward_params(const lt_cuops *ops, void *stream, const l
 #undef FN
 
 /* ---------------------------------------------------------------- the full (transposed) convolution */
-
-/* The full convolution (cudnn.SpatialFullConvolution, VolumetricFullConvolution) is the adjoint of the convolution
- * from its output to its input: in the geometry of that convolution (x: the full convolution's output, nOut planes;
- * y: its input, nIn planes; the weight nIn x nOut x kernel is that convolution's K x C filter), its forward is
- * cuDNN's backward-data pass, its gradInput the forward pass, its gradWeight the backward-filter pass with the roles
- * of x and dy taken by gradOutput and the input. The plans and algorithms are the convolution's. */
-static int full_geometry_of(const char *fn, const lt_cudnn_conv *c, const lt_tensor *input, const lt_tensor *weight,
-                            geometry *g) {
-  char a[256], b[256], s1[96], s2[96];
-  axes ax;
-  int type, f;
-  memset(g, 0, sizeof *g);   /* the axes a 2-D one does not use stay 0: they are part of its plan's key */
-  if (check_params(fn, c)) return -1;
-  axes_of(c, &ax);
-  if (c->groups != 1) return lt_fail("%s: one group (the full convolutions have no groups)", fn);
-  for (int i = 0; i < ax.n; i++) {
-    if (ax.dil[i] != 1) return lt_fail("%s: no dilation (the full convolutions have none)", fn);
-    if (ax.adj[i] < 0 || ax.adj[i] >= ax.stride[i])
-      return lt_fail("%s: adj must be smaller than the stride (adj %d, stride %d)", fn, ax.adj[i], ax.stride[i]);
-  }
-  if (check_operands(fn, ax.n, input, weight, &type, &f)) return -1;
-  int ok = weight->ndim == ax.n + 2;
-  for (int i = 0; ok && i < ax.n; i++) ok = weight->size[2 + i] == ax.k[i];
-  if (!ok) {
-    const int64_t k[3] = {ax.k[0], ax.k[1], ax.k[2]};
-    return lt_fail("%s: weight should be nInputPlane x nOutputPlane x %s, not %s", fn,
-                   sizes_str(s1, sizeof s1, k[0], k + 1, ax.n - 1), lt_shape_str(weight, b, sizeof b));
-  }
-  if (weight->size[0] != input->size[f])
-    return lt_fail("%s: input has %lld planes, expected %lld (weight %s); input %s", fn, (long long)input->size[f],
-                   (long long)weight->size[0], lt_shape_str(weight, b, sizeof b), lt_shape_str(input, a, sizeof a));
-  if (!lt_tensor_is_contiguous(weight)) return lt_fail("%s: weight must be contiguous", fn);
-  g->n = ax.n, g->type = type;
-  g->N = f ? input->size[0] : 1, g->K = weight->size[0], g->C = weight->size[1];
-  ok = 1;
-  for (int i = 0; i < ax.n; i++) {
-    g->y[i] = input->size[f + 1 + i];
-    g->x[i] = (g->y[i] - 1) * ax.stride[i] - 2 * (int64_t)ax.pad[i] + ax.k[i] + ax.adj[i];
-    ok = ok && g->x[i] >= 1;
-  }
-  if (!ok)
-    return lt_fail("%s: Given input size: (%s). Calculated output size: (%s). Output size is too small", fn,
-                   sizes_str(s1, sizeof s1, g->K, g->y, g->n), sizes_str(s2, sizeof s2, g->C, g->x, g->n));
-  for (int i = 0; i < ax.n; i++)
-    if (output_extent(g->x[i], ax.pad[i], 1, ax.k[i], ax.stride[i]) != g->y[i])
-      return lt_fail("%s: padding %d does not fit kernel %d at stride %d", fn, ax.pad[i], ax.k[i], ax.stride[i]);
-  return check_limits(fn, g, input);
-}
 
 int lt_cudnn_conv_algorithms(const lt_cudnn_conv *c, int device, int type, const int64_t *input, int64_t nOutputPlane,
                              int algos[3], int64_t workspace[3]) {

@@ -282,10 +282,6 @@ static void store(void *p, int64_t i, int dbl, double v) {
   if (dbl) ((double *)p)[i] = v;
   else ((float *)p)[i] = (float)v;
 }
-static int64_t tpos(const tensor *t, int n, int c, int h, int w) {
-  return (int64_t)n * t->strides[0] + (int64_t)c * t->strides[1] + (int64_t)h * t->strides[2] +
-         (int64_t)w * t->strides[3];
-}
 
 /* A 4-D or 5-D tensor's or filter's spatial extent i of (T, H, W), T = 1 for 4-D; the convolution's pad,
  * stride and dilation along it (0, 1, 1 for T of a 2-D one) */
@@ -295,15 +291,24 @@ static void conv_axis(const conv *c, int i, int *pad, int *stride, int *dil) {
   *pad = k < 0 ? 0 : c->pad[k], *stride = k < 0 ? 1 : c->stride[k], *dil = k < 0 ? 1 : c->dil[k];
 }
 /* element (n, c, a, b, d) of a tensor by its strides, and its dense index */
-static int64_t tpos5(const tensor *t, int n, int c, int a, int b, int d) {
+static int64_t tpos(const tensor *t, int n, int c, int a, int b, int d) {
   int64_t p = (int64_t)n * t->strides[0] + (int64_t)c * t->strides[1];
   if (t->nb == 5) return p + (int64_t)a * t->strides[2] + (int64_t)b * t->strides[3] + (int64_t)d * t->strides[4];
   return p + (int64_t)b * t->strides[2] + (int64_t)d * t->strides[3];
 }
-static int64_t dense5(const int *dims, int nb, int n, int c, int a, int b, int d) {
+static int64_t dense(const int *dims, int nb, int n, int c, int a, int b, int d) {
   return ((((int64_t)n * dims[1] + c) * ext(dims, nb, 0) + a) * ext(dims, nb, 1) + b) * ext(dims, nb, 2) + d;
 }
 static int64_t tcount(const tensor *t) { return (int64_t)t->dims[0] * t->dims[1] * spatial(t->dims, t->nb); }
+/* the element at dense (row-major over dims) index i, by the descriptor's strides */
+static int64_t at(const tensor *t, int64_t i) {
+  int64_t pos = 0;
+  for (int d = t->nb - 1; d >= 0; d--) {
+    pos += (i % t->dims[d]) * t->strides[d];
+    i /= t->dims[d];
+  }
+  return pos;
+}
 
 /* out = alpha op(a, b) + beta out, the sums in double; beta == 0 does not read out */
 static int compute(int pass, const geom *g, double alpha, double beta, const void *a, const void *b, void *out) {
@@ -330,8 +335,8 @@ static int compute(int pass, const geom *g, double alpha, double beta, const voi
         for (int o1 = 0; o1 < O[1]; o1++)
           for (int o2 = 0; o2 < O[2]; o2++) {
             const int grp = k / Kg;
-            const int64_t yi = dense5(y->dims, nb, n, k, o0, o1, o2);
-            const double dy = pass == FWD ? 0 : load(yp, tpos5(y, n, k, o0, o1, o2), dbl);
+            const int64_t yi = dense(y->dims, nb, n, k, o0, o1, o2);
+            const double dy = pass == FWD ? 0 : load(yp, tpos(y, n, k, o0, o1, o2), dbl);
             for (int cc = 0; cc < Cg; cc++)
               for (int r0 = 0; r0 < Kz[0]; r0++) {
                 const int i0 = o0 * str[0] - pad[0] + r0 * dil[0];
@@ -344,23 +349,15 @@ static int compute(int pass, const geom *g, double alpha, double beta, const voi
                     if (i2 < 0 || i2 >= I[2]) continue;
                     const int ch = grp * Cg + cc;
                     const int64_t wi = (((int64_t)k * Cg + cc) * Kz[0] + r0) * Kz[1] * Kz[2] + (int64_t)r1 * Kz[2] + r2;
-                    if (pass == FWD) acc[yi] += load(xp, tpos5(x, n, ch, i0, i1, i2), dbl) * load(wp, wi, dbl);
-                    else if (pass == BWD_DATA) acc[dense5(x->dims, nb, n, ch, i0, i1, i2)] += dy * load(wp, wi, dbl);
-                    else acc[wi] += dy * load(xp, tpos5(x, n, ch, i0, i1, i2), dbl);
+                    if (pass == FWD) acc[yi] += load(xp, tpos(x, n, ch, i0, i1, i2), dbl) * load(wp, wi, dbl);
+                    else if (pass == BWD_DATA) acc[dense(x->dims, nb, n, ch, i0, i1, i2)] += dy * load(wp, wi, dbl);
+                    else acc[wi] += dy * load(xp, tpos(x, n, ch, i0, i1, i2), dbl);
                   }
                 }
               }
           }
   for (int64_t i = 0; i < n_out; i++) {
-    int64_t pos = i;
-    if (pass != BWD_FILTER) {   /* dense index -> the descriptor's strides */
-      const tensor *t = pass == FWD ? y : x;
-      int64_t r = i;
-      int e[3];
-      for (int d = 2; d >= 0; d--) e[d] = (int)(r % ext(t->dims, nb, d)), r /= ext(t->dims, nb, d);
-      const int cc = (int)(r % t->dims[1]);
-      pos = tpos5(t, (int)(r / t->dims[1]), cc, e[0], e[1], e[2]);
-    }
+    const int64_t pos = pass == BWD_FILTER ? i : at(pass == FWD ? y : x, i);   /* dense -> the strides */
     store(out, pos, dbl, alpha * acc[i] + (beta != 0 ? beta * load(out, pos, dbl) : 0));
   }
   free(acc);
@@ -473,7 +470,7 @@ static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void 
       for (int a = 0; a < ext(td->dims, nb, 0); a++)
         for (int y = 0; y < ext(td->dims, nb, 1); y++)
           for (int x = 0; x < ext(td->dims, nb, 2); x++) {
-            const int64_t ti = tpos5(td, n, k, a, y, x);
+            const int64_t ti = tpos(td, n, k, a, y, x);
             if (grad) sum += load(t, ti, dbl);
             else store(t, ti, dbl, al * load(bias, bi, dbl) + (be != 0 ? be * load(t, ti, dbl) : 0));
           }
@@ -523,12 +520,12 @@ static void bn_stats(const tensor *x, const void *xp, int dbl, int c, double *me
   int64_t n = 0;
   for (int i = 0; i < x->dims[0]; i++)
     for (int a = 0; a < x->dims[2]; a++)
-      for (int b = 0; b < x->dims[3]; b++, n++) s += load(xp, tpos(x, i, c, a, b), dbl);
+      for (int b = 0; b < x->dims[3]; b++, n++) s += load(xp, tpos(x, i, c, 0, a, b), dbl);
   *mean = s / (double)n;
   for (int i = 0; i < x->dims[0]; i++)
     for (int a = 0; a < x->dims[2]; a++)
       for (int b = 0; b < x->dims[3]; b++) {
-        double d = load(xp, tpos(x, i, c, a, b), dbl) - *mean;
+        double d = load(xp, tpos(x, i, c, 0, a, b), dbl) - *mean;
         s2 += d * d;
       }
   *var = s2 / (double)n;
@@ -566,8 +563,8 @@ static int bn_forward(int train, void *h, int mode, const void *alpha, const voi
     for (int i = 0; i < xd->dims[0]; i++)
       for (int a = 0; a < xd->dims[2]; a++)
         for (int w = 0; w < xd->dims[3]; w++) {
-          const int64_t yi = tpos(yd, i, c, a, w);
-          double v = (load(x, tpos(xd, i, c, a, w), dbl) - mean) * inv * g + b;
+          const int64_t yi = tpos(yd, i, c, 0, a, w);
+          double v = (load(x, tpos(xd, i, c, 0, a, w), dbl) - mean) * inv * g + b;
           store(y, yi, dbl, al * v + (be != 0 ? be * load(y, yi, dbl) : 0));
         }
   }
@@ -628,18 +625,18 @@ EXPORT int cudnnBatchNormalizationBackward(void *h, int mode, const void *alpha_
     for (int i = 0; i < xd->dims[0]; i++)
       for (int a = 0; a < xd->dims[2]; a++)
         for (int w = 0; w < xd->dims[3]; w++) {
-          const double g = load(dy, tpos(dyd, i, c, a, w), dbl);
+          const double g = load(dy, tpos(dyd, i, c, 0, a, w), dbl);
           sum_dy += g;
-          sum_dy_xhat += g * (load(x, tpos(xd, i, c, a, w), dbl) - mean) * inv;
+          sum_dy_xhat += g * (load(x, tpos(xd, i, c, 0, a, w), dbl) - mean) * inv;
         }
     const double gamma = load(scale, c, dbl);
     for (int i = 0; i < xd->dims[0]; i++)
       for (int a = 0; a < xd->dims[2]; a++)
         for (int w = 0; w < xd->dims[3]; w++) {
-          const double xhat = (load(x, tpos(xd, i, c, a, w), dbl) - mean) * inv;
-          const double g = load(dy, tpos(dyd, i, c, a, w), dbl);
+          const double xhat = (load(x, tpos(xd, i, c, 0, a, w), dbl) - mean) * inv;
+          const double g = load(dy, tpos(dyd, i, c, 0, a, w), dbl);
           const double v = gamma * inv * (g - sum_dy / (double)n - xhat * sum_dy_xhat / (double)n);
-          const int64_t di = tpos(dxd, i, c, a, w);
+          const int64_t di = tpos(dxd, i, c, 0, a, w);
           store(dx, di, dbl, ad * v + (bd != 0 ? bd * load(dx, di, dbl) : 0));
         }
     store(dscale, c, dbl, ap * sum_dy_xhat + (bp != 0 ? bp * load(dscale, c, dbl) : 0));
@@ -676,15 +673,6 @@ static int same_dims(const tensor *a, const tensor *b) {
   for (int i = 0; i < a->nb; i++)
     if (a->dims[i] != b->dims[i]) return 0;
   return 1;
-}
-/* the element at dense (row-major over dims) index i, by the descriptor's strides */
-static int64_t at(const tensor *t, int64_t i) {
-  int64_t pos = 0;
-  for (int d = t->nb - 1; d >= 0; d--) {
-    pos += (i % t->dims[d]) * t->strides[d];
-    i /= t->dims[d];
-  }
-  return pos;
 }
 static int all_on_device(const void *h, const void *const *ptrs, int n) {
   const int dev = ((const handle *)h)->device;
