@@ -518,6 +518,38 @@ def test_cudnn_layers_outside_cudnns_semantics_run_on_our_kernels(gpu, rng):
     assert np.isnan(pooled[0, 0, 0, 1]) and np.isnan(relu[0, 0, 1, 2])
 
 
+def test_cudnn_runs_on_the_current_stream(gpu, rng):
+    """With stream 1 current, a cuDNN convolution and batch norm given an input a kernel on stream 1 has just changed
+    compute on the changed input, forward and backward (their handle is bound to the current stream, and their
+    workspace comes from that stream's blocks); against the CPU modules in double. On the emulated driver, a cuDNN
+    call left on the legacy stream would run before stream 1's change (its queue runs only when waited for)."""
+    rt = gpu
+    x, go = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((2, 4, 6, 6))
+    rt.execute("cutorch.reserveStreams(1)")
+    try:
+        r = rt.eval("""function(x, go)
+           torch.manualSeed(3)
+           local cpu = nn.Sequential():add(nn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1))
+                                      :add(nn.SpatialBatchNormalization(4)):double()
+           local m = cudnn.convert(cpu:clone(), cudnn):type('torch.CudaDoubleTensor')
+           local d, g = torch.CudaDoubleTensor(2, 3, 6, 6):copy(x), torch.CudaDoubleTensor(2, 4, 6, 6):copy(go)
+           cutorch.synchronize()
+           cutorch.setStream(1)
+           d:mul(-1)
+           g:mul(0.5)
+           local y = m:forward(d):double()
+           local gi = m:backward(d, g):double()
+           local want = cpu:forward(-x):clone()
+           local wantGi = cpu:backward(-x, go * 0.5)
+           return {y, want, gi, wantGi, torch.type(m:get(1))}
+        end""")(rt.from_numpy(x), rt.from_numpy(go))
+    finally:
+        rt.execute("cutorch.setStream(0)")
+    assert r[5] == "cudnn.SpatialConvolution"
+    np.testing.assert_allclose(rt.to_numpy(r[1]), rt.to_numpy(r[2]), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(rt.to_numpy(r[3]), rt.to_numpy(r[4]), rtol=1e-10, atol=1e-10)
+
+
 # ----------------------------------------------------------------------------- on the emulated driver
 
 @pytest.mark.slow

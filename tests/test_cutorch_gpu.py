@@ -566,6 +566,10 @@ CRITERIONS = {
         lambda r: (r.uniform(0.01, 0.99, (6, 5)), r.random((6, 5)).round()),
     "nn.L1Cost()": lambda r: (r.standard_normal((6, 5)), np.zeros((6, 5))),
     "nn.HingeEmbeddingCriterion(1.5)": lambda r: (r.standard_normal(12) * 2, r.choice([-1.0, 1.0], 12)),
+}, false)":
+        lambda r: (r.standard_normal((3, 4, 2, 3)), r.integers(1, 5, (3, 2, 3)) * 1.0),
+    "cudnn.SpatialCrossEntropyCriterion(torch.DoubleTensor{1, 0.25, 2})":
+        lambda r: (r.standard_normal((2, 3, 4, 4)) * 3, r.integers(1, 4, (2, 4, 4)) * 1.0),
 }
 
 
@@ -740,6 +744,95 @@ def test_freed_device_memory_is_reused_by_the_caching_allocator(gpu):
     end)()""")
     before, after, hits, live = stats.values()
     assert after - before <= 1 and hits >= 19 and live == 0, (before, after, hits, live)
+
+
+def emulated_driver():
+    return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
+
+
+@pytest.fixture
+def streams(gpu):
+    """Two reserved streams; the thread's current stream (process-wide, as cutorch's) back to 0 afterwards."""
+    gpu.execute("cutorch.reserveStreams(2)")
+    yield gpu
+    gpu.execute("cutorch.setDevice(1) cutorch.setStream(0)")
+
+
+def test_streams_order_work_as_cuda_does(streams, rng):
+    """cutorch.setStream sends kernels, copies and cuBLAS to the stream chosen; work on one stream is seen by another
+    only after streamWaitFor or streamBarrier. On the emulated driver streams run lazily (a queue runs when waited
+    for), so a read on stream 2 of what stream 1 wrote without a wait gets the old values, as a GPU may; the waits
+    make the reads right on any device."""
+    rt = streams
+    x, b = rng.standard_normal(7), rng.standard_normal((4, 3))
+    r = rt.eval("""function(x, b)
+       local out = {cutorch.getNumStreams(), cutorch.getStream()}
+       local d = torch.CudaDoubleTensor(7):copy(x)
+       local a, bd = torch.CudaDoubleTensor(5, 4):fill(1), torch.CudaDoubleTensor(4, 3):copy(b)
+       cutorch.synchronize()
+       cutorch.setStream(1)
+       out[3] = cutorch.getStream()
+       a:mul(3)
+       out[4] = torch.mm(a, bd):double()     -- cuBLAS on stream 1, after a:mul(3) there
+       d:mul(2)
+       cutorch.setStream(2)
+       out[5] = d:double()                    -- stream 2, no wait: stream 1's mul(2) not ordered before
+       cutorch.streamWaitFor(2, {1})
+       out[6] = d:double()
+       d:add(1)                               -- stream 2
+       cutorch.setStream(1)
+       cutorch.streamBarrier({1, 2})
+       out[7] = d:double()                    -- stream 1, after stream 2's add
+       local pinned = cutorch.createCudaHostDoubleTensor(7):copyAsync(d)
+       cutorch.streamSynchronize(1)
+       out[8] = pinned:clone()
+       cutorch.setDefaultStream()
+       out[9] = cutorch.getStream()
+       return out
+    end""")(rt.from_numpy(x), rt.from_numpy(b))
+    assert (r[1], r[2], r[3], r[9]) == (2, 0, 1, 0)
+    np.testing.assert_allclose(rt.to_numpy(r[4]), np.full((5, 4), 3.0) @ b, rtol=1e-13)
+    if emulated_driver():
+        np.testing.assert_array_equal(rt.to_numpy(r[5]), x)
+    np.testing.assert_array_equal(rt.to_numpy(r[6]), 2 * x)
+    np.testing.assert_array_equal(rt.to_numpy(r[7]), 2 * x + 1)
+    np.testing.assert_array_equal(rt.to_numpy(r[8]), 2 * x + 1)
+
+
+def test_streams_across_gpus_and_their_errors(two_gpus, rng):
+    """streamWaitForMultiDevice orders a stream of GPU 1 after a stream of GPU 2 (a copy between them then sees GPU
+    2's work on that stream); a copy between GPUs waits for the source GPU's current stream by itself. Streams
+    beyond those reserved and non-numbers are refused by name."""
+    rt = two_gpus
+    rt.execute("cutorch.reserveStreams(2)")
+    x = rng.standard_normal(6)
+    try:
+        r = rt.eval("""function(x)
+           cutorch.setDevice(2)
+           local y = torch.CudaDoubleTensor(6):copy(x)
+           cutorch.synchronize()
+           cutorch.setStream(1)
+           y:mul(4)                                   -- GPU 2, stream 1
+           cutorch.setDevice(1)
+           cutorch.setStream(2)
+           cutorch.streamWaitForMultiDevice(1, 2, {[2] = {1}})
+           local got = torch.CudaDoubleTensor(6):copy(y)   -- GPU 1, stream 2 (waits for GPU 2's stream 2 too)
+           cutorch.setDevice(2)
+           y:add(1)                                   -- GPU 2, stream 2: the copy below waits for it
+           cutorch.setDevice(1)
+           local again = torch.CudaDoubleTensor(6):copy(y)
+           return {got:double(), again:double()}
+        end""")(rt.from_numpy(x))
+        np.testing.assert_array_equal(rt.to_numpy(r[1]), 4 * x)
+        np.testing.assert_array_equal(rt.to_numpy(r[2]), 4 * x + 1)
+        with pytest.raises(LuaError, match=r"stream 3 is not one of 0\.\.2 \(cutorch.reserveStreams\(3\)"):
+            rt.execute("cutorch.setStream(3)")
+        with pytest.raises(LuaError, match="cutorch.setStream: a stream number expected, got string"):
+            rt.execute("cutorch.setStream('1')")
+        with pytest.raises(LuaError, match="a table of streams to wait for expected"):
+            rt.execute("cutorch.streamWaitFor(1, 2)")
+    finally:
+        rt.execute("cutorch.setDevice(1) cutorch.setStream(0)")
 
 
 # ----------------------------------------------------------------------------- on the emulated driver
@@ -941,6 +1034,30 @@ def test_data_parallel_table_over_gpus_as_over_cpu_workers(two_gpus, rng, impl, 
     if len(set(gpus)) < len(gpus) or not nccl:
         assert not dev[8]
     assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("impl", ["baseline", "optimized"])
+def test_data_parallel_table_on_a_stream_of_the_callers(two_gpus, rng, impl):
+    """With stream 2 current on the calling thread, DataParallelTable's threads run their replicas on stream 2 of
+    their GPUs too, after the copies the caller queued there (on the emulated driver, a worker left on the legacy
+    stream would read its slice before it arrived): it trains as over CPU workers, and the caller's stream is
+    still 2 afterwards."""
+    rt = two_gpus
+    rt.execute("require 'cudnn' cutorch.reserveStreams(2)")
+    x = rng.standard_normal((7, 3, 6, 6))
+    y = rng.integers(1, 6, 7).astype(np.float64)
+    train = rt.execute(DPT_TRAIN)
+    gpus = rt.eval("{1, 2}")
+    cpu = train("torch.DoubleTensor", gpus, impl, True, False, rt.from_numpy(x), rt.from_numpy(y))
+    try:
+        rt.execute("cutorch.setStream(2)")
+        dev = train("torch.CudaDoubleTensor", gpus, impl, True, False, rt.from_numpy(x), rt.from_numpy(y))
+        assert rt.eval("cutorch.getStream()") == 2
+    finally:
+        rt.execute("cutorch.setDevice(1) cutorch.setStream(0)")
+    np.testing.assert_allclose(list(dev[1].values()), list(cpu[1].values()), rtol=1e-9)
+    for i, what in ((2, "parameters"), (3, "running_mean"), (4, "evaluation output")):
+        np.testing.assert_allclose(rt.to_numpy(dev[i]), rt.to_numpy(cpu[i]), rtol=1e-9, atol=1e-12, err_msg=what)
 
 
 def test_data_parallel_table_refuses_assignments_it_cannot_keep(two_gpus):

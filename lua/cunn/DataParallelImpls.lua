@@ -121,13 +121,21 @@ function ThreadsImpl:_setup()
    return pool
 end
 
+-- On GPUs a worker runs its job on the caller's current stream (cutorch's index, on the worker's device), so
+-- that its kernels are ordered after the copies the caller queued for it there. (The jobs go to the workers as
+-- bytecode, without upvalues: they set it themselves.)
+local function callerStream(dpt)
+   return dpt:_devices() and cutorch.getStream() or false
+end
+
 function ThreadsImpl:exec(closure, n, ...)
    n = n or #self.dpt.gpuAssignments
    local pool = self:_setup()
    local res = {}
+   local s = callerStream(self.dpt)
    for i = 1, n do
-      pool:addjob(i, function(c, idx, ...) return c(_G.module, idx, ...) end, function(r) res[i] = r end, closure, i,
-                  ...)
+      pool:addjob(i, function(c, idx, st, ...) if st then cutorch.setStream(st) end return c(_G.module, idx, ...) end,
+                  function(r) res[i] = r end, closure, i, s, ...)
    end
    pool:synchronize()
    return res
@@ -136,9 +144,10 @@ end
 -- Post closure(replica_i, i, ...) to worker i for i = 1..n without waiting.
 function ThreadsImpl:post(closure, n, endcallback, ...)
    local pool = self:_setup()
+   local s = callerStream(self.dpt)
    for i = 1, n do
-      pool:addjob(i, function(c, idx, ...) return c(_G.module, idx, ...) end,
-                  function(...) endcallback(i, ...) end, closure, i, ...)
+      pool:addjob(i, function(c, idx, st, ...) if st then cutorch.setStream(st) end return c(_G.module, idx, ...) end,
+                  function(...) endcallback(i, ...) end, closure, i, s, ...)
    end
    return pool
 end

@@ -24,7 +24,11 @@
 -- the main thread calls hook(offset, count, view) for it (offset 1-based in
 -- the flat gradient, view = its narrow), e.g. to start mpi.iallreduce while
 -- the backward of earlier layers is still running; dpt:waitGradients()
--- waits for what the hooks returned.
+-- waits for what the hooks returned. On GPUs the hook runs with a stream of
+-- its own current on the first GPU (the highest reserved one, reserved if
+-- none is), made to wait for an event recorded right after the bucket's sum:
+-- its staging copies wait for that sum alone, not for the backward kernels
+-- the devices queued after it.
 -- On GPUs with useNCCL (a GPU per replica, no bucket hook), steps 1 and 5 are
 -- NCCL's broadcast and reduce of the flat parameters and gradients, started by
 -- the main thread around the devices' jobs.
@@ -167,6 +171,8 @@ local function deviceJob(m, i, a)
    end
    local times = {}
    local function body()
+      -- on GPUs, the caller's stream: after the copies it queued for this device there
+      if a.stream and C.lt_cuda_stream_set(a.stream) ~= 0 then error(ffi.string(C.lt_errmsg()), 0) end
       local t0 = clock()
       if a.phase == 'reduce' then
          local P = a.grads[1]:nElement()
@@ -205,6 +211,10 @@ local function deviceJob(m, i, a)
          if C.lt_atomic_add(counts + (b - 1), 1) == used then
             local bk = buckets[b]
             sumRange(bk[1], bk[1] + bk[2])
+            -- on GPUs: the point on replica 1's device where the sum is done, for the hook's stream to wait for
+            if a.events and C.lt_cuda_event_record(ffi.cast('void*', a.events[b]), C.lt_cuda_stream_current()) ~= 0 then
+               error(ffi.string(C.lt_errmsg()), 0)
+            end
             C.lt_chan_push(chan, b)
          end
       end
@@ -310,6 +320,19 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
       o.buckets = makeBuckets(self, self._bucketSize)
       o.counts = torch.LongTensor(#o.buckets)
    end
+   local gpus = self:_devices()
+   if hook and gpus and not o.events then
+      -- an event per bucket on the first GPU, and the hooks' stream there
+      o.events, o.eventAddrs = {}, {}
+      for b = 1, #o.buckets do
+         local p = ffi.new('void*[1]')
+         if C.lt_cuda_event_new(gpus[1] - 1, p) ~= 0 then error(ffi.string(C.lt_errmsg()), 2) end
+         o.events[b] = ffi.gc(p[0], C.lt_cuda_event_free)
+         o.eventAddrs[b] = addr(p[0])
+      end
+      if cutorch.getNumStreams() == 0 then cutorch.reserveStreams(1) end
+      o.hookStream = cutorch.getNumStreams()
+   end
    if o.counts then o.counts:zero() end
    local params, grads = {}, {}
    for k, f in ipairs(self.flattenedParams) do params[k], grads[k] = f[1], f[2] end
@@ -337,7 +360,8 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
    local base = {input = input, target = target, dim = dim, N = N, D = D, used = used, scale = scale or 1,
                  sync = self.needsSync, params = params, grads = grads, output = output,
                  gradInput = self.gradInput, buckets = hook and o.buckets or nil, counts = hook and o.counts or nil,
-                 chan = hook and addr(o.chan) or nil, phase = 'fb', gpus = self:_devices()}
+                 chan = hook and addr(o.chan) or nil, phase = 'fb', gpus = gpus,
+                 events = hook and o.eventAddrs or nil, stream = gpus and cutorch.getStream() or nil}
    local threaded = self.impl.post ~= nil
    if threaded and not hook and not nccl then base.barrier = addr(o.barrier) end
    local losses, outs, wtimes = {}, {}, {}
@@ -359,7 +383,22 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
          local b = tonumber(v[0])
          if b < 0 then return false end
          local bk = o.buckets[b]
-         handles[#handles + 1] = hook(bk[1] + 1, bk[2], g1:narrow(1, bk[1] + 1, bk[2]))
+         local view = g1:narrow(1, bk[1] + 1, bk[2])
+         if o.events then
+            local before = cutorch.getStream()
+            cutorch.setStream(o.hookStream)
+            local ok, h = pcall(function()
+               if C.lt_cuda_event_wait(o.events[b], gpus[1] - 1, o.hookStream) ~= 0 then
+                  error(ffi.string(C.lt_errmsg()), 0)
+               end
+               return hook(bk[1] + 1, bk[2], view)
+            end)
+            cutorch.setStream(before)
+            if not ok then error(h, 0) end
+            handles[#handles + 1] = h
+         else
+            handles[#handles + 1] = hook(bk[1] + 1, bk[2], view)
+         end
       end
       return true
    end

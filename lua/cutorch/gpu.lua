@@ -81,11 +81,66 @@ return function(cutorch)
    cutorch.hasHalf = true
    function cutorch.synchronize() check(C.lt_cuda_storage_synchronize(cutorch.getDevice() - 1), 2) end
    function cutorch.synchronizeAll() check(C.lt_cuda_storage_synchronize(-1), 2) end
-   function cutorch.streamSynchronize() cutorch.synchronize() end
+
+   -- Streams (native/src/cuda_stream.c): 0 is each device's legacy default stream, 1..n those reserved, created
+   -- non-blocking as cutorch's; the current one is per thread and holds on every device. Kernels, copies, cuBLAS,
+   -- cuDNN and new storages go to it. Waits are events: the host does not wait.
+   local function streamNumber(fn, s, level)
+      if type(s) ~= 'number' or s % 1 ~= 0 then
+         error(string.format('%s: a stream number expected, got %s', fn, type(s) == 'number' and s or type(s)),
+               level + 1)
+      end
+      return s
+   end
+   function cutorch.reserveStreams(n)
+      check(C.lt_cuda_stream_reserve(streamNumber('cutorch.reserveStreams', n or 0, 2)), 2)
+   end
+   function cutorch.getNumStreams() return C.lt_cuda_stream_count() end
+   function cutorch.setStream(s) check(C.lt_cuda_stream_set(streamNumber('cutorch.setStream', s, 2)), 2) end
+   function cutorch.getStream() return C.lt_cuda_stream_current() end
+   function cutorch.setDefaultStream() C.lt_cuda_stream_set(0) end
+   function cutorch.streamSynchronize(s)
+      s = s == nil and cutorch.getStream() or streamNumber('cutorch.streamSynchronize', s, 2)
+      check(C.lt_cuda_stream_synchronize(cutorch.getDevice() - 1, s), 2)
+   end
+   -- stream `waiting` of device `wd` waits for each stream of `waited` ({s, ...}) of device `d`
+   local function waitFor(fn, wd, waiting, d, waited)
+      streamNumber(fn, waiting, 3)
+      if type(waited) ~= 'table' then error(fn .. ': a table of streams to wait for expected', 3) end
+      for _, s in ipairs(waited) do
+         if d ~= wd or s ~= waiting then check(C.lt_cuda_stream_wait(wd - 1, waiting, d - 1, streamNumber(fn, s, 3)), 3) end
+      end
+   end
+   function cutorch.streamWaitFor(waiting, waited)
+      local d = cutorch.getDevice()
+      waitFor('cutorch.streamWaitFor', d, waiting, d, waited)
+   end
+   -- waited: {[device] = {streams}}
+   function cutorch.streamWaitForMultiDevice(device, waiting, waited)
+      checkDevice('cutorch.streamWaitForMultiDevice', device)
+      for d, streams in pairs(waited) do
+         checkDevice('cutorch.streamWaitForMultiDevice', d)
+         waitFor('cutorch.streamWaitForMultiDevice', device, waiting, d, streams)
+      end
+   end
+   -- every stream of the list waits for all the others' work so far
+   function cutorch.streamBarrier(streams)
+      local d = cutorch.getDevice()
+      for _, s in ipairs(streams) do waitFor('cutorch.streamBarrier', d, s, d, streams) end
+   end
+   -- streams: {[device] = {streams}}; every (device, stream) waits for all the others
+   function cutorch.streamBarrierMultiDevice(streams)
+      for wd, ws in pairs(streams) do
+         checkDevice('cutorch.streamBarrierMultiDevice', wd)
+         for _, w in ipairs(ws) do
+            for d, list in pairs(streams) do waitFor('cutorch.streamBarrierMultiDevice', wd, w, d, list) end
+         end
+      end
+   end
    function cutorch.getPeerToPeerAccess() return false end
 
    -- Pinned host tensors: FloatTensor and the like over cuMemHostAlloc'ed memory (not resizable beyond their
-   -- size), and copyAsync between them and device tensors, queued on the device's stream without waiting
+   -- size), and copyAsync between them and device tensors, queued on the current stream without waiting
    -- (native/src/cuda_pinned.c); read a device-to-host copy's result after cutorch.synchronize(). Other pairs
    -- copy synchronously.
    for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do

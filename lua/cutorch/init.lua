@@ -139,8 +139,9 @@ function cutorch.setPeerToPeerAccess() end
 function cutorch.getKernelPeerToPeerAccess() return true end
 function cutorch.setKernelPeerToPeerAccess() end
 
--- Streams and BLAS handles: numbered as cutorch numbered them (0 is the
--- default stream), remembered per thread, and without effect.
+-- Streams and BLAS handles on the CPU backend: numbered as cutorch numbered
+-- them (0 is the default stream), and without effect (the GPU backend's
+-- streams are in gpu.lua).
 local nStreams, currentStream, nBlasHandles, currentBlasHandle = 0, 0, 1, 1
 function cutorch.reserveStreams(n) nStreams = math.max(nStreams, n or 0) end
 function cutorch.getNumStreams() return nStreams end

@@ -191,8 +191,9 @@ int lt_cuops_full_conv2d_backward_params(const lt_cuops *ops, void *stream, cons
 /* The caching allocator's backend over the CUDA driver: cuMemAlloc/cuMemFree and timing-free events, each
  * call with its device's primary context current. One for the process. */
 lt_cuda_backend *lt_cuda_device_backend(void);
-/* bytes from src on device src_device to dst on device dst_device (the driver's peer copy), finished on return;
- * the current device is dst_device afterwards. */
+/* bytes from src on device src_device to dst on device dst_device (the driver's peer copy), queued on dst_device's
+ * current stream after src_device's current stream's work so far, which then waits for it (the host does not); the
+ * current device is dst_device afterwards. */
 int lt_cuda_copy_peer(int dst_device, void *dst, int src_device, const void *src, int64_t bytes);
 
 /* NCCL over the GPUs of a DataParallelTable (native/src/cuda_nccl.c): a communicator per device (distinct

@@ -7,8 +7,10 @@
  * reference goes. Such a storage carries LT_STORAGE_DEVICE and its device number; lt_storage_fill,
  * lt_storage_copy, lt_storage_resize, lt_tensor_copy and lt_tensor_fill see the flag and run on the device
  * (copies between host and device memory stage through contiguous buffers). Every other host kernel
- * must not be given such a tensor: nn's kernels refuse it by name. All work goes to each device's default
- * stream, in order; copies to the host return once their data has arrived. Devices are numbered from 0. */
+ * must not be given such a tensor: nn's kernels refuse it by name. All work goes to the calling thread's current
+ * stream on the device (below), in order; copies to the host return once their data has arrived; a copy between
+ * two devices is queued on the destination's current stream after the work queued so far on the source's, whose
+ * later work waits for it (the host does not wait). Devices are numbered from 0. */
 
 enum { LT_STORAGE_DEVICE = 8 };   /* storage flag: data is device memory of storage->device */
 enum { LT_STORAGE_PINNED = 16 };  /* storage flag: data is pinned host memory (native/src/cuda_pinned.c) */
@@ -48,3 +50,27 @@ int lt_storage_is_pinned(const lt_storage *s);
 /* copyAsync: a contiguous copy between a device tensor and a pinned host tensor of the same type and size, queued
  * on the device's default stream without waiting (0); 1 when the pair is not one (copy synchronously); -1 error. */
 int lt_cuda_copy_async(lt_tensor *dst, const lt_tensor *src);
+
+/* cutorch's streams (native/src/cuda_stream.c): on each device, 0 is the legacy default stream and 1..n the
+ * reserved ones (non-blocking, made on first use). The current index is per thread and holds on every device;
+ * device work passed a NULL stream (kernels, copies, cuBLAS, cuDNN, the allocator's blocks) goes to it. */
+enum { LT_CUDA_MAX_STREAMS = 256 };
+int lt_cuda_stream_reserve(int n);
+int lt_cuda_stream_count(void);
+int lt_cuda_stream_set(int index);
+int lt_cuda_stream_current(void);
+/* The CUstream of index on device (NULL for 0). */
+int lt_cuda_stream_of(int device, int index, void **stream);
+/* *stream NULL: the calling thread's current stream on device (left NULL for stream 0). */
+int lt_cuda_resolve_stream(int device, void **stream);
+/* Work queued on the waiting stream from now on starts after the work queued on the waited-for stream so far
+ * (an event; the host does not wait). Either may be on another device. */
+int lt_cuda_stream_wait(int waiting_device, int waiting, int waited_device, int waited);
+/* Events of device: the point a stream had reached when one was recorded there (the end of its work queued so
+ * far), which other streams, on any device, can wait for without the host waiting. */
+int lt_cuda_event_new(int device, void **event);
+void lt_cuda_event_free(void *event);
+int lt_cuda_event_record(void *event, int index);
+int lt_cuda_event_wait(void *event, int device, int index);
+/* Wait on the host for the work queued on stream index of device. */
+int lt_cuda_stream_synchronize(int device, int index);

@@ -428,7 +428,7 @@ static __thread void *handles[LT_CUDA_MAX_DEVICES];
 
 static int handle_for(const char *fn, int device, void *stream, void **h) {
   if (device < 0 || device >= LT_CUDA_MAX_DEVICES) return lt_fail("%s: no device %d", fn, device);
-  if (lt_cuda_set_device(device)) return -1;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   int st;
   if (!handles[device] && (st = api.create(&handles[device])) != ST_SUCCESS) {
     handles[device] = NULL;

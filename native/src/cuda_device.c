@@ -299,7 +299,7 @@ static int cu_launch(void *ctx, const char *file, const char *kernel, const char
                      unsigned block, void *stream, void **params) {
   (void)sig;
   int device = (int)(intptr_t)ctx;
-  if (lt_cuda_set_device(device)) return -1;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   void *f = NULL;
   pthread_mutex_lock(&lock);
   int rc = find_function(device, file, kernel, &f);
@@ -313,7 +313,7 @@ static int cu_launch(void *ctx, const char *file, const char *kernel, const char
 
 static int cu_to_host(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
   int device = (int)(intptr_t)ctx;
-  if (lt_cuda_set_device(device)) return -1;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   int rc = drv.dtoh_async(dst, (cu_ptr)(uintptr_t)src, (size_t)bytes, stream);
   if (rc == CU_OK) rc = drv.stream_sync(stream);
   return rc == CU_OK ? 0 : failed("a copy to the host", device, rc);
@@ -321,25 +321,29 @@ static int cu_to_host(void *ctx, void *dst, const void *src, int64_t bytes, void
 
 static int cu_to_device(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
   int device = (int)(intptr_t)ctx;
-  if (lt_cuda_set_device(device)) return -1;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   int rc = drv.htod_async((cu_ptr)(uintptr_t)dst, src, (size_t)bytes, stream);
   if (rc == CU_OK) rc = drv.stream_sync(stream);   /* src is the caller's again when this returns */
   return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
 }
 
 /* Bytes from device src_device's memory to device dst_device's, by the driver (directly where the GPUs can
- * reach each other, staged through host memory by the driver where not), on dst_device's default stream;
- * done when this returns. */
+ * reach each other, staged through host memory by the driver where not), queued on dst_device's current stream
+ * after the work queued so far on src_device's current stream (which may be writing src); src_device's current
+ * stream then waits for the copy, so work queued there later (a write to src, a reuse of its block) cannot overtake
+ * it. The host does not wait, as with PyTorch's copies between GPUs. */
 int lt_cuda_copy_peer(int dst_device, void *dst, int src_device, const void *src, int64_t bytes) {
   if (resolve()) return -1;
-  void *dst_ctx, *src_ctx;
-  if (lt_cuda_context(dst_device, &dst_ctx) || lt_cuda_context(src_device, &src_ctx) || lt_cuda_set_device(dst_device))
+  void *dst_ctx, *src_ctx, *stream = NULL;
+  const int cur = lt_cuda_stream_current(), two = src_device != dst_device;
+  if (lt_cuda_context(dst_device, &dst_ctx) || lt_cuda_context(src_device, &src_ctx) ||
+      (two && lt_cuda_stream_wait(dst_device, cur, src_device, cur)) || lt_cuda_set_device(dst_device) ||
+      lt_cuda_stream_of(dst_device, cur, &stream))
     return -1;
-  int rc = drv.peer_async((cu_ptr)(uintptr_t)dst, dst_ctx, (cu_ptr)(uintptr_t)src, src_ctx, (size_t)bytes, NULL);
-  if (rc == CU_OK) rc = drv.stream_sync(NULL);
+  int rc = drv.peer_async((cu_ptr)(uintptr_t)dst, dst_ctx, (cu_ptr)(uintptr_t)src, src_ctx, (size_t)bytes, stream);
   if (rc != CU_OK)
     return lt_fail("cuda: a copy from device %d to device %d: %s (%d)", src_device, dst_device, lt_cuda_error_text(rc), rc);
-  return 0;
+  return two ? lt_cuda_stream_wait(src_device, cur, dst_device, cur) : 0;
 }
 
 /* ---------------------------------------------------------------- cuBLAS */
@@ -382,7 +386,7 @@ static int cu_gemm(void *ctx, void *stream, int type, char transa, char transb, 
                    double alpha, const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                    int64_t ldc) {
   int device = (int)(intptr_t)ctx;
-  if (lt_cuda_set_device(device)) return -1;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   void **h = &blas_handles[device];
   int st;
   if (!*h && (st = blas.create(h)) != 0) {

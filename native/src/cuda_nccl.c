@@ -1,6 +1,6 @@
 /* NCCL for nn.DataParallelTable over GPUs: one communicator per device of the table's replicas
  * (ncclCommInitAll), the sum of every replica's buffer into the first's (ncclReduce, root 0) and the first's
- * copied to the others (ncclBcast), each a single NCCL group over the devices' default streams, finished when
+ * copied to the others (ncclBcast), each a single NCCL group over the devices' current streams, finished when
  * the call returns (every device synchronized). libnccl is dlopen'ed with our declarations (cuda_lib.c);
  * without it lt_nccl_new fails saying why and the table reduces through peer copies instead. */
 #include "lt_internal.h"
@@ -84,7 +84,7 @@ static int nccl_type(int type, int *out) {
   }
 }
 
-/* Every device's queued work done (the group's collectives ran on the devices' default streams). */
+/* Every device's queued work done (the group's collectives ran on the devices' current streams). */
 static int finish(lt_nccl *c) {
   for (int i = 0; i < c->n; i++)
     if (lt_cuda_storage_synchronize(c->devices[i])) return -1;
@@ -102,12 +102,13 @@ static int group(lt_nccl *c, int op, int type, void **buffers, int64_t count) {
   if (rc != NCCL_SUCCESS) return nccl_failed("ncclGroupStart", rc);
   int first = NCCL_SUCCESS;
   for (int i = 0; i < c->n; i++) {
-    if (lt_cuda_set_device(c->devices[i])) {
+    void *stream = NULL;   /* each device's current stream: after the work queued there on its buffer */
+    if (lt_cuda_set_device(c->devices[i]) || lt_cuda_resolve_stream(c->devices[i], &stream)) {
       api.group_end();
       return -1;
     }
-    rc = op == 0 ? api.reduce(buffers[i], buffers[i], (size_t)count, dt, NCCL_SUM, 0, c->comms[i], NULL)
-                 : api.bcast(buffers[i], (size_t)count, dt, 0, c->comms[i], NULL);
+    rc = op == 0 ? api.reduce(buffers[i], buffers[i], (size_t)count, dt, NCCL_SUM, 0, c->comms[i], stream)
+                 : api.bcast(buffers[i], (size_t)count, dt, 0, c->comms[i], stream);
     if (rc != NCCL_SUCCESS && first == NCCL_SUCCESS) first = rc;
   }
   rc = api.group_end();

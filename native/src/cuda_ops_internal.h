@@ -113,8 +113,9 @@ static inline int check_float_input(const char *fn, const lt_tensor *t) {
   return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(t->type));
 }
 
-/* Scratch on the call's stream. */
+/* Scratch on the call's stream (NULL: the thread's current one, where the call's work goes). */
 static inline int scratch(const lt_cuops *ops, void *stream, int64_t bytes, void **p) {
+  if (lt_cuda_resolve_stream(ops->device, &stream)) return -1;
   return lt_cuda_alloc(ops->alloc, ops->device, bytes, stream, p);
 }
 static inline int scratch_free(const lt_cuops *ops, void *p, int rc) {

@@ -2,10 +2,10 @@
  *
  * A pinned storage is a host storage (its tensors are FloatTensor and the like, as cutorch's were) whose memory
  * comes from cuMemHostAlloc (portable: every context can use it for DMA) and goes back with cuMemFreeHost when
- * its last reference goes. Copies from or to it that lt_cuda_copy_async takes are queued on the device's legacy
- * default stream, where all our kernels run, and return at once: the kernels queued after a host-to-device copy
- * see its data, and the host may read a device-to-host copy's destination after cutorch.synchronize(), as with
- * cutorch. Everything else copies synchronously (lt_tensor_copy). */
+ * its last reference goes. Copies from or to it that lt_cuda_copy_async takes are queued on the calling thread's
+ * current stream on the device, where its kernels run, and return at once: the kernels queued after a host-to-device
+ * copy see its data, and the host may read a device-to-host copy's destination after cutorch.synchronize() (or
+ * streamSynchronize), as with cutorch. Everything else copies synchronously (lt_tensor_copy). */
 #include "lt_internal.h"
 
 enum { MEMHOSTALLOC_PORTABLE = 1 };
@@ -82,12 +82,13 @@ int lt_cuda_copy_async(lt_tensor *dst, const lt_tensor *src) {
   if (n == 0) return 0;
   if (resolve()) return -1;
   const int device = (to_device ? dst : src)->storage->device;
-  if (lt_cuda_set_device(device)) return -1;
+  void *stream = NULL;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   const size_t bytes = (size_t)n * (size_t)lt_elemsize(src->type);
   int rc = to_device ? drv.htod_async((cu_ptr)(uintptr_t)lt_tensor_data(dst), lt_tensor_data((lt_tensor *)src), bytes,
-                                      NULL)
+                                      stream)
                      : drv.dtoh_async(lt_tensor_data(dst), (cu_ptr)(uintptr_t)lt_tensor_data((lt_tensor *)src),
-                                      bytes, NULL);
+                                      bytes, stream);
   if (rc != 0)
     return lt_fail("copyAsync: cuMemcpy%sAsync of %zu bytes on device %d: %s (%d)", to_device ? "HtoD" : "DtoH",
                    bytes, device, lt_cuda_error_text(rc), rc);

@@ -115,7 +115,9 @@ static lt_storage *device_storage(int type, int64_t size, int device) {
   s->device = device;
   s->refcount = 1;
   if (size > 0) {
-    if (lt_cuda_alloc(allocator, device, size * lt_elemsize(type), NULL, &s->data)) {
+    void *stream = NULL;   /* the block belongs to the current stream, where its fill and first uses go */
+    if (lt_cuda_resolve_stream(device, &stream) ||
+        lt_cuda_alloc(allocator, device, size * lt_elemsize(type), stream, &s->data)) {
       free(s);
       return NULL;
     }

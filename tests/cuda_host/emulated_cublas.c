@@ -29,10 +29,6 @@ EXPORT int cublasGetProperty(int which, int *value) {
 #include "emulated_link.h"
 
 static int device_now(void) { find_driver(); return emu_current_device ? emu_current_device() : 0; }
-static void device_access(int open) {
-  find_driver();
-  if (emu_access_current) emu_access_current(open);
-}
 
 EXPORT int cublasCreate_v2(void **h) {
   handle *p = malloc(sizeof *p);
@@ -58,9 +54,11 @@ static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha,
 
 static int gemm(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
                 int ldb, double beta, void *c, int ldc, int dbl) {
-  device_access(1);
+  if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
+  const int dev = device_now();
+  emu_device_work(dev, ((handle *)h)->stream, 1);
   int rc = gemm_body(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dbl);
-  device_access(0);
+  emu_device_work(dev, ((handle *)h)->stream, 0);
   return rc;
 }
 

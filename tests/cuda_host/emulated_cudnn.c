@@ -379,10 +379,10 @@ static int run(int pass, void *h, const void *alpha, const void *ad, const void 
   if (!on_device(a, dev) || !on_device(b, dev) || !on_device(out, dev) || (ws_bytes && !on_device(ws, dev)))
     return EXECUTION_FAILED;   /* the real library would fault */
   find_driver();
-  if (emu_access_device) emu_access_device(dev, 1);
+  emu_device_work(dev, ((const handle *)h)->stream, 1);
   if (ws_bytes) memset(ws, 0xA5, ws_bytes);   /* workspace holds nothing a caller may read */
   st = compute(pass, &g, scalar(alpha, g.dtype == 1), scalar(beta, g.dtype == 1), a, b, out);
-  if (emu_access_device) emu_access_device(dev, 0);
+  emu_device_work(dev, ((const handle *)h)->stream, 0);
   return st;
 }
 
@@ -462,7 +462,7 @@ static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void 
   const int dev = ((const handle *)h)->device, dbl = bd->dtype == 1, nb = td->nb;
   if (!on_device(bias, dev) || !on_device(t, dev)) return EXECUTION_FAILED;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
-  if (emu_access_device) emu_access_device(dev, 1);
+  emu_device_work(dev, ((const handle *)h)->stream, 1);
   for (int k = 0; k < td->dims[1]; k++) {
     const int64_t bi = (int64_t)k * bd->strides[1];
     double sum = 0;
@@ -476,7 +476,7 @@ static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void 
           }
     if (grad) store(bias, bi, dbl, al * sum + (be != 0 ? be * load(bias, bi, dbl) : 0));
   }
-  if (emu_access_device) emu_access_device(dev, 0);
+  emu_device_work(dev, ((const handle *)h)->stream, 0);
   return SUCCESS;
 }
 
@@ -544,7 +544,7 @@ static int bn_forward(int train, void *h, int mode, const void *alpha, const voi
   const void *ptrs[] = {x, y, scale, bias, rmean, rvar, smean, sinv};
   if (!bn_on_device(dev, ptrs, 8)) return EXECUTION_FAILED;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
-  if (emu_access_device) emu_access_device(dev, 1);
+  emu_device_work(dev, ((const handle *)h)->stream, 1);
   for (int c = 0; c < xd->dims[1]; c++) {
     double mean, var;
     int64_t n;
@@ -568,7 +568,7 @@ static int bn_forward(int train, void *h, int mode, const void *alpha, const voi
           store(y, yi, dbl, al * v + (be != 0 ? be * load(y, yi, dbl) : 0));
         }
   }
-  if (emu_access_device) emu_access_device(dev, 0);
+  emu_device_work(dev, ((const handle *)h)->stream, 0);
   return SUCCESS;
 }
 
@@ -607,7 +607,7 @@ EXPORT int cudnnBatchNormalizationBackward(void *h, int mode, const void *alpha_
   if (!bn_on_device(dev, ptrs, 8)) return EXECUTION_FAILED;
   const double ad = scalar(alpha_d, dbl), bd = scalar(beta_d, dbl), ap = scalar(alpha_p, dbl),
                bp = scalar(beta_p, dbl);
-  if (emu_access_device) emu_access_device(dev, 1);
+  emu_device_work(dev, ((const handle *)h)->stream, 1);
   st = SUCCESS;
   for (int c = 0; c < xd->dims[1] && st == SUCCESS; c++) {
     double mean, var;
@@ -642,7 +642,7 @@ EXPORT int cudnnBatchNormalizationBackward(void *h, int mode, const void *alpha_
     store(dscale, c, dbl, ap * sum_dy_xhat + (bp != 0 ? bp * load(dscale, c, dbl) : 0));
     store(dbias, c, dbl, ap * sum_dy + (bp != 0 ? bp * load(dbias, c, dbl) : 0));
   }
-  if (emu_access_device) emu_access_device(dev, 0);
+  emu_device_work(dev, ((const handle *)h)->stream, 0);
   return st;
 }
 
@@ -681,7 +681,7 @@ static int all_on_device(const void *h, const void *const *ptrs, int n) {
   return 1;
 }
 static void begin(const void *h, int on) {
-  if (emu_access_device) emu_access_device(((const handle *)h)->device, on);
+  emu_device_work(((const handle *)h)->device, ((const handle *)h)->stream, on);
 }
 
 EXPORT int cudnnSetPoolingNdDescriptor(void *d, int mode, int nan, int n, const int *win, const int *pad,

@@ -6,8 +6,21 @@
  * that name, from the libraries named in LT_EMULATED_CUDA_KERNELS (paths, ':'-separated).
  *
  * LT_EMULATED_CUDA_DEVICES devices (1 to 8, default 1), each with its primary context (the current one is per
- * thread, as the driver's), compute capability 8.0, 2 multiprocessors and 1 GiB; launches, copies and events
- * complete at once (every stream is synchronous). Memory is allocated on the current context's device.
+ * thread, as the driver's), compute capability 8.0, 2 multiprocessors and 1 GiB. Memory is allocated on the
+ * current context's device.
+ *
+ * Streams are asynchronous, and lazily so: a launch, an asynchronous copy, an event record or a wait only joins
+ * its stream's queue (each context's legacy stream, and those cuStreamCreate made), and a queue runs only when
+ * something waits for it: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize, a wait item of another
+ * stream that is reached (cuStreamWaitEvent: the other stream runs up to the recorded point first), a copy to
+ * pageable host memory (synchronous in CUDA too), cuMemFree and cuMemFreeHost (which synchronize), and the
+ * emulated libraries, which run their calls at once after their stream's queue (emulated_stream_flush). So a
+ * kernel on one stream never sees the work of another stream it was not ordered after: a missing wait reads
+ * stale data and gives wrong numbers, as it may on a GPU, instead of passing because everything ran in
+ * submission order. Copies from pageable host memory take the bytes when they are queued (as CUDA's staging
+ * does); pinned memory (cuMemHostAlloc) is read and written when the copy runs. cuEventQuery says NOT_READY
+ * until the event's stream has run that far. LT_EMULATED_CUDA_SYNC=1 runs every item when it is queued (the
+ * old synchronous model), to tell a missing wait from another fault.
  *
  * LT_EMULATED_CUDA_GUARD=1 makes device memory unreachable from the host, as a GPU's is: each device's memory
  * is an arena mapped PROT_NONE, opened only while this driver copies (the arenas the copy's pointers are in)
@@ -30,7 +43,8 @@
 #define EXPORT __attribute__((visibility("default")))
 
 enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, INVALID_IMAGE = 200,
-       INVALID_CONTEXT = 201, NOT_FOUND = 500, LAUNCH_FAILED = 719, MAX_DEVICES = 8 };
+       INVALID_CONTEXT = 201, INVALID_HANDLE = 400, NOT_FOUND = 500, NOT_READY = 600, LAUNCH_FAILED = 719,
+       MAX_DEVICES = 8 };
 static const long long MEMORY = 1ll << 30;   /* per device */
 static long long in_use[MAX_DEVICES];
 static char contexts[MAX_DEVICES];            /* a primary context is the address of its device's byte */
@@ -116,6 +130,8 @@ EXPORT int cuGetErrorString(int rc, const char **s) {
     case INVALID_IMAGE: *s = "device kernel image is invalid"; break;
     case INVALID_CONTEXT: *s = "invalid device context"; break;
     case NOT_FOUND: *s = "named symbol not found"; break;
+    case INVALID_HANDLE: *s = "invalid resource handle"; break;
+    case NOT_READY: *s = "device not ready"; break;
     case LAUNCH_FAILED: *s = "unspecified launch failure"; break;
     default: *s = NULL; return INVALID_VALUE;
   }
@@ -124,6 +140,10 @@ EXPORT int cuGetErrorString(int rc, const char **s) {
 EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   if (!valid(dev)) return INVALID_DEVICE;
   *ctx = &contexts[dev];
+  return OK;
+}
+EXPORT int cuCtxGetCurrent(void **ctx) {
+  *ctx = current < 0 ? NULL : &contexts[current];
   return OK;
 }
 EXPORT int cuCtxSetCurrent(void *ctx) {
@@ -241,6 +261,13 @@ static int arena_free(int dev, unsigned long long p, size_t *n) {
   return rc;
 }
 
+/* The stream queues (below) that freeing memory waits for, and the pinned blocks they tell from pageable memory. */
+static void qlock(void);
+static void qunlock(void);
+static void run_device(int dev);
+static struct { char *p; size_t n; } pinned[4096];
+static int npinned;
+
 /* Device memory of the current context's device: host memory with its size and device just before it (for
  * the accounting), or guarded arena blocks. */
 typedef struct { size_t size; int device; } header;
@@ -268,6 +295,7 @@ EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
 }
 EXPORT int cuMemFree_v2(unsigned long long p) {
   if (!p) return OK;
+  run_device(-1);   /* cuMemFree synchronizes: no queued work may still touch p */
   if (guarded()) {
     size_t n;
     int dev = arena_of(p);
@@ -291,57 +319,276 @@ EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   if (!p || flags > 7) return INVALID_VALUE;
   if (!(*p = malloc(n ? n : 1))) return OUT_OF_MEMORY;
   __atomic_add_fetch(&pinned_live, 1, __ATOMIC_RELAXED);
+  qlock();
+  if (npinned < (int)(sizeof pinned / sizeof pinned[0])) pinned[npinned].p = *p, pinned[npinned++].n = n;
+  qunlock();
   return OK;
 }
 EXPORT int cuMemFreeHost(void *p) {
   if (current < 0) return INVALID_CONTEXT;
   if (!p) return INVALID_VALUE;
+  run_device(-1);   /* as cuMemFreeHost synchronizes */
+  qlock();
+  for (int i = 0; i < npinned; i++)
+    if (pinned[i].p == p) {
+      pinned[i] = pinned[--npinned];
+      break;
+    }
+  qunlock();
   free(p);
   __atomic_sub_fetch(&pinned_live, 1, __ATOMIC_RELAXED);
   return OK;
 }
 EXPORT long emulated_pinned_live(void) { return __atomic_load_n(&pinned_live, __ATOMIC_RELAXED); }
 
+/* ---- streams: queues of work that run when waited for (see the top of the file) ---- */
+typedef struct stream_t stream_t;
+enum { I_LAUNCH, I_COPY, I_WAIT };
+struct function;
+typedef struct item {
+  int kind;
+  int dev, dev2;                 /* the device(s) whose memory the item touches (-1: none) */
+  /* I_LAUNCH */
+  struct function *f;
+  unsigned grid[3], block[3];
+  void **params;                 /* into blob */
+  char *blob;
+  /* I_COPY: n bytes from src to dst */
+  void *dst;
+  const void *src;
+  size_t n;
+  char *owned;                   /* a snapshot of pageable source bytes, freed after the copy */
+  /* I_WAIT: the stream that must have run up to seq */
+  stream_t *on;
+  unsigned long long seq;
+  struct item *next;
+} item;
+struct stream_t { int device; unsigned long long queued, done; item *head, *tail; };
+typedef struct { stream_t *stream; unsigned long long seq; } event_t;
+
+static pthread_mutex_t queue_lock;                 /* recursive: running a wait runs another queue */
+static pthread_once_t queue_once = PTHREAD_ONCE_INIT;
+static stream_t legacy[MAX_DEVICES];
+static stream_t *made[1024];                       /* cuStreamCreate's, for cuCtxSynchronize */
+static int nmade;
+static void queue_init(void) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&queue_lock, &a);
+  for (int d = 0; d < MAX_DEVICES; d++) legacy[d].device = d;
+}
+static void qlock(void) { pthread_once(&queue_once, queue_init); pthread_mutex_lock(&queue_lock); }
+static void qunlock(void) { pthread_mutex_unlock(&queue_lock); }
+
+static int eager(void) {
+  static int e = -1;
+  if (e < 0) {
+    const char *v = getenv("LT_EMULATED_CUDA_SYNC");
+    e = v && *v && strcmp(v, "0");
+  }
+  return e;
+}
+
+/* The stream a call names: NULL is the current context's legacy stream. */
+static stream_t *stream_of(void *stream) {
+  pthread_once(&queue_once, queue_init);   /* the legacy streams' devices */
+  if (stream) return stream;
+  return current < 0 ? NULL : &legacy[current];
+}
+
+static int run_item(item *it);
+static int failures;   /* items that failed when they ran (reported by the next synchronize) */
+
+/* Run s's queue until `seq` items of it have run. Under queue_lock. */
+static void run_until(stream_t *s, unsigned long long seq) {
+  while (s->done < seq && s->head) {
+    item *it = s->head;
+    if (it->kind == I_WAIT) run_until(it->on, it->seq);
+    if (run_item(it)) failures++;
+    s->head = it->next;
+    if (!s->head) s->tail = NULL;
+    s->done++;
+    free(it->blob), free(it->owned), free(it);
+  }
+}
+
+static int take_failures(void) {
+  int f = failures;
+  failures = 0;
+  return f ? LAUNCH_FAILED : OK;
+}
+
+static int enqueue(stream_t *s, item *it) {
+  it->next = NULL;
+  qlock();
+  if (s->tail) s->tail->next = it;
+  else s->head = it;
+  s->tail = it;
+  s->queued++;
+  if (eager()) run_until(s, s->queued);
+  qunlock();
+  return OK;
+}
+
+static item *new_item(int kind) {
+  item *it = calloc(1, sizeof *it);
+  if (it) it->kind = kind, it->dev = it->dev2 = -1;
+  return it;
+}
+
+/* Every queue of device dev (-1: of all devices) run to its end. */
+static void run_device(int dev) {
+  qlock();
+  for (int d = 0; d < device_count(); d++)
+    if (dev < 0 || d == dev) run_until(&legacy[d], legacy[d].queued);
+  for (int i = 0; i < nmade; i++)
+    if (dev < 0 || made[i]->device == dev) run_until(made[i], made[i]->queued);
+  qunlock();
+}
+
+/* For the emulated libraries: run stream's queue (NULL: device dev's legacy stream) before their call runs. */
+EXPORT void emulated_stream_flush(int dev, void *stream) {
+  stream_t *s = stream ? stream : (dev >= 0 && dev < MAX_DEVICES ? &legacy[dev] : NULL);
+  if (!s) return;
+  qlock();
+  run_until(s, s->queued);
+  qunlock();
+}
+
+EXPORT int cuStreamCreate(void **out, unsigned flags) {
+  if (current < 0) return INVALID_CONTEXT;
+  if (!out || flags != 1) return INVALID_VALUE;   /* non-blocking only: no implicit legacy-stream ordering here */
+  stream_t *s = calloc(1, sizeof *s);
+  if (!s) return OUT_OF_MEMORY;
+  s->device = current;
+  qlock();
+  int rc = nmade < (int)(sizeof made / sizeof made[0]) ? OK : OUT_OF_MEMORY;
+  if (rc == OK) made[nmade++] = s;
+  qunlock();
+  if (rc != OK) free(s);
+  else *out = s;
+  return rc;
+}
+EXPORT int cuStreamDestroy_v2(void *stream) {
+  if (!stream) return INVALID_HANDLE;
+  emulated_stream_flush(-1, stream);   /* kept (a wait may still name it), its work done */
+  return OK;
+}
+EXPORT int cuStreamSynchronize(void *stream) {
+  stream_t *s = stream_of(stream);
+  if (!s) return INVALID_CONTEXT;
+  qlock();
+  run_until(s, s->queued);
+  int rc = take_failures();
+  qunlock();
+  return rc;
+}
+EXPORT int cuCtxSynchronize(void) {
+  if (current < 0) return INVALID_CONTEXT;
+  run_device(current);
+  qlock();
+  int rc = take_failures();
+  qunlock();
+  return rc;
+}
+
 EXPORT int cuEventCreate(void **e, unsigned flags) {
   (void)flags;
-  *e = malloc(1);
+  *e = calloc(1, sizeof(event_t));
   return *e ? OK : OUT_OF_MEMORY;
 }
-EXPORT int cuEventRecord(void *e, void *stream) { (void)stream; return e ? OK : INVALID_VALUE; }
-EXPORT int cuEventQuery(void *e) { return e ? OK : INVALID_VALUE; }   /* all work is done on return */
-EXPORT int cuEventDestroy_v2(void *e) { free(e); return OK; }
-EXPORT int cuStreamSynchronize(void *stream) { (void)stream; return OK; }
-EXPORT int cuCtxSynchronize(void) { return current < 0 ? INVALID_CONTEXT : OK; }
-/* Copies find the devices of their device pointers from the addresses, as unified addressing does. */
-EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *stream) {
-  (void)stream;
-  int dev = guarded() ? arena_of(src) : current;
-  access_device(dev, 1);
-  memcpy(dst, (const void *)(uintptr_t)src, n);
-  access_device(dev, 0);
+EXPORT int cuEventRecord(void *e, void *stream) {
+  stream_t *s = stream_of(stream);
+  if (!e) return INVALID_VALUE;
+  if (!s) return INVALID_CONTEXT;
+  qlock();
+  ((event_t *)e)->stream = s, ((event_t *)e)->seq = s->queued;   /* done once s has run what is queued now */
+  qunlock();
   return OK;
 }
-EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *stream) {
-  (void)stream;
-  int dev = guarded() ? arena_of(dst) : current;
-  access_device(dev, 1);
-  memcpy((void *)(uintptr_t)dst, src, n);
-  access_device(dev, 0);
+EXPORT int cuEventQuery(void *e) {
+  if (!e) return INVALID_VALUE;
+  event_t *ev = e;
+  qlock();
+  int done = !ev->stream || ev->stream->done >= ev->seq;
+  qunlock();
+  return done ? OK : NOT_READY;
+}
+EXPORT int cuEventSynchronize(void *e) {
+  if (!e) return INVALID_VALUE;
+  event_t *ev = e;
+  qlock();
+  if (ev->stream) run_until(ev->stream, ev->seq);
+  qunlock();
   return OK;
+}
+EXPORT int cuEventDestroy_v2(void *e) { free(e); return OK; }
+EXPORT int cuStreamWaitEvent(void *stream, void *e, unsigned flags) {
+  stream_t *s = stream_of(stream);
+  if (!e || flags) return INVALID_VALUE;
+  if (!s) return INVALID_CONTEXT;
+  event_t *ev = e;
+  if (!ev->stream) return OK;   /* never recorded: nothing to wait for */
+  item *it = new_item(I_WAIT);
+  if (!it) return OUT_OF_MEMORY;
+  qlock();
+  it->on = ev->stream, it->seq = ev->seq;
+  qunlock();
+  return enqueue(s, it);
+}
+
+/* Whether [p, p + n) is in a pinned block (cuMemHostAlloc) rather than pageable host memory. */
+static int is_pinned(const void *p, size_t n) {
+  int found = 0;
+  qlock();
+  for (int i = 0; i < npinned && !found; i++)
+    found = (const char *)p >= pinned[i].p && (const char *)p + n <= pinned[i].p + pinned[i].n;
+  qunlock();
+  return found;
+}
+
+/* Copies find the devices of their device pointers from the addresses, as unified addressing does. */
+static int queue_copy(stream_t *s, void *dst, const void *src, size_t n, int dev, int dev2, int snapshot) {
+  item *it = new_item(I_COPY);
+  if (!it) return OUT_OF_MEMORY;
+  it->dst = dst, it->src = src, it->n = n, it->dev = dev, it->dev2 = dev2;
+  if (snapshot) {   /* pageable source: its bytes now, as CUDA's staging copy takes them */
+    if (!(it->owned = malloc(n ? n : 1))) {
+      free(it);
+      return OUT_OF_MEMORY;
+    }
+    memcpy(it->owned, src, n);
+    it->src = it->owned;
+  }
+  return enqueue(s, it);
+}
+EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *stream) {
+  stream_t *s = stream_of(stream);
+  if (!s) return INVALID_CONTEXT;
+  int rc = queue_copy(s, dst, (const void *)(uintptr_t)src, n, guarded() ? arena_of(src) : current, -1, 0);
+  if (rc == OK && !is_pinned(dst, n)) {   /* to pageable memory: done when this returns, as CUDA's */
+    qlock();
+    run_until(s, s->queued);
+    rc = take_failures();
+    qunlock();
+  }
+  return rc;
+}
+EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *stream) {
+  stream_t *s = stream_of(stream);
+  if (!s) return INVALID_CONTEXT;
+  return queue_copy(s, (void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current, -1, !is_pinned(src, n));
 }
 /* Between the memories of two contexts' devices (the same one allowed). */
 EXPORT int cuMemcpyPeerAsync(unsigned long long dst, void *dst_ctx, unsigned long long src, void *src_ctx, size_t n,
                              void *stream) {
-  (void)stream;
   ptrdiff_t dd = (char *)dst_ctx - contexts, sd = (char *)src_ctx - contexts;
   if (!dst_ctx || !src_ctx || dd < 0 || dd >= device_count() || sd < 0 || sd >= device_count()) return INVALID_CONTEXT;
   if (guarded() && (arena_of(dst) != dd || arena_of(src) != sd)) return INVALID_VALUE;   /* not that device's */
-  access_device((int)dd, 1);
-  if (sd != dd) access_device((int)sd, 1);
-  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-  if (sd != dd) access_device((int)sd, 0);
-  access_device((int)dd, 0);
-  return OK;
+  stream_t *s = stream_of(stream);
+  if (!s) return INVALID_CONTEXT;
+  return queue_copy(s, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, (int)dd, sd != dd ? (int)sd : -1, 0);
 }
 
 /* A module: the kernel names of its CUBIN (each __global__ function is an ELF section .text.NAME). */
@@ -368,7 +615,13 @@ EXPORT int cuModuleLoadData(void **out, const void *image) {
   return OK;
 }
 
-typedef struct { char name[128]; simt_launch_fn launch; } function;
+typedef struct function { char name[128], sig[96]; size_t bytes; simt_launch_fn launch; } function;
+
+/* The bytes of an argument of signature kind k ("S144", "p", "i", ...), as the kernel's C++ types take them. */
+static size_t kind_bytes(const char *k) {
+  if (*k == 'S') return (size_t)strtoul(k + 1, NULL, 10);
+  return strchr("iIf", *k) ? 4 : 8;
+}
 
 EXPORT int cuModuleGetFunction(void **out, void *mod, const char *name) {
   module *m = mod;
@@ -381,6 +634,7 @@ EXPORT int cuModuleGetFunction(void **out, void *mod, const char *name) {
       if (!strcmp(libs[l].info(k, 0), name)) {
         function *f = calloc(1, sizeof *f);
         snprintf(f->name, sizeof f->name, "%s", name);
+        snprintf(f->sig, sizeof f->sig, "%s", libs[l].info(k, 1));
         f->launch = libs[l].launch;
         *out = f;
         return OK;
@@ -389,19 +643,55 @@ EXPORT int cuModuleGetFunction(void **out, void *mod, const char *name) {
   return NOT_FOUND;
 }
 
+/* A launch joins its stream's queue with a copy of its arguments (params may be reused once this returns). */
 EXPORT int cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shared, void *stream, void **params, void **extra) {
-  (void)stream;
   function *f = fp;
   if (shared || extra) return INVALID_VALUE;   /* the kernels use neither */
   if (current < 0) return INVALID_CONTEXT;
-  char err[512] = "";
-  access_device(current, 1);   /* this device's memory only */
-  int rc = f->launch(f->name, NULL, gx, gy, gz, bx, by, bz, params, err, (int)sizeof err);
-  access_device(current, 0);
-  if (rc) {
-    fprintf(stderr, "emulated driver: %s: %s\n", f->name, err);
-    return LAUNCH_FAILED;
+  stream_t *s = stream_of(stream);
+  if (s->device != current) return INVALID_HANDLE;   /* a stream of another context */
+  size_t nargs = 0, sizes[64], total = 0;
+  char sig[96];
+  snprintf(sig, sizeof sig, "%s", f->sig);
+  for (char *save = NULL, *k = strtok_r(sig, ",", &save); k && nargs < 64; k = strtok_r(NULL, ",", &save)) {
+    sizes[nargs] = kind_bytes(k);
+    total += (sizes[nargs++] + 7) / 8 * 8;
   }
-  return OK;
+  item *it = new_item(I_LAUNCH);
+  if (!it) return OUT_OF_MEMORY;
+  it->blob = malloc(nargs * sizeof(void *) + total + 8);
+  if (!it->blob) {
+    free(it);
+    return OUT_OF_MEMORY;
+  }
+  it->params = (void **)it->blob;
+  char *at = it->blob + nargs * sizeof(void *);
+  for (size_t i = 0; i < nargs; i++) {
+    memcpy(at, params[i], sizes[i]);
+    it->params[i] = at;
+    at += (sizes[i] + 7) / 8 * 8;
+  }
+  it->f = f, it->dev = current;
+  it->grid[0] = gx, it->grid[1] = gy, it->grid[2] = gz, it->block[0] = bx, it->block[1] = by, it->block[2] = bz;
+  return enqueue(s, it);
+}
+
+/* Run one queued item (under queue_lock): 0, or nonzero after saying what failed. */
+static int run_item(item *it) {
+  if (it->kind == I_WAIT) return 0;
+  access_device(it->dev, 1);   /* a kernel: its device's memory only */
+  if (it->dev2 >= 0) access_device(it->dev2, 1);
+  int rc = 0;
+  if (it->kind == I_COPY) {
+    memmove(it->dst, it->src, it->n);
+  } else {
+    char err[512] = "";
+    rc = it->f->launch(it->f->name, NULL, it->grid[0], it->grid[1], it->grid[2], it->block[0], it->block[1],
+                       it->block[2], it->params, err, (int)sizeof err);
+    if (rc) fprintf(stderr, "emulated driver: %s: %s\n", it->f->name, err);
+  }
+  if (it->dev2 >= 0) access_device(it->dev2, 0);
+  access_device(it->dev, 0);
+  return rc;
 }

@@ -11,6 +11,7 @@ static int (*emu_current_device)(void);
 static int (*emu_device_of)(unsigned long long);
 static void (*emu_access_current)(int);
 static void (*emu_access_device)(int, int);
+static void (*emu_stream_flush)(int, void *);
 
 static void find_driver(void) {
   static int looked;
@@ -21,7 +22,17 @@ static void find_driver(void) {
   emu_device_of = driver ? (int (*)(unsigned long long))dlsym(driver, "emulated_device_of") : NULL;
   emu_access_current = driver ? (void (*)(int))dlsym(driver, "emulated_device_access") : NULL;
   emu_access_device = driver ? (void (*)(int, int))dlsym(driver, "emulated_access_device") : NULL;
+  emu_stream_flush = driver ? (void (*)(int, void *))dlsym(driver, "emulated_stream_flush") : NULL;
   looked = 1;
+}
+
+/* A library call's work "on the device": device dev's memory opened (1) or closed again (0). Opening first runs
+ * what is queued on the call's stream (NULL: dev's legacy stream), since the emulated driver's streams run lazily and
+ * the call runs at once, in its stream's order. */
+static void emu_device_work(int dev, void *stream, int open) {
+  find_driver();
+  if (open && emu_stream_flush) emu_stream_flush(dev, stream);
+  if (emu_access_device) emu_access_device(dev, open);
 }
 
 #endif

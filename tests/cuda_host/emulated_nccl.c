@@ -22,7 +22,7 @@ typedef struct { int magic, rank, device; clique *clique; } comm;
 struct clique { int n, refs; };
 static const int MAGIC = 0x6e63636c;
 
-typedef struct { int kind; const void *send; void *recv; size_t count; int type, root; comm *c; } op;   /* 0 reduce, 1 bcast */
+typedef struct { int kind; const void *send; void *recv; size_t count; int type, root; comm *c; void *stream; } op;   /* 0 reduce, 1 bcast */
 static __thread op queue[MAX_OPS];
 static __thread int queued, depth;
 
@@ -80,14 +80,12 @@ static int enqueue(op o) {
 }
 
 EXPORT int ncclReduce(const void *send, void *recv, size_t count, int type, int red, int root, void *c, void *stream) {
-  (void)stream;
   if (red != SUM) return INVALID_ARGUMENT;
-  return enqueue((op){0, send, recv, count, type, root, c});
+  return enqueue((op){0, send, recv, count, type, root, c, stream});
 }
 
 EXPORT int ncclBcast(void *buf, size_t count, int type, int root, void *c, void *stream) {
-  (void)stream;
-  return enqueue((op){1, buf, buf, count, type, root, c});
+  return enqueue((op){1, buf, buf, count, type, root, c, stream});
 }
 
 static double load(const void *p, int type, size_t i) {
@@ -109,8 +107,7 @@ static int run(op *ops, int n) {
     by_rank[ops[i].c->rank] = &ops[i];
   }
   if (n != q->n) return INVALID_USAGE;
-  for (int r = 0; r < n; r++)
-    if (emu_access_device) emu_access_device(by_rank[r]->c->device, 1);
+  for (int r = 0; r < n; r++) emu_device_work(by_rank[r]->c->device, by_rank[r]->stream, 1);
   op *root = by_rank[ops[0].root];
   for (size_t i = 0; i < ops[0].count; i++) {
     if (ops[0].kind == 0) {
@@ -122,8 +119,7 @@ static int run(op *ops, int n) {
       for (int r = 0; r < n; r++) store(by_rank[r]->recv, ops[0].type, i, v);
     }
   }
-  for (int r = 0; r < n; r++)
-    if (emu_access_device) emu_access_device(by_rank[r]->c->device, 0);
+  for (int r = 0; r < n; r++) emu_device_work(by_rank[r]->c->device, by_rank[r]->stream, 0);
   return SUCCESS;
 }
 
