@@ -566,7 +566,9 @@ CRITERIONS = {
         lambda r: (r.uniform(0.01, 0.99, (6, 5)), r.random((6, 5)).round()),
     "nn.L1Cost()": lambda r: (r.standard_normal((6, 5)), np.zeros((6, 5))),
     "nn.HingeEmbeddingCriterion(1.5)": lambda r: (r.standard_normal(12) * 2, r.choice([-1.0, 1.0], 12)),
-}, false)":
+    # per pixel: N x C x H x W scores, N x H x W classes
+    "nn.SpatialClassNLLCriterion()": lambda r: (r.standard_normal((2, 4, 3, 5)), r.integers(1, 5, (2, 3, 5)) * 1.0),
+    "nn.SpatialClassNLLCriterion(torch.DoubleTensor{0.5, 2, 1, 3}, false)":
         lambda r: (r.standard_normal((3, 4, 2, 3)), r.integers(1, 5, (3, 2, 3)) * 1.0),
     "cudnn.SpatialCrossEntropyCriterion(torch.DoubleTensor{1, 0.25, 2})":
         lambda r: (r.standard_normal((2, 3, 4, 4)) * 3, r.integers(1, 4, (2, 4, 4)) * 1.0),
@@ -578,7 +580,7 @@ def test_cunn_criterions_against_the_cpu_in_double(gpu, rng, ctor):
     """Loss and gradInput against the CPU criterion in double (the elementwise ones on a transposed view of the
     input too); nothing staged."""
     rt = gpu
-    rt.execute("require 'cunn'")
+    rt.execute("require 'cunn' require 'cudnn'")
     x, t = CRITERIONS[ctor](rng)
     out = rt.eval("""function(x, t, view)
        local res = {}
@@ -609,6 +611,15 @@ def test_cunn_criterion_errors_name_the_problem(gpu):
         rt.execute("nn.BCECriterion():cuda():forward(torch.CudaTensor{0.5, 0/0}, torch.CudaTensor{1, 0})")
     with pytest.raises(LuaError, match="size mismatch"):
         rt.execute("nn.AbsCriterion():cuda():forward(torch.CudaTensor(3):fill(1), torch.CudaTensor(4):fill(1))")
+    with pytest.raises(LuaError, match=r"SpatialClassNLLCriterion_updateOutput: target 7 of pixel 5 \(counted n, h, "
+                                       r"w\) is out of range 1..3"):
+        rt.execute("nn.SpatialClassNLLCriterion():cuda():forward(torch.CudaTensor(1, 3, 2, 3):fill(0), "
+                   "torch.CudaTensor{{{1, 2, 3}, {1, 7, 1}}})")
+    with pytest.raises(LuaError, match="target should be N x H x W for input N x C x H x W \\(got input 1x3x2x3, "
+                                       "target 1x3x2"):
+        rt.execute("nn.SpatialClassNLLCriterion():cuda():forward(torch.CudaTensor(1, 3, 2, 3), torch.CudaTensor(1, 3, 2))")
+    with pytest.raises(LuaError, match="only batches of spatial inputs"):
+        rt.execute("nn.SpatialClassNLLCriterion():cuda():forward(torch.CudaTensor(3, 2, 3), torch.CudaTensor(2, 3))")
 
 
 # The same network trained on the CPU type and on its Cuda type: optim.sgd over getParameters, as a Torch7 script

@@ -170,6 +170,57 @@ onDevice(nn.ClassNLLCriterion, 'updateGradInput', function(self, input, target)
    return self.gradInput
 end)
 
+-- SpatialClassNLLCriterion: the ClassNLLCriterion kernels over the N*H*W pixels as rows, the N x C x H x W input
+-- laid out as (N*H*W) x C by a device copy of its N x H x W x C permutation, the target as N*H*W classes; the
+-- gradient comes back in the input's layout. With sizeAverage both divide by the summed weights of all the
+-- pixels, as the CPU kernel does.
+local function pixelRows(self, input, target, fn)
+   local function sz(t) return table.concat(t:size():totable(), 'x') end
+   if input:dim() ~= 4 then
+      error(string.format('%s: only batches of spatial inputs (4D tensors N x C x H x W) are supported, got %s',
+                          fn, sz(input)), 3)
+   end
+   local N, Cl, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
+   if not torch.isTensor(target) or target:dim() ~= 3 or target:size(1) ~= N or target:size(2) ~= H or
+      target:size(3) ~= W then
+      error(string.format('%s: target should be N x H x W for input N x C x H x W (got input %s, target %s)', fn,
+                          sz(input), torch.isTensor(target) and sz(target) or torch.type(target)), 3)
+   end
+   self._gpuRows = self._gpuRows or input.new()
+   self._gpuRows:resize(N, H, W, Cl):copy(input:permute(1, 3, 4, 2))
+   if torch.type(self._gpuTarget) ~= 'torch.CudaLongTensor' then self._gpuTarget = torch.CudaLongTensor() end
+   self._gpuTarget:resize(N, H, W):copy(target)
+   return self._gpuRows:view(N * H * W, Cl), self._gpuTarget:view(N * H * W)
+end
+-- the row kernels name a "sample": here that is a pixel, counted n, h, w from 1
+local function pixelCheck(fn, rc)
+   if rc ~= 0 then
+      local msg = ffi.string(C.lt_errmsg()):gsub('^cuda ClassNLLCriterion %a+: ', '')
+      error(fn .. ': ' .. msg:gsub('of sample (%d+)', 'of pixel %1 (counted n, h, w)'), 3)
+   end
+end
+onDevice(nn.SpatialClassNLLCriterion, 'updateOutput', function(self, input, target)
+   local fn = 'SpatialClassNLLCriterion_updateOutput'
+   local rows, t = pixelRows(self, input, target, fn)
+   pixelCheck(fn, C.lt_cuops_classnll_forward(opsOf(input), nil, rows._c, t._c, deviceWeights(self, input),
+                                              self.sizeAverage and 1 or 0, -100, loss, totalWeight))
+   self.output, self._gpuTotalWeight = loss[0], totalWeight[0]
+   return self.output, self._gpuTotalWeight
+end)
+onDevice(nn.SpatialClassNLLCriterion, 'updateGradInput', function(self, input, target)
+   local fn = 'SpatialClassNLLCriterion_updateGradInput'
+   if not self._gpuTotalWeight then self:updateOutput(input, target) end
+   local rows, t = pixelRows(self, input, target, fn)
+   self._gpuGradRows = self._gpuGradRows or input.new()
+   self._gpuGradRows:resizeAs(rows)
+   pixelCheck(fn, C.lt_cuops_classnll_backward(opsOf(input), nil, self._gpuGradRows._c, t._c,
+                                               deviceWeights(self, input), self.sizeAverage and 1 or 0, -100,
+                                               self._gpuTotalWeight))
+   local N, Cl, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
+   self.gradInput:resizeAs(input):copy(self._gpuGradRows:view(N, H, W, Cl):permute(1, 4, 2, 3))
+   return self.gradInput
+end)
+
 -- ---------------------------------------------------------------- Dropout
 
 -- The mask from the device's Philox4x32-10 stream (cutorch.manualSeed), so it differs from the CPU's draws.
