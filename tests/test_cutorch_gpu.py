@@ -757,6 +757,84 @@ def test_freed_device_memory_is_reused_by_the_caching_allocator(gpu):
     assert after - before <= 1 and hits >= 19 and live == 0, (before, after, hits, live)
 
 
+LOOKUPS = {
+    "plain, a matrix of repeated indices": ("nn.LookupTable(9, 5)", [[1, 4, 4], [9, 1, 4]]),
+    "paddingValue 4, scaleGradByFreq": ("nn.LookupTable(9, 5, 4):scaleGradByFreq()", [[1, 4, 4], [9, 1, 2]]),
+    "maxNorm 1.5, a vector": ("nn.LookupTable(7, 6, 0, 1.5)", [3, 3, 7, 1, 2]),
+    "maxNorm 2 in the 1-norm": ("nn.LookupTable(7, 3, 0, 2, 1)", [[2, 6], [6, 5]]),
+}
+
+
+@pytest.mark.parametrize("index_type", ["torch.CudaTensor", "torch.CudaLongTensor", "torch.LongTensor"])
+@pytest.mark.parametrize("name", sorted(LOOKUPS))
+def test_lookup_table_on_the_gpu_against_the_cpu_in_double(gpu, rng, name, index_type):
+    """nn.LookupTable with its weight in GPU memory, indices of a Cuda float, CudaLong or host Long type: output,
+    gradWeight accumulated onto a nonzero one with two scales (repeated indices summed, paddingValue's rows left,
+    scaleGradByFreq), max-norm renormalization of the rows used, against the CPU module in double; nothing
+    staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    ctor, idx = LOOKUPS[name]
+    r = rt.eval("""function(idx, seed, indexType)
+       torch.manualSeed(seed)
+       local cpu = %s:double()
+       cpu.weight:mul(2)
+       cpu.gradWeight:uniform(-1, 1)
+       local gpu = cpu:clone():type('torch.CudaDoubleTensor')
+       local out = {}
+       for k, m in ipairs {cpu, gpu} do
+          local input = k == 1 and idx:long() or idx:long():type(indexType)
+          local y = m:forward(input)
+          torch.manualSeed(seed + 1)
+          local go = torch.DoubleTensor(y:size()):normal()
+          if k == 2 then go = go:type('torch.CudaDoubleTensor') end
+          m:backward(input, go, 0.5)
+          m:accGradParameters(input, go * 3, 2)
+          out[k] = {y:double():clone(), m.gradWeight:double():clone(), m.weight:double():clone()}
+       end
+       return out
+    end""" % ctor)(rt.from_numpy(np.asarray(idx, dtype=np.float64)), int(rng.integers(1 << 30)), index_type)
+    for i, what in ((1, "output"), (2, "gradWeight"), (3, "weight (renormalized)")):
+        np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-12, atol=1e-13, err_msg=what)
+    assert fallbacks(rt) == {}
+
+
+def test_lookup_table_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
+    """A LookupTable -> Linear -> LogSoftMax network with ClassNLL, optim.sgd over getParameters in float, on both
+    backends: the losses agree to 1e-5; a bad index is named."""
+    rt = gpu
+    rt.execute("require 'cunn' require 'optim'")
+    x = rng.integers(1, 21, (8, 3)).astype(np.float64)
+    y = rng.integers(1, 5, 8).astype(np.float64)
+    r = rt.eval("""function(x, y)
+       local losses = {}
+       for k, ty in ipairs {'torch.FloatTensor', 'torch.CudaTensor'} do
+          torch.manualSeed(5)
+          local net = nn.Sequential():add(nn.LookupTable(20, 6)):add(nn.View(-1, 18)):add(nn.Linear(18, 4))
+                                     :add(nn.LogSoftMax()):type(ty)
+          local crit = nn.ClassNLLCriterion():type(ty)
+          local w, dw = net:getParameters()
+          local input, target = x:type(ty), y:type(ty)
+          losses[k] = {}
+          for step = 1, 6 do
+             local _, l = optim.sgd(function()
+                dw:zero()
+                local loss = crit:forward(net:forward(input), target)
+                net:backward(input, crit:backward(net.output, target))
+                return loss, dw
+             end, w, {learningRate = 0.5, momentum = 0.9})
+             losses[k][step] = l[1]
+          end
+       end
+       return losses
+    end""")(rt.from_numpy(x), rt.from_numpy(y))
+    np.testing.assert_allclose(list(r[2].values()), list(r[1].values()), rtol=1e-5)
+    assert list(r[1].values())[-1] < list(r[1].values())[0]
+    with pytest.raises(LuaError, match=r"LookupTable_updateOutput: index 11 out of range \[1, 10\]"):
+        rt.execute("nn.LookupTable(10, 3):cuda():forward(torch.CudaTensor{1, 11})")
+    assert fallbacks(rt) == {}
+
+
 def emulated_driver():
     return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
 

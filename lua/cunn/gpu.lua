@@ -221,6 +221,36 @@ onDevice(nn.SpatialClassNLLCriterion, 'updateGradInput', function(self, input, t
    return self.gradInput
 end)
 
+-- ---------------------------------------------------------------- LookupTable
+
+-- With its weight in GPU memory (the indices may be in host or GPU memory, of any integer or float type, read on
+-- the host as the CPU kernel reads them): the rows gathered on the device, the gradient summed per row without
+-- atomics (scaleGradByFreq and paddingValue as on the CPU), max-norm renormalization of the rows named.
+local function lookupOnDevice(name, gpu)
+   local host = nn.LookupTable[name]
+   nn.LookupTable[name] = function(self, input, ...)
+      if onGPU(self.weight) then return gpu(self, input, ...) end
+      return host(self, input, ...)
+   end
+end
+lookupOnDevice('updateOutput', function(self, input)
+   self:backCompatibility()
+   if input:dim() ~= 1 and input:dim() ~= 2 then
+      error('nn.LookupTable: input must be a vector or matrix of indices, got ' .. input:dim() .. ' dimensions', 2)
+   end
+   if self.maxNorm then
+      check(C.lt_cuda_nn_lookup_renorm(input._c, self.weight._c, self.maxNorm, self.normType or 2), 2)
+   end
+   if not onGPU(self.output) or self.output:type() ~= self.weight:type() then self.output = self.weight.new() end
+   check(C.lt_cuda_nn_lookup_forward(input._c, self.weight._c, self.output._c), 2)
+   if input:dim() == 2 then self.output = self.output:view(input:size(1), input:size(2), self.weight:size(2)) end
+   return self.output
+end)
+lookupOnDevice('accGradParameters', function(self, input, gradOutput, scale)
+   check(C.lt_cuda_nn_lookup_acc(input._c, gradOutput._c, self.gradWeight._c, self.shouldScaleGradByFreq and 1 or 0,
+                                 self.paddingValue or 0, scale or 1), 2)
+end)
+
 -- ---------------------------------------------------------------- Dropout
 
 -- The mask from the device's Philox4x32-10 stream (cutorch.manualSeed), so it differs from the CPU's draws.

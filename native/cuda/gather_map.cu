@@ -10,6 +10,15 @@
  *     the maps inverted, per axis: input index i is read by outputs[first[i] .. first[i+1]) (first: D+1, H+1,
  *     W+1 entries; outputs: oD, oH, oW entries, each axis's offsets relative to its own part); thread per input
  *     element, which sums the gradient of every output reading it (a gather: no atomics, deterministic).
+ *
+ * nn.LookupTable's rows (native/src/cuda_nn.c builds the lists on the host from the indices, 0-based here):
+ *   lt_rows_acc_<T>(T* gradWeight, const T* gradOut, const q* rows, const q* first, const q* positions,
+ *                   q nrows, q dim, A scale, q byFreq)
+ *     gradWeight row rows[k] += s * (sum of the gradOut rows positions[first[k] .. first[k+1]), in that order),
+ *     s = scale, or scale / (first[k+1] - first[k]) with byFreq; thread per (k, column): each element has one
+ *     writer, so repeated indices need no atomics and the sum is deterministic.
+ *   lt_rows_renorm_<T>(T* weight, const q* rows, q nrows, q dim, A maxNorm, A p)
+ *     each listed row whose p-norm exceeds maxNorm scaled by maxNorm / (norm + 1e-7); thread per row.
  * Sums in lt_acc_t<T>.
  */
 #include "lt_cuda_common.cuh"
@@ -60,3 +69,55 @@ LT_D void lt_map_bwd_impl(T *gin, const T *gout, const long long *first, const l
 
 LT_IF_Float(LT_MAP(float, Float))
 LT_IF_Double(LT_MAP(double, Double))
+
+template <typename T>
+LT_D void lt_rows_acc_impl(T *gw, const T *gout, const long long *rows, const long long *first,
+                           const long long *positions, long long nrows, long long dim, lt_acc_t<T> scale,
+                           long long by_freq) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, nrows * dim) {
+    const long long k = e / dim, c = e % dim;
+    A s = (A)0;
+    for (long long j = first[k]; j < first[k + 1]; j++) s += lt_cast<A>(gout[positions[j] * dim + c]);
+    const A f = by_freq ? scale / (A)(first[k + 1] - first[k]) : scale;
+    T *w = gw + rows[k] * dim + c;
+    *w = lt_cast<T>(lt_cast<A>(*w) + f * s);
+  }
+}
+
+template <typename T>
+LT_D void lt_rows_renorm_impl(T *w, const long long *rows, long long nrows, long long dim, lt_acc_t<T> max_norm,
+                              lt_acc_t<T> p) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, k, nrows) {
+    T *row = w + rows[k] * dim;
+    A norm = (A)0;
+    for (long long c = 0; c < dim; c++) {
+      A a = lt_cast<A>(row[c]);
+      a = a < (A)0 ? -a : a;
+      norm += p == (A)1 ? a : p == (A)2 ? a * a : lt_m_pow(a, p);
+    }
+    norm = p == (A)1 ? norm : p == (A)2 ? lt_m_sqrt(norm) : lt_m_pow(norm, (A)1 / p);
+    if (norm > max_norm) {
+      const T f = lt_cast<T>(max_norm / (norm + (A)1e-7));
+      for (long long c = 0; c < dim; c++) row[c] = lt_cast<T>(lt_cast<A>(row[c]) * lt_cast<A>(f));
+    }
+  }
+}
+
+#define LT_ROWS(T, N)                                                                                           \
+  extern "C" __global__ void lt_rows_acc_##N(T *gradWeight, const T *gradOut, const long long *rows,           \
+                                             const long long *first, const long long *positions,               \
+                                             long long nrows, long long dim, lt_acc_t<T> scale,                \
+                                             long long byFreq) {                                               \
+    lt_rows_acc_impl<T>(gradWeight, gradOut, rows, first, positions, nrows, dim, scale, byFreq);               \
+  }                                                                                                             \
+  LT_EXPORT(lt_rows_acc_##N)                                                                                    \
+  extern "C" __global__ void lt_rows_renorm_##N(T *weight, const long long *rows, long long nrows,             \
+                                                long long dim, lt_acc_t<T> maxNorm, lt_acc_t<T> p) {           \
+    lt_rows_renorm_impl<T>(weight, rows, nrows, dim, maxNorm, p);                                               \
+  }                                                                                                             \
+  LT_EXPORT(lt_rows_renorm_##N)
+
+LT_IF_Float(LT_ROWS(float, Float))
+LT_IF_Double(LT_ROWS(double, Double))

@@ -16,6 +16,13 @@ int lt_nn_LookupTable_accGradParameters(lt_tensor *input, lt_tensor *gradOutput,
 /* Rows of weight (contiguous nIndex x dim) named in input whose normType-norm
  * exceeds maxNorm are scaled to norm maxNorm (each distinct row once). */
 int lt_nn_LookupTable_renorm(lt_tensor *input, lt_tensor *weight, double maxNorm, double normType);
+/* nn.LookupTable with its weight in GPU memory (native/src/cuda_nn.c; cutorch's GPU backend): the indices (any
+ * type, host or GPU memory) are read on the host. The forward gathers the rows into output (n x dim, on the
+ * weight's GPU); the other two are the CPU kernels' semantics, gradient sums without atomics. */
+int lt_cuda_nn_lookup_forward(const lt_tensor *input, lt_tensor *weight, lt_tensor *output);
+int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight, int scale_by_freq,
+                          int64_t padding_value, double scale);
+int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double max_norm, double norm_type);
 
 /* ---- SparseLinear ----
  * input: (nnz, 3) float/double rows {sample, column, value}, sample and column

@@ -597,3 +597,165 @@ int lt_cuda_nn_adaptive_avgpool(const char *fn, lt_tensor *input, lt_tensor *gra
   snprintf(kernel, sizeof kernel, "lt_adaptive_avgpool_%s_%s", backward ? "bwd" : "fwd", tname(type));
   return scratch_free(ops, copy, launch(ops, NULL, "adaptive_pooling", kernel, grid_for(ops, n), &a));
 }
+
+/* ---------------------------------------------------------------- LookupTable */
+
+/* The indices (any integer or floating type, host or GPU memory, any layout) as n 1-based rows on the host, each
+ * checked in 1..nIndex as the CPU kernel checks them. *rows is malloc'ed. */
+static int lookup_rows(const char *fn, const lt_tensor *input, int64_t nIndex, int64_t **rows, int64_t *n) {
+  *rows = NULL;
+  *n = lt_tensor_nelement(input);
+  lt_tensor host;
+  lt_tensor_init(&host, LT_LONG);
+  int64_t len = *n;
+  int rc = lt_tensor_resize(&host, 1, &len);
+  if (rc == 0 && len > 0) rc = lt_tensor_copy(&host, input);   /* from GPU memory, or converted */
+  if (rc == 0 && !(*rows = malloc((size_t)(len > 0 ? len : 1) * sizeof **rows)))
+    rc = lt_fail("%s: out of host memory", fn);
+  if (rc == 0 && len > 0) memcpy(*rows, lt_tensor_data(&host), (size_t)len * sizeof **rows);
+  lt_tensor_clear(&host);
+  for (int64_t i = 0; rc == 0 && i < len; i++)
+    if ((*rows)[i] < 1 || (*rows)[i] > nIndex)
+      rc = lt_fail("%s: index %lld out of range [1, %lld]", fn, (long long)(*rows)[i], (long long)nIndex);
+  if (rc) {
+    free(*rows);
+    *rows = NULL;
+  }
+  return rc;
+}
+
+static int lookup_matrix(const char *fn, const lt_tensor *w, const char *what) {
+  if (!lt_tensor_is_device(w)) return lt_fail("%s: %s is in host memory (the GPU version was called)", fn, what);
+  if (w->ndim != 2 || !lt_tensor_is_contiguous(w)) return lt_fail("%s: %s must be a contiguous matrix", fn, what);
+  return 0;
+}
+
+int lt_cuda_nn_lookup_forward(const lt_tensor *input, lt_tensor *weight, lt_tensor *output) {
+  static const char fn[] = "LookupTable_updateOutput";
+  if (lookup_matrix(fn, weight, "weight")) return -1;
+  const int64_t V = weight->size[0], dim = weight->size[1];
+  int64_t *rows, n;
+  if (lookup_rows(fn, input, V, &rows, &n)) return -1;
+  /* a gather through per-axis maps: one plane of V x dim, rows picked along H, every column along W */
+  int64_t zero = 0, *cols = malloc((size_t)(dim > 0 ? dim : 1) * sizeof *cols);
+  if (!cols) {
+    free(rows);
+    return lt_fail("%s: out of host memory", fn);
+  }
+  for (int64_t i = 0; i < n; i++) rows[i]--;
+  for (int64_t c = 0; c < dim; c++) cols[c] = c;
+  const int64_t in[3] = {1, V, dim}, out[3] = {1, n, dim}, sizes[2] = {n, dim};
+  int64_t *const maps[3] = {&zero, rows, cols};
+  int rc = lt_cuda_nn_gather(fn, weight, NULL, output, sizes, 1, in, out, maps);
+  free(rows);
+  free(cols);
+  return rc;
+}
+
+/* (row, position) pairs ordered by row, then position */
+static int by_row(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The distinct rows (0-based, ascending, padding_value's left out unless keep_padding) and, per row, the positions
+ * naming it: one host buffer rows[m] | first[m + 1] | positions[...], uploaded to *dev (scratch). */
+static int row_lists(const char *fn, const lt_cuops *ops, const int64_t *idx, int64_t n, int64_t padding, int keep_padding,
+                     void **dev, int64_t *m) {
+  int64_t (*pairs)[2] = malloc((size_t)(n > 0 ? n : 1) * sizeof *pairs);
+  int64_t *buf = malloc((size_t)(3 * n + 1) * sizeof *buf);
+  if (!pairs || !buf) {
+    free(pairs), free(buf);
+    return lt_fail("%s: out of host memory", fn);
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (keep_padding || idx[i] != padding) pairs[k][0] = idx[i] - 1, pairs[k][1] = i, k++;
+  qsort(pairs, (size_t)k, sizeof *pairs, by_row);
+  int64_t u = 0;
+  for (int64_t i = 0; i < k; i++) u += i == 0 || pairs[i][0] != pairs[i - 1][0];
+  int64_t *rows = buf, *first = buf + u, *positions = buf + 2 * u + 1;
+  for (int64_t i = 0, r = -1; i < k; i++) {
+    if (i == 0 || pairs[i][0] != pairs[i - 1][0]) rows[++r] = pairs[i][0], first[r] = i;
+    positions[i] = pairs[i][1];
+  }
+  first[u] = k;
+  free(pairs);
+  *m = u;
+  const int64_t bytes = (2 * u + 1 + k) * 8;
+  int rc = scratch(ops, NULL, bytes, dev);
+  if (rc == 0) rc = ops->to_device(ops->ctx, *dev, buf, bytes, NULL);
+  free(buf);
+  if (rc) rc = scratch_free(ops, *dev, rc), *dev = NULL;
+  return rc;
+}
+
+int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight, int scale_by_freq,
+                          int64_t padding_value, double scale) {
+  static const char fn[] = "LookupTable_accGradParameters";
+  if (lookup_matrix(fn, gradWeight, "gradWeight")) return -1;
+  const int dev = gradWeight->storage->device, type = lt_host_type(gradWeight->type);
+  const lt_cuops *ops = float_layer_ops(fn, gradWeight);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput")) return -1;
+  if (gradOutput->type != gradWeight->type)
+    return lt_fail("%s: gradOutput is a %s tensor, gradWeight a %s one", fn, tname(gradOutput->type), tname(type));
+  const int64_t dim = gradWeight->size[1];
+  int64_t *idx, n, m = 0;
+  if (lookup_rows(fn, input, gradWeight->size[0], &idx, &n)) return -1;
+  if (lt_tensor_nelement(gradOutput) != n * dim) {
+    free(idx);
+    return lt_fail("%s: gradOutput has %lld elements, expected %lld (indices x %lld)", fn,
+                   (long long)lt_tensor_nelement(gradOutput), (long long)(n * dim), (long long)dim);
+  }
+  void *lists = NULL, *copy = NULL;
+  const void *go = NULL;
+  int rc = row_lists(fn, ops, idx, n, padding_value, 0, &lists, &m);
+  free(idx);
+  if (rc == 0 && m > 0 && dim > 0) rc = contiguous_input(ops, NULL, gradOutput, &go, &copy);
+  if (rc == 0 && m > 0 && dim > 0) {
+    void *gw = lt_tensor_data(gradWeight), *first = (char *)lists + m * 8, *positions = (char *)lists + (2 * m + 1) * 8;
+    args_t a = {0};
+    add_raw(&a, &gw, "p");
+    add_raw(&a, (void *)&go, "p");
+    add_raw(&a, &lists, "p");
+    add_raw(&a, &first, "p");
+    add_raw(&a, &positions, "p");
+    add_count(&a, m);
+    add_count(&a, dim);
+    add_value(&a, type, scale);
+    add_count(&a, scale_by_freq ? 1 : 0);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_rows_acc_%s", tname(type));
+    rc = launch(ops, NULL, "gather_map", kernel, grid_for(ops, m * dim), &a);
+  }
+  rc = scratch_free(ops, copy, rc);
+  return scratch_free(ops, lists, rc);
+}
+
+int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double max_norm, double norm_type) {
+  static const char fn[] = "LookupTable_renorm";
+  if (lookup_matrix(fn, weight, "weight")) return -1;
+  if (norm_type <= 0) return lt_fail("%s: normType must be positive, got %g", fn, norm_type);
+  const int type = lt_host_type(weight->type);
+  const lt_cuops *ops = float_layer_ops(fn, weight);
+  int64_t *idx, n, m = 0;
+  if (!ops || lookup_rows(fn, input, weight->size[0], &idx, &n)) return -1;
+  void *lists = NULL;
+  int rc = row_lists(fn, ops, idx, n, 0, 1, &lists, &m);
+  free(idx);
+  if (rc == 0 && m > 0) {
+    void *w = lt_tensor_data(weight);
+    const int64_t dim = weight->size[1];
+    args_t a = {0};
+    add_raw(&a, &w, "p");
+    add_raw(&a, &lists, "p");
+    add_count(&a, m);
+    add_count(&a, dim);
+    add_value(&a, type, max_norm);
+    add_value(&a, type, norm_type);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_rows_renorm_%s", tname(type));
+    rc = launch(ops, NULL, "gather_map", kernel, grid_for(ops, m), &a);
+  }
+  return scratch_free(ops, lists, rc);
+}
