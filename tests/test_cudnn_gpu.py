@@ -518,6 +518,54 @@ def test_cudnn_layers_outside_cudnns_semantics_run_on_our_kernels(gpu, rng):
     assert np.isnan(pooled[0, 0, 0, 1]) and np.isnan(relu[0, 0, 1, 2])
 
 
+NN_THROUGH_CUDNN = {   # nn's classes without kernels of ours, run on cuDNN: constructor, input shape, cuDNN's kind
+    # (the convolution has no GPU version but cuDNN's: that it runs at all says cuDNN ran it)
+    "nn.VolumetricConvolution(2, 3, 3, 2, 3, 1, 2, 1, 1, 0, 1)": ((2, 2, 5, 6, 5), None),
+    "nn.VolumetricMaxPooling(2, 3, 3, 1, 2, 2, 1, 1, 1)": ((2, 2, 5, 7, 6), "Pooling"),
+    "nn.VolumetricAveragePooling(2, 2, 2, 1, 2, 2)": ((3, 4, 6, 6), "Pooling"),
+}
+
+
+@pytest.mark.parametrize("ctor", sorted(NN_THROUGH_CUDNN))
+def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ctor):
+    """A program that requires cunn only: nn's volumetric convolution and poolings in GPU memory load cudnn on first
+    use and run on cuDNN (its calls counted in the emulation), output, gradInput and parameter gradients as the CPU
+    module's in double; nothing staged."""
+    rt.execute("require 'cutorch'")
+    if rt.eval("cutorch.backend") != "gpu":
+        pytest.skip("cutorch's GPU backend is not on (the last test of this file runs these on the emulated driver)")
+    rt.execute("require 'cunn' cutorch.setHostFallback('quiet')")
+    assert not rt.eval("package.loaded.cudnn ~= nil")
+    shape, kind = NN_THROUGH_CUDNN[ctor]
+    x, seed = rng.standard_normal(shape), int(rng.integers(1, 1 << 30))
+    before = cudnn_calls(kind) if kind else None
+    r = rt.eval("""function(x, seed)
+       torch.manualSeed(seed)
+       local cpu = %s:double()
+       local dev = cpu:clone():type('torch.CudaDoubleTensor')
+       local out = {}
+       for k, m in ipairs {cpu, dev} do
+          local input = k == 1 and x or x:type('torch.CudaDoubleTensor')
+          local y = m:forward(input)
+          torch.manualSeed(seed + 1)
+          local go = torch.DoubleTensor(y:size()):normal()
+          if k == 2 then go = go:type('torch.CudaDoubleTensor') end
+          local gi = m:backward(input, go, 0.5)
+          out[k] = {y:double():clone(), gi:double():clone(), m.gradWeight and m.gradWeight:double():clone() or false}
+       end
+       return out
+    end""" % ctor)(rt.from_numpy(x), seed)
+    assert rt.eval("package.loaded.cudnn ~= nil")
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight")):
+        if r[1][i] is False:
+            continue
+        np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-11, atol=1e-12, err_msg=what)
+    if before is not None:
+        after = cudnn_calls(kind)
+        assert [a - b for a, b in zip(after, before)] == [1, 1], (before, after)
+    assert fallbacks(rt) == {}
+
+
 def test_cudnn_runs_on_the_current_stream(gpu, rng):
     """With stream 1 current, a cuDNN convolution and batch norm given an input a kernel on stream 1 has just changed
     compute on the changed input, forward and backward (their handle is bound to the current stream, and their

@@ -417,7 +417,7 @@ end
 local function onCudnnPooling(class, modeOf, volumetric)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput}
    local function setup(self, input)
-      if not usable() or not cudnnType(input) or self.ceil_mode ~= false then return nil end
+      if not usable() or not cudnnType(input) or self.ceil_mode then return nil end
       local mode = modeOf(self)
       if not mode then return nil end
       local p = poolOf(self, mode, volumetric)
@@ -451,6 +451,17 @@ onCudnnPooling(cudnn.SpatialMaxPooling, maxMode, false)
 onCudnnPooling(cudnn.SpatialAveragePooling, averageMode, false)
 onCudnnPooling(cudnn.VolumetricMaxPooling, maxMode, true)
 onCudnnPooling(cudnn.VolumetricAveragePooling, averageMode, true)
+
+-- nn's volumetric convolution and poolings have no kernels of ours: on the GPU they run on cuDNN as cudnn's
+-- subclasses do (nn's max pooling then keeps no indices, as cudnn's does not; a dilated one stays on the host,
+-- which refuses GPU memory by name, as everything here does without cuDNN). cunn loads cudnn for them on first use.
+local function undilatedMax(self)
+   if (self.dilationT or 1) ~= 1 or (self.dilationH or 1) ~= 1 or (self.dilationW or 1) ~= 1 then return nil end
+   return maxMode()
+end
+onCudnnPooling(nn.VolumetricMaxPooling, undilatedMax, true)
+onCudnnPooling(nn.VolumetricAveragePooling, averageMode, true)
+onCudnn(nn.VolumetricConvolution)
 
 -- The softmax family (cudnn/SpatialSoftMax.lua's two functions, which every softmax class calls) with the
 -- module's algorithm and mode, 1-D to 4-D inputs.

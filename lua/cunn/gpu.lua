@@ -520,3 +520,25 @@ onDevice(nn.PReLU, 'accGradParameters', function(self, input, gradOutput, scale)
    end
    return self.gradWeight
 end)
+
+-- ---------------------------------------------------------------- through cuDNN
+
+-- nn's volumetric convolution and poolings run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
+-- versions): the first call with a tensor in GPU memory loads cudnn, then calls the method it installed. Without
+-- libcudnn the host kernels refuse GPU memory by name, as before.
+for _, class in ipairs {nn.VolumetricConvolution, nn.VolumetricMaxPooling, nn.VolumetricAveragePooling} do
+   for _, name in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters'} do
+      local host = class[name]
+      if host then
+         local loader
+         loader = function(self, input, ...)
+            if onGPU(input) and not package.loaded.cudnn then
+               require 'cudnn'
+               if class[name] ~= loader then return class[name](self, input, ...) end
+            end
+            return host(self, input, ...)
+         end
+         class[name] = loader
+      end
+   end
+end
