@@ -521,6 +521,8 @@ def test_cudnn_layers_outside_cudnns_semantics_run_on_our_kernels(gpu, rng):
 NN_THROUGH_CUDNN = {   # nn's classes without kernels of ours, run on cuDNN: constructor, input shape, cuDNN's kind
     # (the convolution has no GPU version but cuDNN's: that it runs at all says cuDNN ran it)
     "nn.VolumetricConvolution(2, 3, 3, 2, 3, 1, 2, 1, 1, 0, 1)": ((2, 2, 5, 6, 5), None),
+    "nn.TemporalConvolution(5, 4, 3, 2)": ((2, 9, 5), None),
+    "nn.TemporalConvolution(3, 2, 2)": ((7, 3), None),
     "nn.VolumetricMaxPooling(2, 3, 3, 1, 2, 2, 1, 1, 1)": ((2, 2, 5, 7, 6), "Pooling"),
     "nn.VolumetricAveragePooling(2, 2, 2, 1, 2, 2)": ((3, 4, 6, 6), "Pooling"),
 }

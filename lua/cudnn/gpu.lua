@@ -155,35 +155,37 @@ onCudnn(cudnn.VolumetricConvolution)
 
 -- cudnn.TemporalConvolution as cudnn.torch ran it: the sequence (N x) T x F as N x 1 x T x F, convolved by the
 -- K x 1 x kH x F view of its weight with stride dH and padH zero frames (cuDNN's padding, no padded copy); the
--- N x K x oT x 1 result transposed into nn's N x oT x K. Its fields are already the spatial view's (kW = F).
-do
-   local class = cudnn.TemporalConvolution
+-- N x K x oT x 1 result transposed into nn's N x oT x K. Its fields are already the spatial view's (kW = F);
+-- nn.TemporalConvolution's (kW frames of inputFrameSize, stride dW, no padding; the same weight layout) are
+-- translated into them by geometryOf.
+local function onCudnnTemporal(class, geometryOf)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
                  accGradParameters = class.accGradParameters}
-   local function onCudnnToo(self, input)
+   local function onCudnnToo(g, input)
       local d = input:dim()
-      return usable() and (d == 2 or d == 3)
-             and math.floor((input:size(d - 1) + 2 * self.padH - self.kH) / self.dH) >= 0
+      return usable() and (d == 2 or d == 3) and input:size(d) == g.kW
+             and math.floor((input:size(d - 1) + 2 * g.padH - g.kH) / g.dH) >= 0
    end
    local function asImage(t)   -- (N x) T x F -> N x 1 x T x F
       t = t:contiguous()
       if t:dim() == 2 then return t:view(1, 1, t:size(1), t:size(2)) end
       return t:view(t:size(1), 1, t:size(2), t:size(3))
    end
-   local function asPlanes(self, gradOutput)   -- (N x) oT x K -> N x K x oT x 1, contiguous
+   local function asPlanes(gradOutput)   -- (N x) oT x K -> N x K x oT x 1, contiguous
       local g = gradOutput:dim() == 2 and gradOutput:view(1, gradOutput:size(1), gradOutput:size(2)) or gradOutput
       g = g:transpose(2, 3):contiguous()
       return g:view(g:size(1), g:size(2), g:size(3), 1)
    end
-   local function filterView(self, w) return w:view(self.nOutputPlane, 1, self.kH, self.kW) end
+   local function filterView(g, w) return w:view(g.nOutputPlane, 1, g.kH, g.kW) end
    cunn._onDevice(class, 'updateOutput', function(self, input)
-      if not onCudnnToo(self, input) then return host.updateOutput(self, input) end
+      local g = geometryOf(self)
+      if not onCudnnToo(g, input) then return host.updateOutput(self, input) end
       local x = asImage(input)
-      local oT = math.floor((x:size(3) + 2 * self.padH - self.kH) / self.dH) + 1
+      local oT = math.floor((x:size(3) + 2 * g.padH - g.kH) / g.dH) + 1
       self._cudnnOutput = self._cudnnOutput or input.new()
-      self._cudnnOutput:resize(x:size(1), self.nOutputPlane, oT, 1)
-      check(C.lt_cudnn_conv_forward(opsOf(input), nil, paramsOf(self, input), x._c, self._cudnnOutput._c,
-                                    filterView(self, self.weight)._c, self.bias and self.bias._c or nil), 2)
+      self._cudnnOutput:resize(x:size(1), g.nOutputPlane, oT, 1)
+      check(C.lt_cudnn_conv_forward(opsOf(input), nil, paramsOf(g, input), x._c, self._cudnnOutput._c,
+                                    filterView(g, self.weight)._c, self.bias and self.bias._c or nil), 2)
       local y = self._cudnnOutput:select(4, 1):transpose(2, 3)
       if input:dim() == 2 then y = y:select(1, 1) end
       self.output:resize(y:size()):copy(y)
@@ -191,21 +193,31 @@ do
    end)
    cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
-      if not onCudnnToo(self, input) then return host.updateGradInput(self, input, gradOutput) end
+      local g = geometryOf(self)
+      if not onCudnnToo(g, input) then return host.updateGradInput(self, input, gradOutput) end
       if not self.gradInput:isContiguous() then self.gradInput = input.new() end
       self.gradInput:resize(input:size())
-      check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(self, input), asImage(input)._c,
-                                          asPlanes(self, gradOutput)._c, asImage(self.gradInput)._c,
-                                          filterView(self, self.weight)._c), 2)
+      check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(g, input), asImage(input)._c,
+                                          asPlanes(gradOutput)._c, asImage(self.gradInput)._c,
+                                          filterView(g, self.weight)._c), 2)
       return self.gradInput
    end)
    cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
-      if not onCudnnToo(self, input) then return host.accGradParameters(self, input, gradOutput, scale) end
-      check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(self, input), asImage(input)._c,
-                                            asPlanes(self, gradOutput)._c, filterView(self, self.gradWeight)._c,
+      local g = geometryOf(self)
+      if not onCudnnToo(g, input) then return host.accGradParameters(self, input, gradOutput, scale) end
+      check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(g, input), asImage(input)._c,
+                                            asPlanes(gradOutput)._c, filterView(g, self.gradWeight)._c,
                                             self.gradBias and self.gradBias._c or nil, scale or 1), 2)
    end)
 end
+onCudnnTemporal(cudnn.TemporalConvolution, function(self) return self end)
+onCudnnTemporal(nn.TemporalConvolution, function(self)
+   local g = self._cudnnGeometry or {}
+   self._cudnnGeometry = g
+   g.kH, g.kW, g.dH, g.dW, g.padH, g.padW = self.kW, self.inputFrameSize, self.dW, 1, 0, 0
+   g.nOutputPlane = self.outputFrameSize
+   return g
+end)
 
 -- The full convolutions, on the plans of the convolutions they are the adjoints of. x: the tensor to convolve,
 -- adj {(adjT,) adjH, adjW} (from the target's size when the input is {input, target}).

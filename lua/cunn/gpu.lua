@@ -523,10 +523,11 @@ end)
 
 -- ---------------------------------------------------------------- through cuDNN
 
--- nn's volumetric convolution and poolings run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
+-- nn's volumetric convolution and poolings and its temporal convolution run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
 -- versions): the first call with a tensor in GPU memory loads cudnn, then calls the method it installed. Without
 -- libcudnn the host kernels refuse GPU memory by name, as before.
-for _, class in ipairs {nn.VolumetricConvolution, nn.VolumetricMaxPooling, nn.VolumetricAveragePooling} do
+for _, class in ipairs {nn.VolumetricConvolution, nn.VolumetricMaxPooling, nn.VolumetricAveragePooling,
+                       nn.TemporalConvolution} do
    for _, name in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters'} do
       local host = class[name]
       if host then
