@@ -269,8 +269,20 @@ def test_methods_without_a_kernel_run_staged_write_back_and_are_counted(gpu, rng
     mask = rt.eval("function(t) return t:gt(0) end")(d)
     assert rt.eval("function(m) return m:type() end")(mask) == "torch.CudaByteTensor" and on_device(rt, mask)
     np.testing.assert_array_equal(to_host(rt, mask), (want > 0).astype(np.uint8))
+    # a view stays a view of its base after a staged call on it: later writes through it reach the base (a
+    # staged call used to give its tensor arguments copies of their storages)
+    both = rt.eval("""function(t)
+       local v = t:narrow(1, 1, 1)
+       local before = torch.pointer(v:storage()) == torch.pointer(t:storage())
+       v:sort(2)                       -- staged, does not change v
+       v:fill(7)                       -- a device kernel through the view
+       return {before, torch.pointer(v:storage()) == torch.pointer(t:storage())}
+    end""")(d)
+    assert both[1] and both[2]
+    want[0] = 7
+    np.testing.assert_allclose(to_host(rt, d), want, rtol=1e-6)
     counts = fallbacks(rt)
-    assert counts.get("torch.CudaTensor:sort") == 1 and counts.get("torch.CudaTensor:apply") == 1, counts
+    assert counts.get("torch.CudaTensor:sort") == 2 and counts.get("torch.CudaTensor:apply") == 1, counts
     # printing a device tensor prints its values
     text = rt.eval("function(t) return tostring(t) end")(d)
     assert "torch.CudaTensor of size 4x6" in text

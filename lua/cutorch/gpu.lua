@@ -265,7 +265,8 @@ return function(cutorch)
    -- host copies of their whole storages (aliasing kept); afterwards each storage's host copy goes back,
    -- arguments take the geometry the call gave their copies, and results are mapped back to the device.
    local function runStaged(name, fn, ...)
-      local mirrors, pairsOf = {}, {}   -- storage key -> {dev, host}; {device tensor, host tensor}
+      -- device storage key -> {dev, host}; host storage key -> the same entry; {device tensor, host tensor}
+      local mirrors, ofHost, pairsOf = {}, {}, {}
       local function toHost(x)
          if not deviceTensor(x) then return x end
          local c = x._c
@@ -277,7 +278,7 @@ return function(cutorch)
                local host = C.lt_storage_new(c.type, c.storage.size)
                if host == nil then check(-1, 4) end
                e = {dev = c.storage, host = host}
-               mirrors[k] = e
+               mirrors[k], ofHost[key(host)] = e, e
                check(C.lt_storage_copy(host, 0, c.storage, 0, c.storage.size), 4)
             end
             check(C.lt_tensor_set_storage(m._c, e.host, c.offset, c.ndim, c.size, c.stride), 4)
@@ -329,7 +330,8 @@ return function(cutorch)
             C.lt_tensor_clear(d._c)
             return d
          end
-         local e = mirrors[key(hc.storage)]
+         -- an argument's storage stays its own (a view stays a view of its base)
+         local e = ofHost[key(hc.storage)] or mirrors[key(hc.storage)]
          local s, made = e and e.dev or nil, false
          if not s then   -- memory the call made: a new device storage with its contents
             s, made = C.lt_storage_new(hc.type, hc.storage.size), true
