@@ -847,6 +847,24 @@ def test_lookup_table_trains_on_the_gpu_as_on_the_cpu(gpu, rng):
     assert fallbacks(rt) == {}
 
 
+@pytest.mark.parametrize("ctor,shape", [("nn.Normalize(2)", (5, 7)), ("nn.Normalize(1)", (4, 6)),
+                                        ("nn.Normalize(3)", (6,)), ("nn.Normalize(1.5, 1e-6)", (3, 8)),
+                                        ("nn.Normalize(math.huge)", (4, 5))])
+def test_normalize_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """nn.Normalize's output, norms and gradInput against the CPU module in double (zeros in the input, where
+    |x|^(p-2) needs its eps); p = inf through gather/scatter (staged), the others with nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = rng.standard_normal(shape)
+    x.reshape(-1)[::5] = 0
+    out, _, _ = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-11, atol=1e-12,
+                                   err_msg=what)
+    if "huge" not in ctor:
+        assert fallbacks(rt) == {}
+
+
 def emulated_driver():
     return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
 
