@@ -232,6 +232,8 @@ def expected_kernels(resolve=True):
         k["gather_map"]["lt_map_bwd_%s" % t] = ",".join([P, P, P, P] + [Q] * 7)
         k["gather_map"]["lt_rows_acc_%s" % t] = ",".join([P] * 5 + [Q, Q, sc(t), Q])
         k["gather_map"]["lt_rows_renorm_%s" % t] = ",".join([P, P, Q, Q, sc(t), sc(t)])
+        k["gather_map"]["lt_lin_fwd_%s" % t] = ",".join([P] * 5 + [Q] * 7)
+        k["gather_map"]["lt_lin_bwd_%s" % t] = ",".join([P] * 5 + [Q] * 7)
         k["lrn"]["lt_lrn_fwd_%s" % t] = ",".join([P, P, P, Q, Q, Q, I, D, D, D])
         k["lrn"]["lt_lrn_bwd_%s" % t] = ",".join([P, P, P, P, P, Q, Q, Q, I, D, D])
         for d in ("fwd", "bwd"):

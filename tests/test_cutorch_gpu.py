@@ -865,6 +865,23 @@ def test_normalize_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
         assert fallbacks(rt) == {}
 
 
+@pytest.mark.parametrize("ctor,shape", [("nn.SpatialUpSamplingBilinear(2)", (2, 3, 4, 5)),
+                                        ("nn.SpatialUpSamplingBilinear({oheight = 7, owidth = 3})", (3, 5, 4)),
+                                        ("nn.SpatialUpSamplingBilinear(3)", (1, 1, 1, 3)),
+                                        ("nn.UpSampling(2, 'trilinear')", (1, 2, 3, 2, 4))])
+def test_linear_upsampling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """Bilinear and trilinear upsampling (corners aligned), growing and shrinking, a side of 1: output and gradInput
+    against the CPU module in double; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = rng.standard_normal(shape)
+    out, _, _ = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-13,
+                                   err_msg=what)
+    assert fallbacks(rt) == {}
+
+
 def emulated_driver():
     return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
 

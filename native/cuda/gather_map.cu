@@ -19,7 +19,18 @@
  *     writer, so repeated indices need no atomics and the sum is deterministic.
  *   lt_rows_renorm_<T>(T* weight, const q* rows, q nrows, q dim, A maxNorm, A p)
  *     each listed row whose p-norm exceeds maxNorm scaled by maxNorm / (norm + 1e-7); thread per row.
- * Sums in lt_acc_t<T>.
+ *
+ * Linear upsampling (SpatialUpSamplingBilinear, VolumetricUpSamplingTrilinear; nn_padding.c's tables, corners
+ * aligned): along each axis output o reads inputs i0[o] and i1[o] with weights 1 - w1[o] and w1[o].
+ *   lt_lin_fwd_<T>(T* out, const T* in, const q* i0, const q* i1, const double* w1, q planes, q D, q H, q W,
+ *                  q oD, q oH, q oW)
+ *     i0, i1, w1: oD entries for D, then oH, then oW; thread per output, the CPU kernel's 8 taps in double.
+ *   lt_lin_bwd_<T>(T* gradIn, const T* gradOut, const q* first, const q* outputs, const double* weights,
+ *                  q planes, q D, q H, q W, q oD, q oH, q oW)
+ *     per axis, input i is read by outputs[first[i] .. first[i+1]) with those weights (first: D+1, H+1, W+1
+ *     entries; outputs and weights: 2·oD, 2·oH, 2·oW entries, each axis's offsets relative to its own part);
+ *     thread per input element, summing weight products times gradOut (a gather: no atomics, deterministic).
+ * Sums in lt_acc_t<T> (the linear ones in double, as the CPU kernel's accreal).
  */
 #include "lt_cuda_common.cuh"
 
@@ -121,3 +132,62 @@ LT_D void lt_rows_renorm_impl(T *w, const long long *rows, long long nrows, long
 
 LT_IF_Float(LT_ROWS(float, Float))
 LT_IF_Double(LT_ROWS(double, Double))
+
+template <typename T>
+LT_D void lt_lin_fwd_impl(T *out, const T *in, const long long *i0, const long long *i1, const double *w1,
+                          long long planes, long long D, long long H, long long W, long long oD, long long oH,
+                          long long oW) {
+  LT_GRID_LOOP(long long, e, planes * oD * oH * oW) {
+    const long long x = e % oW, y = (e / oW) % oH, z = (e / (oW * oH)) % oD, p = e / (oW * oH * oD);
+    const long long zo = z, yo = oD + y, xo = oD + oH + x;
+    const T *pl = in + p * D * H * W;
+    const long long d0 = i0[zo], d1 = i1[zo], h0 = i0[yo], h1 = i1[yo], w0 = i0[xo], w1i = i1[xo];
+    const double wd1 = w1[zo], wd0 = 1 - wd1, wh1 = w1[yo], wh0 = 1 - wh1, ww1 = w1[xo], ww0 = 1 - ww1;
+#define LT_AT(d, h, w) lt_cast<double>(pl[((d) * H + (h)) * W + (w)])
+    const double v0 = wh0 * (ww0 * LT_AT(d0, h0, w0) + ww1 * LT_AT(d0, h0, w1i)) +
+                      wh1 * (ww0 * LT_AT(d0, h1, w0) + ww1 * LT_AT(d0, h1, w1i));
+    const double v1 = wh0 * (ww0 * LT_AT(d1, h0, w0) + ww1 * LT_AT(d1, h0, w1i)) +
+                      wh1 * (ww0 * LT_AT(d1, h1, w0) + ww1 * LT_AT(d1, h1, w1i));
+#undef LT_AT
+    out[e] = lt_cast<T>(wd0 * v0 + wd1 * v1);
+  }
+}
+
+template <typename T>
+LT_D void lt_lin_bwd_impl(T *gin, const T *gout, const long long *first, const long long *outputs,
+                          const double *weights, long long planes, long long D, long long H, long long W,
+                          long long oD, long long oH, long long oW) {
+  const long long *fd = first, *fh = first + D + 1, *fw = first + D + 1 + H + 1;
+  const long long *od = outputs, *oh = outputs + 2 * oD, *ow = outputs + 2 * oD + 2 * oH;
+  const double *wd = weights, *wh = weights + 2 * oD, *ww = weights + 2 * oD + 2 * oH;
+  LT_GRID_LOOP(long long, e, planes * D * H * W) {
+    const long long x = e % W, y = (e / W) % H, z = (e / (W * H)) % D, p = e / (W * H * D);
+    const T *pl = gout + p * oD * oH * oW;
+    double s = 0;
+    for (long long a = fd[z]; a < fd[z + 1]; a++)
+      for (long long b = fh[y]; b < fh[y + 1]; b++) {
+        const double wab = wd[a] * wh[b];
+        const T *row = pl + (od[a] * oH + oh[b]) * oW;
+        for (long long c = fw[x]; c < fw[x + 1]; c++) s += wab * ww[c] * lt_cast<double>(row[ow[c]]);
+      }
+    gin[e] = lt_cast<T>(s);
+  }
+}
+
+#define LT_LIN(T, N)                                                                                            \
+  extern "C" __global__ void lt_lin_fwd_##N(T *out, const T *in, const long long *i0, const long long *i1,     \
+                                            const double *w1, long long planes, long long D, long long H,      \
+                                            long long W, long long oD, long long oH, long long oW) {           \
+    lt_lin_fwd_impl<T>(out, in, i0, i1, w1, planes, D, H, W, oD, oH, oW);                                       \
+  }                                                                                                             \
+  LT_EXPORT(lt_lin_fwd_##N)                                                                                     \
+  extern "C" __global__ void lt_lin_bwd_##N(T *gradIn, const T *gradOut, const long long *first,               \
+                                            const long long *outputs, const double *weights, long long planes, \
+                                            long long D, long long H, long long W, long long oD, long long oH, \
+                                            long long oW) {                                                     \
+    lt_lin_bwd_impl<T>(gradIn, gradOut, first, outputs, weights, planes, D, H, W, oD, oH, oW);                  \
+  }                                                                                                             \
+  LT_EXPORT(lt_lin_bwd_##N)
+
+LT_IF_Float(LT_LIN(float, Float))
+LT_IF_Double(LT_LIN(double, Double))

@@ -759,3 +759,78 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
   }
   return scratch_free(ops, lists, rc);
 }
+
+/* ---------------------------------------------------------------- linear upsampling */
+
+int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
+                      int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]) {
+  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output") ||
+      resize_on(result, input->ndim, backward ? input->size : out_sizes, dev))
+    return -1;
+  if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the %s must be contiguous", fn, backward ? "gradInput" : "output");
+  const int64_t n = lt_tensor_nelement(result);
+  if (n == 0) return 0;
+  /* forward: i0 | i1 (int64) | w1 (double), each oD + oH + oW entries; backward, per axis the taps inverted:
+   * first (in + 1 entries per axis) | outputs (2 out per axis) | weights (2 out per axis, double) */
+  const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
+  const int64_t count = backward ? nin + 4 * nout : 3 * nout;
+  int64_t *host = malloc((size_t)count * 8);
+  if (!host) return lt_fail("%s: out of host memory", fn);
+  if (!backward) {
+    int64_t *a0 = host, *a1 = host + nout;
+    double *aw = (double *)(host + 2 * nout);
+    for (int a = 0, k = 0; a < 3; a++)
+      for (int64_t o = 0; o < out[a]; o++, k++) a0[k] = i0[a][o], a1[k] = i1[a][o], aw[k] = w1[a][o];
+  } else {   /* counting sort of each axis's (output, weight) taps by the input they read */
+    int64_t *first = host, *outputs = host + nin;
+    double *weights = (double *)(host + nin + 2 * nout);
+    for (int a = 0; a < 3; a++) {
+      int64_t *f = first;
+      for (int64_t i = 0; i <= in[a]; i++) f[i] = 0;
+      for (int64_t o = 0; o < out[a]; o++) f[i0[a][o] + 1]++, f[i1[a][o] + 1]++;
+      for (int64_t i = 0; i < in[a]; i++) f[i + 1] += f[i];
+      int64_t *fill = malloc((size_t)(in[a] + 1) * sizeof *fill);
+      if (!fill) {
+        free(host);
+        return lt_fail("%s: out of host memory", fn);
+      }
+      memcpy(fill, f, (size_t)(in[a] + 1) * sizeof *fill);
+      for (int64_t o = 0; o < out[a]; o++) {
+        int64_t k = fill[i0[a][o]]++;
+        outputs[k] = o, weights[k] = 1 - w1[a][o];
+        k = fill[i1[a][o]]++;
+        outputs[k] = o, weights[k] = w1[a][o];
+      }
+      free(fill);
+      first += in[a] + 1, outputs += 2 * out[a], weights += 2 * out[a];
+    }
+  }
+  void *tables = NULL, *copy = NULL;
+  const void *src = NULL;
+  int rc = scratch(ops, NULL, count * 8, &tables);
+  if (rc == 0) rc = ops->to_device(ops->ctx, tables, host, count * 8, NULL);
+  free(host);
+  if (rc == 0) rc = contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy);
+  if (rc == 0) {
+    void *dst = lt_tensor_data(result);
+    void *t1 = (char *)tables + (backward ? nin : nout) * 8, *t2 = (char *)tables + (backward ? nin + 2 * nout : 2 * nout) * 8;
+    args_t a = {0};
+    add_raw(&a, &dst, "p");
+    add_raw(&a, (void *)&src, "p");
+    add_raw(&a, &tables, "p");
+    add_raw(&a, &t1, "p");
+    add_raw(&a, &t2, "p");
+    add_count(&a, planes);
+    for (int i = 0; i < 3; i++) add_count(&a, in[i]);
+    for (int i = 0; i < 3; i++) add_count(&a, out[i]);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_lin_%s_%s", backward ? "bwd" : "fwd", tname(type));
+    rc = launch(ops, NULL, "gather_map", kernel, grid_for(ops, n), &a);
+  }
+  rc = scratch_free(ops, copy, rc);
+  return scratch_free(ops, tables, rc);
+}

@@ -61,6 +61,11 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
 int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const maps[3]);
+/* nn_padding.c's linear upsampling for tensors in GPU memory (cuda_nn.c): as lt_cuda_nn_gather, through the
+ * per-axis tap tables (output o reads inputs i0[o], i1[o] with weights 1 - w1[o], w1[o]). */
+int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
+                      int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]);
 /* nn_pooling_spatial.c's SpatialCrossMapLRN for tensors in GPU memory (cuda_nn.c): forward (gradOutput and
  * output NULL) into result and scale, or backward into result from the forward's output and scale. */
 int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, lt_tensor *scale,

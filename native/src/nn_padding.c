@@ -297,6 +297,17 @@ static int linear_call(const char *fn, lt_tensor *input, lt_tensor *gradOutput, 
     return -1;
   }
   if (nn_check_float(result, input->type, fn, gradOutput ? "gradInput" : "output")) goto done;
+  if (lt_tensor_is_device(input) || (gradOutput && lt_tensor_is_device(gradOutput))) {   /* gather_map.cu */
+    int64_t sz[5];
+    out_shape(sz, input, &g, nsp);
+    if (!lt_tensor_is_device(input)) {
+      rc = lt_fail("%s: gradOutput is in GPU memory, the input in host memory: move them to one", fn);
+      goto done;
+    }
+    if (gradOutput && check_gradOutput(fn, input, gradOutput, &g, nsp)) goto done;
+    rc = lt_cuda_nn_linear(fn, input, gradOutput, result, sz, g.planes, g.in, g.out, t.i0, t.i1, t.w1);
+    goto done;
+  }
   if (!gradOutput) {
     const void *in = nn_contig(&cp, input);
     if (!in || resize_out(result, input, &g, nsp)) goto done;
@@ -315,13 +326,13 @@ done:
 
 int lt_nn_UpSamplingLinear_updateOutput(lt_tensor *input, lt_tensor *output, int nsp, int64_t oD, int64_t oH,
                                         int64_t oW) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   const int64_t osize[3] = {oD, oH, oW};
   return linear_call("UpSamplingLinear_updateOutput", input, NULL, output, nsp, nsp == 3 ? osize : osize + 1);
 }
 int lt_nn_UpSamplingLinear_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, int nsp,
                                            int64_t oD, int64_t oH, int64_t oW) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   const int64_t osize[3] = {oD, oH, oW};
   return linear_call("UpSamplingLinear_updateGradInput", input, gradOutput, gradInput, nsp,
                      nsp == 3 ? osize : osize + 1);
