@@ -882,6 +882,58 @@ def test_linear_upsampling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, 
     assert fallbacks(rt) == {}
 
 
+@pytest.mark.parametrize("ctor,shape", [("nn.SpatialDilatedMaxPooling(3, 3, 2, 2, 1, 1, 2, 2)", (2, 3, 9, 10)),
+                                        ("nn.SpatialDilatedMaxPooling(2, 3, 1, 2, 0, 1, 3, 1):ceil()", (3, 8, 7)),
+                                        ("nn.SpatialDilatedMaxPooling(3, 3, 1, 1, 1, 1, 1, 1)", (2, 2, 5, 5))])
+def test_dilated_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """SpatialDilatedMaxPooling (dilation, padding, ceil mode, overlapping windows whose gradients add up at one
+    input): output, indices and gradInput against the CPU module in double, with ties (rounded inputs) and a NaN;
+    nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = np.round(rng.standard_normal(shape) * 2) / 2   # ties: the first maximum must win, as on the CPU
+    x.reshape(-1)[7] = np.nan
+    out, _, dev = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-13,
+                                   err_msg=what, equal_nan=True)
+    assert rt.eval("function(m) return torch.type(m.indices) end")(dev) == "torch.CudaLongTensor"
+    assert fallbacks(rt) == {}
+
+
+def test_max_unpooling_on_the_gpu_against_the_cpu_in_double(gpu, rng):
+    """SpatialMaxUnpooling after the GPU SpatialMaxPooling (an encoder-decoder's pair, as SegNet and ENet use them):
+    the values back where the maxima were, zeros elsewhere, and the gradient gathered back; against the same pair
+    on the CPU in double; positions outside the output plane refused by name."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = rng.standard_normal((2, 3, 8, 6))
+    r = rt.eval("""function(x)
+       local out = {}
+       for k, ty in ipairs {'torch.DoubleTensor', 'torch.CudaDoubleTensor'} do
+          local pool = nn.SpatialMaxPooling(2, 2, 2, 2):type(ty)
+          local net = nn.Sequential():add(pool):add(nn.SpatialMaxUnpooling(pool)):type(ty)
+          local input = x:type(ty)
+          local y = net:forward(input)
+          torch.manualSeed(4)
+          local go = torch.DoubleTensor(y:size()):normal():type(ty)
+          out[k] = {y:double(), net:backward(input, go):double(), torch.type(pool.indices)}
+       end
+       return out
+    end""")(rt.from_numpy(x))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-12, atol=1e-13, err_msg=what)
+    assert r[2][3] == "torch.CudaLongTensor"
+    with pytest.raises(LuaError, match="SpatialMaxUnpooling_updateOutput: indices hold a position outside the 4x4 "
+                                       "output plane"):
+        rt.execute("""local pool = nn.SpatialMaxPooling(2, 2):cuda()
+           local unpool = nn.SpatialMaxUnpooling(pool):cuda()
+           pool:forward(torch.CudaTensor(1, 4, 4):fill(1))
+           pool.indices:fill(17)
+           unpool:forward(pool.output)""")
+    assert fallbacks(rt) == {}
+
+
 def emulated_driver():
     return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
 

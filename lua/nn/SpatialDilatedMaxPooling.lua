@@ -12,8 +12,10 @@ function SpatialDilatedMaxPooling:__init(kW, kH, dW, dH, padW, padH, dilationW, 
 end
 
 function SpatialDilatedMaxPooling:updateOutput(input)
-   if not self.indices or torch.typename(self.indices) ~= 'torch.LongTensor' then
-      self.indices = torch.LongTensor()
+   -- in GPU memory (cutorch's GPU backend) the indices are a CudaLongTensor beside the input
+   local want = torch._onDevice(input) and 'torch.CudaLongTensor' or 'torch.LongTensor'
+   if not self.indices or torch.typename(self.indices) ~= want then
+      self.indices = torch.getmetatable(want).new()
    end
    local dims = input:dim()
    self.iheight = input:size(dims - 1)

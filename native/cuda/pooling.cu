@@ -21,6 +21,17 @@
  *     (count_include_pad) or to the image
  *   lt_avgpool_bwd_<T>(T *gradIn, const T *gradOut, G, int count_include_pad)
  *     gradIn = sum over the windows covering the element of gradOut / that window's divisor (gathered).
+ * Plane-indexed scatter and gather (nn_pooling_spatial.c's plane_scatter / plane_gather: SpatialMaxUnpooling,
+ * SpatialDilatedMaxPooling's backward), ind holding 1-based positions in the other plane, 0 for none:
+ *   lt_plane_scatter_<T>(T *dst, const T *src, const long long *ind, q planes, q L, q dplane)
+ *     dst plane p zeroed, then dst[p][ind[p][l] - 1] += src[p][l] for l in order: thread per plane, the CPU
+ *     kernel's order (repeated positions sum as there; no atomics)
+ *   lt_plane_gather_<T>(T *dst, const T *src, const long long *ind, q planes, q L, q splane)
+ *     dst[p][l] = src[p][ind[p][l] - 1] (0 for ind 0); thread per element
+ *   lt_dilmax_fwd_<T>(T *out, long long *ind, const T *in, q planes, q iH, q iW, q oH, q oW, q kH, q kW, q dH,
+ *                     q dW, q padH, q padW, q dilH, q dilW)
+ *     SpatialDilatedMaxPooling: the window's taps inside the image, the first maximum (a NaN wins, the last one),
+ *     ind = its plane position + 1; no tap: -inf and 0; thread per output
  * T is Float, Double or Half; computed in A = lt_acc_t<T>.
  */
 #include "lt_cuda_common.cuh"
@@ -163,3 +174,75 @@ LT_D void lt_avgpool_bwd(T *grad_in, const T *grad_out, const lt_pool_geom g, in
   LT_EXPORT(lt_avgpool_bwd_##N)
 
 LT_FOR_FLOAT_TYPES(LT_POOL)
+
+template <typename T>
+LT_D void lt_plane_scatter_impl(T *dst, const T *src, const long long *ind, long long planes, long long L,
+                                long long dplane) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, p, planes) {
+    T *d = dst + p * dplane;
+    for (long long i = 0; i < dplane; i++) d[i] = lt_cast<T>((A)0);
+    for (long long l = 0; l < L; l++) {
+      const long long k = ind[p * L + l];
+      if (k) d[k - 1] = lt_cast<T>(lt_cast<A>(d[k - 1]) + lt_cast<A>(src[p * L + l]));
+    }
+  }
+}
+
+template <typename T>
+LT_D void lt_plane_gather_impl(T *dst, const T *src, const long long *ind, long long planes, long long L,
+                               long long splane) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, planes * L) {
+    const long long k = ind[e];
+    dst[e] = k ? src[(e / L) * splane + k - 1] : lt_cast<T>((A)0);
+  }
+}
+
+template <typename T>
+LT_D void lt_dilmax_fwd_impl(T *out, long long *ind, const T *in, long long planes, long long iH, long long iW,
+                             long long oH, long long oW, long long kH, long long kW, long long dH, long long dW,
+                             long long padH, long long padW, long long dilH, long long dilW) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, planes * oH * oW) {
+    const long long ow = e % oW, oh = (e / oW) % oH, p = e / (oW * oH);
+    const T *x = in + p * iH * iW;
+    const long long h0 = oh * dH - padH, w0 = ow * dW - padW;
+    long long at = -1;
+    A best = lt_lowest<A>();   /* -inf */
+    for (long long i = 0; i < kH; i++) {
+      const long long h = h0 + i * dilH;
+      if (h < 0 || h >= iH) continue;
+      for (long long j = 0; j < kW; j++) {
+        const long long w = w0 + j * dilW;
+        if (w < 0 || w >= iW) continue;
+        const A v = lt_cast<A>(x[h * iW + w]);
+        if (at < 0 || v > best || v != v) best = v, at = h * iW + w;
+      }
+    }
+    out[e] = lt_cast<T>(best);
+    ind[e] = at + 1;
+  }
+}
+
+#define LT_PLANE_INDEX(T, N)                                                                                    \
+  extern "C" __global__ void lt_plane_scatter_##N(T *dst, const T *src, const long long *ind, long long planes,  \
+                                                  long long L, long long dplane) {                              \
+    lt_plane_scatter_impl<T>(dst, src, ind, planes, L, dplane);                                                 \
+  }                                                                                                             \
+  LT_EXPORT(lt_plane_scatter_##N)                                                                               \
+  extern "C" __global__ void lt_plane_gather_##N(T *dst, const T *src, const long long *ind, long long planes,   \
+                                                 long long L, long long splane) {                               \
+    lt_plane_gather_impl<T>(dst, src, ind, planes, L, splane);                                                  \
+  }                                                                                                             \
+  LT_EXPORT(lt_plane_gather_##N)                                                                                \
+  extern "C" __global__ void lt_dilmax_fwd_##N(T *out, long long *ind, const T *in, long long planes,           \
+                                               long long iH, long long iW, long long oH, long long oW,          \
+                                               long long kH, long long kW, long long dH, long long dW,          \
+                                               long long padH, long long padW, long long dilH, long long dilW) {\
+    lt_dilmax_fwd_impl<T>(out, ind, in, planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW, dilH, dilW);        \
+  }                                                                                                             \
+  LT_EXPORT(lt_dilmax_fwd_##N)
+
+LT_IF_Float(LT_PLANE_INDEX(float, Float))
+LT_IF_Double(LT_PLANE_INDEX(double, Double))

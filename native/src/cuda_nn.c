@@ -834,3 +834,70 @@ int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
   rc = scratch_free(ops, copy, rc);
   return scratch_free(ops, tables, rc);
 }
+
+/* ---------------------------------------------------------------- plane-indexed scatter and gather, dilated max */
+
+int lt_cuda_nn_plane_index(const char *fn, int scatter, lt_tensor *src, lt_tensor *indices, lt_tensor *dst, int ndim,
+                           const int64_t *dst_sizes, int64_t planes, int64_t L, int64_t other, const char *plane) {
+  const int dev = src->storage->device, type = lt_host_type(src->type);
+  const lt_cuops *ops = float_layer_ops(fn, src);
+  if (!ops || on_device(fn, dev, indices, "indices") || on_device(fn, dev, dst, scatter ? "output" : "gradInput") ||
+      resize_on(dst, ndim, dst_sizes, dev))
+    return -1;
+  if (!lt_tensor_is_contiguous(dst)) return lt_fail("%s: the %s must be contiguous", fn, scatter ? "output" : "gradInput");
+  if (lt_tensor_nelement(dst) == 0) return 0;
+  /* the positions checked as the CPU kernel checks them, from their least and greatest */
+  double lo = 0, hi = 0;
+  if (lt_tensor_nelement(indices) > 0 &&
+      (lt_cuops_reduce(ops, NULL, "min", indices, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", indices, 0, &hi)))
+    return -1;
+  if (lo < 0 || hi > (double)other) return lt_fail("%s: indices hold a position outside %s", fn, plane);
+  const void *s = NULL, *ind = NULL;
+  void *copies[2] = {NULL, NULL};
+  int rc = contiguous_input(ops, NULL, src, &s, &copies[0]);
+  if (rc == 0) rc = contiguous_input(ops, NULL, indices, &ind, &copies[1]);
+  if (rc == 0) {
+    void *d = lt_tensor_data(dst);
+    args_t a = {0};
+    add_raw(&a, &d, "p");
+    add_raw(&a, (void *)&s, "p");
+    add_raw(&a, (void *)&ind, "p");
+    add_count(&a, planes);
+    add_count(&a, L);
+    add_count(&a, other);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_plane_%s_%s", scatter ? "scatter" : "gather", tname(type));
+    rc = launch(ops, NULL, "pooling", kernel, grid_for(ops, scatter ? planes : planes * L), &a);
+  }
+  rc = scratch_free(ops, copies[0], rc);
+  return scratch_free(ops, copies[1], rc);
+}
+
+int lt_cuda_nn_dilated_maxpool(const char *fn, lt_tensor *input, lt_tensor *output, lt_tensor *indices,
+                               const int64_t *out_sizes, const int64_t geo[13]) {
+  const int dev = input->storage->device, type = lt_host_type(input->type);
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, indices, "indices") || on_device(fn, dev, output, "output") ||
+      resize_on(output, input->ndim, out_sizes, dev) || resize_on(indices, input->ndim, out_sizes, dev))
+    return -1;
+  if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a CudaLongTensor", fn);
+  if (!lt_tensor_is_contiguous(output) || !lt_tensor_is_contiguous(indices))
+    return lt_fail("%s: the output and indices must be contiguous", fn);
+  const int64_t n = lt_tensor_nelement(output);
+  if (n == 0) return 0;
+  const void *x = NULL;
+  void *copy = NULL;
+  int rc = contiguous_input(ops, NULL, input, &x, &copy);
+  if (rc == 0) {
+    void *out = lt_tensor_data(output), *ind = lt_tensor_data(indices);
+    args_t a = {0};
+    add_raw(&a, &out, "p");
+    add_raw(&a, &ind, "p");
+    add_raw(&a, (void *)&x, "p");
+    for (int i = 0; i < 13; i++) add_count(&a, geo[i]);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_dilmax_fwd_%s", tname(type));
+    rc = launch(ops, NULL, "pooling", kernel, grid_for(ops, n), &a);
+  }
+  return scratch_free(ops, copy, rc);
+}

@@ -66,6 +66,16 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
 int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]);
+/* nn_pooling_spatial.c's plane-indexed scatter (SpatialMaxUnpooling's forward, SpatialDilatedMaxPooling's backward:
+ * dst zeroed, src added at the 1-based positions of indices) and gather (unpooling's backward) for tensors in GPU
+ * memory (cuda_nn.c): planes x L entries of src and indices, planes x other of the other side; dst resized to
+ * dst_sizes; positions outside 0..other refused naming `plane`. */
+int lt_cuda_nn_plane_index(const char *fn, int scatter, lt_tensor *src, lt_tensor *indices, lt_tensor *dst, int ndim,
+                           const int64_t *dst_sizes, int64_t planes, int64_t L, int64_t other, const char *plane);
+/* SpatialDilatedMaxPooling's forward in GPU memory: geo = planes, iH, iW, oH, oW, kH, kW, dH, dW, padH, padW,
+ * dilH, dilW; output and indices (a CudaLongTensor) resized to out_sizes. */
+int lt_cuda_nn_dilated_maxpool(const char *fn, lt_tensor *input, lt_tensor *output, lt_tensor *indices,
+                               const int64_t *out_sizes, const int64_t geo[13]);
 /* nn_pooling_spatial.c's SpatialCrossMapLRN for tensors in GPU memory (cuda_nn.c): forward (gradOutput and
  * output NULL) into result and scale, or backward into result from the forward's output and scale. */
 int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, lt_tensor *scale,

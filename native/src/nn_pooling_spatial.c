@@ -187,13 +187,21 @@ int lt_nn_SpatialAdaptiveAveragePooling_updateGradInput(lt_tensor *input, lt_ten
 int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW,
                                                 int kH, int dW, int dH, int padW, int padH, int dilationW,
                                                 int dilationH, int ceil_mode) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   static const char fn[] = "SpatialDilatedMaxPooling_updateOutput";
   nn_copies cp = {0};
   dil_geom g = {0};
   if (dil_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, dilationW, dilationH, ceil_mode)) return -1;
   if (nn_check_float(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_tensor_is_device(input)) {   /* pooling.cu */
+    int64_t sz[4];
+    for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
+    sz[input->ndim - 2] = g.im.oH, sz[input->ndim - 1] = g.im.oW;
+    const int64_t geo[13] = {g.im.planes, g.im.iH, g.im.iW, g.im.oH, g.im.oW, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW,
+                             g.dilH, g.dilW};
+    return lt_cuda_nn_dilated_maxpool(fn, input, output, indices, sz, geo);
+  }
   const void *in = nn_contig(&cp, input);
   if (!in || img_resize(output, input, g.im.oH, g.im.oW) || img_resize(indices, input, g.im.oH, g.im.oW))
     return nn_copies_free(&cp, -1);
@@ -205,7 +213,7 @@ int lt_nn_SpatialDilatedMaxPooling_updateOutput(lt_tensor *input, lt_tensor *out
 int lt_nn_SpatialDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                    lt_tensor *indices, int kW, int kH, int dW, int dH, int padW,
                                                    int padH, int dilationW, int dilationH, int ceil_mode) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   static const char fn[] = "SpatialDilatedMaxPooling_updateGradInput";
   nn_copies cp = {0};
   dil_geom g = {0};
@@ -214,6 +222,12 @@ int lt_nn_SpatialDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *
       nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
   int64_t L = g.im.oH * g.im.oW, n = g.im.planes * L;
+  if (lt_tensor_is_device(input)) {   /* pooling.cu: the gradient scattered back through the indices */
+    if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)
+      return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
+    return lt_cuda_nn_plane_index(fn, 1, gradOutput, indices, gradInput, input->ndim, input->size, g.im.planes, L,
+                                  g.im.iH * g.im.iW, "the input plane");
+  }
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != n)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
   const void *go = nn_contig(&cp, gradOutput);
@@ -242,11 +256,20 @@ static int unpool_begin(img_geom *g, const char *fn, const lt_tensor *input, con
 }
 
 int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int oW, int oH) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   static const char fn[] = "SpatialMaxUnpooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
   if (unpool_begin(&g, fn, input, indices, oW, oH) || nn_check_float(output, input->type, fn, "output")) return -1;
+  char plane[64];
+  snprintf(plane, sizeof plane, "the %dx%d output plane", oH, oW);
+  if (lt_tensor_is_device(input)) {   /* pooling.cu */
+    int64_t sz[4];
+    for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
+    sz[input->ndim - 2] = oH, sz[input->ndim - 1] = oW;
+    return lt_cuda_nn_plane_index(fn, 1, input, indices, output, input->ndim, sz, g.planes, g.iH * g.iW,
+                                  (int64_t)oH * oW, plane);
+  }
   const void *in = nn_contig(&cp, input);
   const int64_t *ind = in ? nn_contig(&cp, indices) : NULL;
   if (!ind || img_resize(output, input, oH, oW)) return nn_copies_free(&cp, -1);
@@ -259,13 +282,19 @@ int lt_nn_SpatialMaxUnpooling_updateOutput(lt_tensor *input, lt_tensor *output, 
 
 int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                               lt_tensor *indices, int oW, int oH) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   static const char fn[] = "SpatialMaxUnpooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
   if (unpool_begin(&g, fn, input, indices, oW, oH) || img_check_grad(fn, input, gradOutput, oH, oW) ||
       nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
+  if (lt_tensor_is_device(input)) {   /* pooling.cu */
+    char plane[64];
+    snprintf(plane, sizeof plane, "the %dx%d output plane", oH, oW);
+    return lt_cuda_nn_plane_index(fn, 0, gradOutput, indices, gradInput, input->ndim, input->size, g.planes,
+                                  g.iH * g.iW, (int64_t)oH * oW, plane);
+  }
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
   if (!ind || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
