@@ -171,6 +171,7 @@ def expected_kernels(resolve=True):
             for s in TYPES:
                 k["copy"]["lt_copy_%s_%s_%s" % (d, s, idx)] = ",".join([T, T, Q])
             k["fill"]["lt_fill_%s_%s" % (d, idx)] = ",".join([T, Q, sc(d)])
+            k["dropout"]["lt_random_%s_%s" % (d, idx)] = ",".join([T, Q, I, D, D, U, U])
         for t in TYPES:
             a = sc(t)
             ops = {"adds": [T, T, Q, a], "muls": [T, T, Q, a], "clamp": [T, T, Q, a, a],

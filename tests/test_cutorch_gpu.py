@@ -934,6 +934,44 @@ def test_max_unpooling_on_the_gpu_against_the_cpu_in_double(gpu, rng):
     assert fallbacks(rt) == {}
 
 
+def test_random_fills_on_the_device(gpu):
+    """uniform, normal and bernoulli on device tensors run on the device (nothing staged), from cutorch.manualSeed's
+    Philox stream: the same seed gives the same values, successive calls new ones; a transposed view and an integer
+    tensor are filled in place; the moments are as they should be (200,000 draws: mean and variance within 5
+    standard errors), uniform stays in [a, b); bad parameters are refused as on the CPU."""
+    rt = gpu
+    r = rt.eval("""function()
+       local n = 200000
+       cutorch.manualSeed(42)
+       local u = torch.CudaDoubleTensor(n):uniform(-2, 3)
+       local g = torch.CudaDoubleTensor(n):normal(1.5, 2)
+       local b = torch.CudaTensor(n):bernoulli(0.3)
+       cutorch.manualSeed(42)
+       local u2 = torch.CudaDoubleTensor(n):uniform(-2, 3)
+       local u3 = torch.CudaDoubleTensor(n):uniform(-2, 3)
+       local base = torch.CudaDoubleTensor(30, 40):fill(-7)
+       base:t():narrow(1, 3, 10):uniform(5, 6)
+       local bytes = torch.CudaByteTensor(1000):bernoulli()
+       return {u:double(), g:double(), b:double(), u2:double(), u3:double(), base:double(), bytes:double(),
+               torch.type(bytes)}
+    end""")()
+    u, g, b, u2, u3, base, by = (rt.to_numpy(r[i]) for i in range(1, 8))
+    n = u.size
+    assert u.min() >= -2 and u.max() < 3
+    assert abs(u.mean() - 0.5) < 5 * 5 / np.sqrt(12 * n) and abs(u.var() - 25 / 12) < 0.05
+    assert abs(g.mean() - 1.5) < 5 * 2 / np.sqrt(n) and abs(g.std() - 2) < 0.02
+    assert set(np.unique(b)) == {0.0, 1.0} and abs(b.mean() - 0.3) < 5 * np.sqrt(0.21 / n)
+    np.testing.assert_array_equal(u2, u)
+    assert not np.array_equal(u3, u)
+    assert ((base[:, 2:12] >= 5) & (base[:, 2:12] < 6)).all() and (base[:, :2] == -7).all() and (base[:, 12:] == -7).all()
+    assert set(np.unique(by)) <= {0.0, 1.0} and 400 < by.sum() < 600 and r[8] == "torch.CudaByteTensor"
+    assert fallbacks(rt) == {}
+    with pytest.raises(LuaError, match="standard deviation must be strictly positive"):
+        rt.execute("torch.CudaTensor(3):normal(0, -1)")
+    with pytest.raises(LuaError, match="bernoulli: p must be >= 0 and <= 1"):
+        rt.execute("torch.CudaTensor(3):bernoulli(1.5)")
+
+
 def emulated_driver():
     return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
 

@@ -299,5 +299,28 @@ return function(cutorch, deviceTensor)
       return D.mul(a.new(), a, -1)
    end
 
+   -- uniform([a, b]), normal([mean, std]), bernoulli([p]) with numbers: the Philox stream of cutorch.manualSeed
+   -- (nn.Dropout's), two draws per element, any type and layout (a Generator or a tensor of probabilities: staged)
+   local function randomFill(kind, da, db, check2)
+      return function(self, a, b, extra)
+         if not live(self) or extra ~= nil or (a ~= nil and not isNum(a)) or (b ~= nil and not isNum(b)) then
+            return false
+         end
+         a, b = a == nil and da or a, b == nil and db or b
+         if check2 then check2(a, b) end
+         local n = M.nElement(self)
+         local seed, offset = cutorch._philoxDraws(2 * n)
+         check(C.lt_cuops_random(opsOf(self), nil, self._c, kind, a, b, seed, offset), 3)
+         return true, self
+      end
+   end
+   D.uniform = randomFill(0, 0, 1)
+   D.normal = randomFill(1, 0, 1, function(_, std)
+      if not (std > 0) then error(string.format('standard deviation must be strictly positive (got %g)', std), 4) end
+   end)
+   D.bernoulli = randomFill(2, 0.5, 0, function(p)
+      if not (p >= 0 and p <= 1) then error(string.format('bernoulli: p must be >= 0 and <= 1 (got %g)', p), 4) end
+   end)
+
    return D
 end

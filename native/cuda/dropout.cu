@@ -12,6 +12,13 @@
  *     gradIn[i] = gradOut[i] * noise[i]; gradIn may be gradOut.
  * T is Float, Double or Half. Grid-stride (one thread per group of 4 element numbers, one Philox call
  * per group): any launch geometry, and the result does not depend on it.
+ *
+ *   lt_random_<T>_<idx>(lt_cu_tensor out, long long n, int kind, double a, double b, unsigned long long seed,
+ *                       unsigned long long offset)
+ *     cutorch's random fills from the same Philox stream, element i taking draws offset + 2i and offset + 2i + 1:
+ *     kind 0 uniform in [a, b) (a 53-bit fraction from both draws), 1 normal (mean a, std b; Box-Muller on the two
+ *     draws as (0, 1] and [0, 1) fractions), 2 bernoulli (1 where the 53-bit fraction is below a, else 0); computed
+ *     in double and converted to T. Any type.
  */
 #include "lt_cuda_common.cuh"
 #include "philox.cuh"
@@ -70,3 +77,33 @@ LT_D void lt_dropout_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, const T *nois
 #define LT_DROPOUT(T, N) LT_DROPOUT1(T, N, i32) LT_DROPOUT1(T, N, i64)
 
 LT_FOR_FLOAT_TYPES(LT_DROPOUT)
+
+template <typename T, typename I>
+LT_D void lt_random_impl(lt_cu_tensor out, long long n, int kind, double a, double b, unsigned long long seed,
+                         unsigned long long offset) {
+  T *po = (T *)out.data;
+  LT_GRID_LOOP(I, i, n) {
+    const unsigned long long k = offset + 2ull * (unsigned long long)i;
+    const unsigned int r0 = lt_dropout_draw(seed, k), r1 = lt_dropout_draw(seed, k + 1ull);
+    double v;
+    if (kind == 1) {
+      const double u1 = ((double)r0 + 1.0) * (1.0 / 4294967296.0), u2 = (double)r1 * (1.0 / 4294967296.0);
+      v = a + b * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    } else {
+      const double u = ((double)(r0 >> 5) * 67108864.0 + (double)(r1 >> 6)) * (1.0 / 9007199254740992.0);
+      v = kind == 0 ? a + (b - a) * u : (u < a ? 1.0 : 0.0);
+    }
+    po[lt_offset<I>(out, i)] = lt_cast<T>(v);
+  }
+}
+
+#define LT_RANDOM1(T, N, IDX)                                                                          \
+  extern "C" __global__ void lt_random_##N##_##IDX(lt_cu_tensor out, long long n, int kind, double a,  \
+                                                   double b, unsigned long long seed,                  \
+                                                   unsigned long long offset) {                        \
+    lt_random_impl<T, lt_##IDX>(out, n, kind, a, b, seed, offset);                                     \
+  }                                                                                                    \
+  LT_EXPORT(lt_random_##N##_##IDX)
+#define LT_RANDOM(T, N) LT_RANDOM1(T, N, i32) LT_RANDOM1(T, N, i64)
+
+LT_FOR_ALL_TYPES(LT_RANDOM)

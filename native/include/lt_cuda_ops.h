@@ -142,6 +142,11 @@ int lt_cuops_nn_pointwise_forward(const lt_cuops *ops, void *stream, int op, lt_
                                   double a, double b);
 int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt_tensor *grad_input,
                                    const lt_tensor *grad_output, const lt_tensor *ref, double a, double b);
+/* cutorch's uniform (kind 0: [a, b)), normal (1: mean a, std b) and bernoulli (2: probability a) fills of out, any
+ * type and layout, from the Philox stream (seed) at draw number offset, two draws per element (the caller
+ * reserves 2 * nElement). */
+int lt_cuops_random(const lt_cuops *ops, void *stream, lt_tensor *out, int kind, double a, double b, uint64_t seed,
+                    uint64_t offset);
 /* nn's elementwise criterions (lt_nn_criterion.h's LT_CRIT_* kinds; native/cuda/nn_criterion.cu): *loss = the
  * sum over the elements of f_kind(input, target) (times weights for BCE; weights may be NULL), in double;
  * grad_input = f'_kind(input, target) (times weights) times norm. Float and Double; input, target and weights

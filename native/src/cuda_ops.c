@@ -405,6 +405,32 @@ int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
   return launch(ops, stream, "dropout", kernel, grid, &a);
 }
 
+int lt_cuops_random(const lt_cuops *ops, void *stream, lt_tensor *out, int kind, double a, double b, uint64_t seed,
+                    uint64_t offset) {
+  static const char fn[] = "cuda random fill";
+  if (check_ops(ops, fn)) return -1;
+  if (kind < 0 || kind > 2) return lt_fail("%s: kind %d is not uniform (0), normal (1) or bernoulli (2)", fn, kind);
+  lt_cu_tensor d;
+  int64_t off;
+  if (lt_cuops_describe(out, &d, &off)) return -1;
+  const int64_t n = lt_tensor_nelement(out);
+  if (n == 0) return 0;
+  unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_random_%s_%s", tname(out->type), index_kind(ops, n, &off, 1, grid));
+  double aa = a, bb = b;
+  unsigned long long s = seed, o = offset;
+  args_t args = {0};
+  add_tensor(&args, &d);
+  add_count(&args, n);
+  add_raw(&args, &kind, "i");
+  add_raw(&args, &aa, "d");
+  add_raw(&args, &bb, "d");
+  add_raw(&args, &s, "Q");
+  add_raw(&args, &o, "Q");
+  return launch(ops, stream, "dropout", kernel, grid, &args);
+}
+
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                               const lt_tensor *grad_output, const lt_tensor *noise) {
   static const char fn[] = "cuda Dropout backward";
