@@ -242,6 +242,7 @@ def expected_kernels(resolve=True):
         k["lrn"]["lt_lrn_bwd_%s" % t] = ",".join([P, P, P, P, P, Q, Q, Q, I, D, D])
         for d in ("fwd", "bwd"):
             k["adaptive_pooling"]["lt_adaptive_avgpool_%s_%s" % (d, t)] = ",".join([P, P] + [Q] * 5)
+            k["adaptive_pooling"]["lt_adaptive_maxpool_%s_%s" % (d, t)] = ",".join([P, P, P] + [Q] * 5)
     return k
 
 

@@ -972,6 +972,28 @@ def test_random_fills_on_the_device(gpu):
         rt.execute("torch.CudaTensor(3):bernoulli(1.5)")
 
 
+@pytest.mark.parametrize("ctor,shape", [("nn.SpatialAdaptiveMaxPooling(3, 2)", (2, 3, 7, 8)),
+                                        ("nn.SpatialAdaptiveMaxPooling(5, 4)", (2, 3, 5)),
+                                        ("nn.SpatialAdaptiveMaxPooling(1, 1)", (2, 4, 6, 6))])
+def test_adaptive_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """SpatialAdaptiveMaxPooling (overlapping windows when the sides do not divide, windows larger than the input,
+    global pooling): output, Torch7's indices and gradInput against the CPU module in double, with ties and a NaN;
+    nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = np.round(rng.standard_normal(shape) * 2) / 2
+    x.reshape(-1)[5] = np.nan
+    out, _, dev = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-13,
+                                   err_msg=what, equal_nan=True)
+    ind = rt.eval("function(m) return m.indices:double() end")(dev)
+    cpu = rt.eval("function(m, x) local c = m:clone():double() c:forward(x) return c.indices:double() end")(
+        dev, rt.from_numpy(x))
+    np.testing.assert_array_equal(rt.to_numpy(ind), rt.to_numpy(cpu))
+    assert fallbacks(rt) == {}
+
+
 def emulated_driver():
     return os.environ.get("LUATORCH_CUDA_DRIVER", "").endswith("libdriver_emulated.so")
 

@@ -901,3 +901,55 @@ int lt_cuda_nn_dilated_maxpool(const char *fn, lt_tensor *input, lt_tensor *outp
   }
   return scratch_free(ops, copy, rc);
 }
+
+/* ---------------------------------------------------------------- SpatialAdaptiveMaxPooling */
+
+int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                                lt_tensor *indices, int64_t planes, int64_t iH, int64_t iW, int64_t oH, int64_t oW) {
+  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
+  const int64_t n = planes * oH * oW;
+  int64_t sz[4], isz[5] = {2};
+  for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
+  if (!backward) sz[input->ndim - 2] = oH, sz[input->ndim - 1] = oW;
+  for (int d = 0; d < input->ndim; d++) isz[d + 1] = d < input->ndim - 2 ? input->size[d] : d == input->ndim - 2 ? oH : oW;
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, indices, "indices") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output") || resize_on(result, input->ndim, sz, dev) ||
+      (!backward && resize_on(indices, input->ndim + 1, isz, dev)))
+    return -1;
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != 2 * n)
+    return lt_fail("%s: indices must be the CudaLongTensor filled by updateOutput", fn);
+  if (!lt_tensor_is_contiguous(result) || !lt_tensor_is_contiguous(indices))
+    return lt_fail("%s: the result and the indices must be contiguous", fn);
+  if (lt_tensor_nelement(result) == 0) return 0;
+  if (backward && n > 0) {   /* positions within a window: 1 .. the largest window's side (a loose check) */
+    int64_t side = 0;
+    for (int64_t o = 0; o < oH; o++) {
+      int64_t w = ((o + 1) * iH + oH - 1) / oH - o * iH / oH;
+      if (w > side) side = w;
+    }
+    for (int64_t o = 0; o < oW; o++) {
+      int64_t w = ((o + 1) * iW + oW - 1) / oW - o * iW / oW;
+      if (w > side) side = w;
+    }
+    double lo, hi;
+    if (lt_cuops_reduce(ops, NULL, "min", indices, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", indices, 0, &hi))
+      return -1;
+    if (lo < 1 || hi > (double)side) return lt_fail("%s: indices hold a position outside their window", fn);
+  }
+  const void *src;
+  void *copy;
+  if (contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy)) return -1;
+  void *dst = lt_tensor_data(result), *ind = lt_tensor_data(indices);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (backward) add_raw(&a, (void *)&src, "p");
+  add_raw(&a, &ind, "p");
+  if (!backward) add_raw(&a, (void *)&src, "p");
+  const int64_t sizes[5] = {planes, iH, iW, oH, oW};
+  for (int i = 0; i < 5; i++) add_count(&a, sizes[i]);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_adaptive_maxpool_%s_%s", backward ? "bwd" : "fwd", tname(type));
+  return scratch_free(ops, copy, launch(ops, NULL, "adaptive_pooling", kernel,
+                                        grid_for(ops, lt_tensor_nelement(result)), &a));
+}

@@ -66,6 +66,10 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
 int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]);
+/* nn_pooling_spatial.c's SpatialAdaptiveMaxPooling for tensors in GPU memory (cuda_nn.c): forward (gradOutput NULL)
+ * into result and indices (Torch7's (2, [N,] C, oH, oW) layout, a CudaLongTensor), or backward into result. */
+int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                                lt_tensor *indices, int64_t planes, int64_t iH, int64_t iW, int64_t oH, int64_t oW);
 /* nn_pooling_spatial.c's plane-indexed scatter (SpatialMaxUnpooling's forward, SpatialDilatedMaxPooling's backward:
  * dst zeroed, src added at the 1-based positions of indices) and gather (unpooling's backward) for tensors in GPU
  * memory (cuda_nn.c): planes x L entries of src and indices, planes x other of the other side; dst resized to

@@ -99,7 +99,7 @@ static int scatter_check(const int64_t *ind, int64_t n, int64_t plane) {
 /* ---------------------------------------------------------------- adaptive max */
 int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int W,
                                                  int H) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   static const char fn[] = "SpatialAdaptiveMaxPooling_updateOutput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -109,6 +109,8 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *ou
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
   g.oH = H;
   g.oW = W;
+  if (lt_tensor_is_device(input))   /* native/cuda/adaptive_pooling.cu */
+    return lt_cuda_nn_adaptive_maxpool(fn, input, NULL, output, indices, g.planes, g.iH, g.iW, g.oH, g.oW);
   const void *in = nn_contig(&cp, input);
   if (!in || img_resize(output, input, H, W)) return nn_copies_free(&cp, -1);
   /* Torch7's layout: (2, [N,] C, H, W), y then x, 1-based within the window */
@@ -123,7 +125,7 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateOutput(lt_tensor *input, lt_tensor *ou
 
 int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                                     lt_tensor *indices) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   static const char fn[] = "SpatialAdaptiveMaxPooling_updateGradInput";
   nn_copies cp = {0};
   img_geom g = {0};
@@ -135,6 +137,8 @@ int lt_nn_SpatialAdaptiveMaxPooling_updateGradInput(lt_tensor *input, lt_tensor 
     return -1;
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != 2 * g.planes * g.oH * g.oW)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
+  if (lt_tensor_is_device(input))   /* native/cuda/adaptive_pooling.cu */
+    return lt_cuda_nn_adaptive_maxpool(fn, input, gradOutput, gradInput, indices, g.planes, g.iH, g.iW, g.oH, g.oW);
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
   if (!ind || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
