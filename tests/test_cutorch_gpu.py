@@ -578,6 +578,12 @@ CRITERIONS = {
         lambda r: (r.uniform(0.01, 0.99, (6, 5)), r.random((6, 5)).round()),
     "nn.L1Cost()": lambda r: (r.standard_normal((6, 5)), np.zeros((6, 5))),
     "nn.HingeEmbeddingCriterion(1.5)": lambda r: (r.standard_normal(12) * 2, r.choice([-1.0, 1.0], 12)),
+    "nn.MultiMarginCriterion()": lambda r: (r.standard_normal((6, 5)) * 0.5, r.integers(1, 6, 6) * 1.0),
+    "nn.MultiMarginCriterion(2, torch.DoubleTensor{1, 2, 0.5, 1, 3}, 0.7)":
+        lambda r: (r.standard_normal((6, 5)) * 0.5, r.integers(1, 6, 6) * 1.0),
+    "nn.MultiLabelMarginCriterion()": lambda r: (r.standard_normal((4, 6)) * 0.5,
+                                                 np.array([[3, 1, 0, 0, 0, 0], [6, 0, 0, 0, 0, 0], [2, 4, 5, 1, 0, 0],
+                                                           [1, 2, 3, 4, 5, 6]], dtype=np.float64)),
     # per pixel: N x C x H x W scores, N x H x W classes
     "nn.SpatialClassNLLCriterion()": lambda r: (r.standard_normal((2, 4, 3, 5)), r.integers(1, 5, (2, 3, 5)) * 1.0),
     "nn.SpatialClassNLLCriterion(torch.DoubleTensor{0.5, 2, 1, 3}, false)":

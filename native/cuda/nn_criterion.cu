@@ -11,6 +11,20 @@
  *     gradInput[i] = f'_kind(x[i], y[i]) (times w[i]) times norm (1/n with sizeAverage).
  * T is Float or Double; values are computed in double, as the CPU kernel's accreal for both. BCE's inputs
  * outside [0, 1] are the caller's to refuse. Grid-stride loops: any launch geometry.
+ *
+ * The class-score criterions (native/src/nn_criterion_class.c), one thread per frame (a row of dim scores, x and
+ * the outputs contiguous), targets 1-based and checked by the caller:
+ *   lt_multimargin_fwd_<T>(double *terms, const T *x, const q *target, const T *w (or 0), q nframe, q dim, int p,
+ *                          double margin)
+ *     terms[f] = w[t] sum_{d != t} max(0, margin - x[t] + x[d])^p: the caller sums, / dim (/ nframe)
+ *   lt_multimargin_bwd_<T>(T *gradIn, const T *x, const q *target, const T *w, q nframe, q dim, int p,
+ *                          double margin, double scale)
+ *   lt_multilabel_fwd_<T>(double *terms, T *isTarget, const T *x, const q *target, q nframe, q dim)
+ *     a frame's targets are its row of target up to the first 0; isTarget marks them; terms[f] =
+ *     sum_{j target, d not} max(0, 1 - x[j] + x[d])
+ *   lt_multilabel_bwd_<T>(T *gradIn, const T *x, const T *isTarget, const q *target, q nframe, q dim,
+ *                         double scale)
+ *     the CPU kernel's own sequence of += and -= scale, in T
  */
 #include "lt_cuda_common.cuh"
 
@@ -102,3 +116,108 @@ LT_D void lt_nn_crit_bwd_impl(lt_cu_tensor gi, lt_cu_tensor x, lt_cu_tensor y, l
 
 LT_IF_Float(LT_NN_CRIT(float, Float))
 LT_IF_Double(LT_NN_CRIT(double, Double))
+
+template <typename T>
+LT_D void lt_multimargin_fwd_impl(double *terms, const T *x, const long long *target, const T *w, long long nframe,
+                                  long long dim, int p, double margin) {
+  LT_GRID_LOOP(long long, f, nframe) {
+    const T *row = x + f * dim;
+    const long long t = target[f] - 1;
+    double frame = 0;
+    for (long long d = 0; d < dim; d++) {
+      const double z = margin - (double)row[t] + (double)row[d];
+      if (d != t && z > 0) frame += p == 1 ? z : z * z;
+    }
+    terms[f] = w ? frame * (double)w[t] : frame;
+  }
+}
+
+template <typename T>
+LT_D void lt_multimargin_bwd_impl(T *gi, const T *x, const long long *target, const T *w, long long nframe,
+                                  long long dim, int p, double margin, double scale) {
+  LT_GRID_LOOP(long long, f, nframe) {
+    const T *row = x + f * dim;
+    T *grow = gi + f * dim;
+    const long long t = target[f] - 1;
+    const double gs = w ? scale * (double)w[t] : scale;
+    double gt = 0;
+    for (long long d = 0; d < dim; d++) {
+      const double z = margin - (double)row[t] + (double)row[d];
+      const double h = d != t && z > 0 ? (p == 1 ? gs : 2 * gs * z) : 0;
+      grow[d] = (T)h;
+      gt -= h;
+    }
+    grow[t] = (T)gt;
+  }
+}
+
+template <typename T>
+LT_D void lt_multilabel_fwd_impl(double *terms, T *is_target, const T *x, const long long *target, long long nframe,
+                                 long long dim) {
+  LT_GRID_LOOP(long long, f, nframe) {
+    const T *row = x + f * dim;
+    const long long *tg = target + f * dim;
+    T *is = is_target + f * dim;
+    for (long long d = 0; d < dim; d++) is[d] = (T)0;
+    for (long long j = 0; j < dim && tg[j] != 0; j++) is[tg[j] - 1] = (T)1;
+    double sum = 0;
+    for (long long j = 0; j < dim && tg[j] != 0; j++) {
+      const double xt = (double)row[tg[j] - 1];
+      for (long long d = 0; d < dim; d++) {
+        const double z = 1 - xt + (double)row[d];
+        if (!(double)is[d] && z > 0) sum += z;
+      }
+    }
+    terms[f] = sum;
+  }
+}
+
+template <typename T>
+LT_D void lt_multilabel_bwd_impl(T *gi, const T *x, const T *is_target, const long long *target, long long nframe,
+                                 long long dim, double scale) {
+  LT_GRID_LOOP(long long, f, nframe) {
+    const T *row = x + f * dim, *is = is_target + f * dim;
+    const long long *tg = target + f * dim;
+    T *grow = gi + f * dim;
+    for (long long d = 0; d < dim; d++) grow[d] = (T)0;
+    for (long long j = 0; j < dim && tg[j] != 0; j++) {
+      const long long t = tg[j] - 1;
+      const double xt = (double)row[t];
+      for (long long d = 0; d < dim; d++) {
+        const double z = 1 - xt + (double)row[d];
+        if (!(double)is[d] && z > 0) {
+          grow[t] = (T)(grow[t] - (T)scale);
+          grow[d] = (T)(grow[d] + (T)scale);
+        }
+      }
+    }
+  }
+}
+
+#define LT_CLASS_CRIT(T, N)                                                                                      \
+  extern "C" __global__ void lt_multimargin_fwd_##N(double *terms, const T *x, const long long *target,          \
+                                                    const T *w, long long nframe, long long dim, int p,          \
+                                                    double margin) {                                             \
+    lt_multimargin_fwd_impl<T>(terms, x, target, w, nframe, dim, p, margin);                                     \
+  }                                                                                                              \
+  LT_EXPORT(lt_multimargin_fwd_##N)                                                                              \
+  extern "C" __global__ void lt_multimargin_bwd_##N(T *gradIn, const T *x, const long long *target, const T *w,  \
+                                                    long long nframe, long long dim, int p, double margin,       \
+                                                    double scale) {                                              \
+    lt_multimargin_bwd_impl<T>(gradIn, x, target, w, nframe, dim, p, margin, scale);                             \
+  }                                                                                                              \
+  LT_EXPORT(lt_multimargin_bwd_##N)                                                                              \
+  extern "C" __global__ void lt_multilabel_fwd_##N(double *terms, T *isTarget, const T *x,                       \
+                                                   const long long *target, long long nframe, long long dim) {   \
+    lt_multilabel_fwd_impl<T>(terms, isTarget, x, target, nframe, dim);                                          \
+  }                                                                                                              \
+  LT_EXPORT(lt_multilabel_fwd_##N)                                                                               \
+  extern "C" __global__ void lt_multilabel_bwd_##N(T *gradIn, const T *x, const T *isTarget,                     \
+                                                   const long long *target, long long nframe, long long dim,     \
+                                                   double scale) {                                               \
+    lt_multilabel_bwd_impl<T>(gradIn, x, isTarget, target, nframe, dim, scale);                                  \
+  }                                                                                                              \
+  LT_EXPORT(lt_multilabel_bwd_##N)
+
+LT_IF_Float(LT_CLASS_CRIT(float, Float))
+LT_IF_Double(LT_CLASS_CRIT(double, Double))

@@ -953,3 +953,73 @@ int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gra
   return scratch_free(ops, copy, launch(ops, NULL, "adaptive_pooling", kernel,
                                         grid_for(ops, lt_tensor_nelement(result)), &a));
 }
+
+/* ---------------------------------------------------------------- class-score criterions */
+
+int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, const int64_t *target, int64_t nframe,
+                            int64_t dim, lt_tensor *weights, lt_tensor *isTarget, lt_tensor *output,
+                            lt_tensor *gradInput, int size_average, int p, double margin) {
+  const int dev = input->storage->device, type = lt_host_type(input->type), backward = gradInput != NULL;
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, weights, "weights") || on_device(fn, dev, isTarget, "isTarget") ||
+      on_device(fn, dev, backward ? gradInput : output, backward ? "gradInput" : "output"))
+    return -1;
+  if (multilabel && !backward && resize_on(isTarget, input->ndim, input->size, dev)) return -1;
+  if (multilabel && lt_tensor_nelement(isTarget) != nframe * dim)
+    return lt_fail("%s: isTarget should have input's size (call updateOutput first)", fn);
+  if (backward && resize_on(gradInput, input->ndim, input->size, dev)) return -1;
+  const int64_t one = 1, ntarget = multilabel ? nframe * dim : nframe;
+  if (!backward && resize_on(output, 1, &one, dev)) return -1;
+  if ((backward && !lt_tensor_is_contiguous(gradInput)) || (multilabel && !lt_tensor_is_contiguous(isTarget)))
+    return lt_fail("%s: gradInput and isTarget must be contiguous", fn);
+  void *tg = NULL, *terms = NULL, *copies[2] = {NULL, NULL};
+  const void *x = NULL, *w = NULL;
+  double *host = NULL;
+  int rc = 0;
+  if (nframe > 0 && dim > 0) {
+    rc = scratch(ops, NULL, ntarget * 8, &tg);
+    if (rc == 0) rc = ops->to_device(ops->ctx, tg, target, ntarget * 8, NULL);
+    if (rc == 0) rc = contiguous_input(ops, NULL, input, &x, &copies[0]);
+    if (rc == 0 && weights && weights->storage) rc = contiguous_input(ops, NULL, weights, &w, &copies[1]);
+    if (rc == 0 && !backward) rc = scratch(ops, NULL, nframe * 8, &terms);
+  }
+  const double scale = size_average ? 1.0 / ((double)nframe * (double)dim) : 1.0 / (double)dim;
+  if (rc == 0 && nframe > 0 && dim > 0) {
+    void *out = backward ? lt_tensor_data(gradInput) : terms, *is = multilabel ? lt_tensor_data(isTarget) : NULL;
+    args_t a = {0};
+    add_raw(&a, &out, "p");
+    if (multilabel && !backward) add_raw(&a, &is, "p");
+    add_raw(&a, (void *)&x, "p");
+    if (multilabel && backward) add_raw(&a, &is, "p");
+    add_raw(&a, &tg, "p");
+    if (!multilabel) add_raw(&a, (void *)&w, "p");
+    add_count(&a, nframe);
+    add_count(&a, dim);
+    double m = margin, sc = scale;
+    if (!multilabel) {
+      add_raw(&a, &p, "i");
+      add_raw(&a, &m, "d");
+    }
+    if (backward) add_raw(&a, &sc, "d");
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_%s_%s_%s", multilabel ? "multilabel" : "multimargin", backward ? "bwd" : "fwd",
+             tname(type));
+    rc = launch(ops, NULL, "nn_criterion", kernel, grid_for(ops, nframe), &a);
+  }
+  if (rc == 0 && !backward) {   /* the frames' terms summed in order, as the CPU kernel sums them */
+    double sum = 0;
+    if (nframe > 0 && dim > 0) {
+      if (!(host = malloc((size_t)nframe * sizeof *host))) rc = lt_fail("%s: out of host memory", fn);
+      if (rc == 0) rc = ops->to_host(ops->ctx, host, terms, nframe * 8, NULL);
+      for (int64_t f = 0; rc == 0 && f < nframe; f++) sum += host[f];
+    }
+    sum /= (double)dim;
+    if (size_average && nframe > 0) sum /= (double)nframe;
+    if (rc == 0) rc = lt_cuops_fill(ops, NULL, output, type == LT_FLOAT ? (double)(float)sum : sum);
+  }
+  free(host);
+  rc = scratch_free(ops, terms, rc);
+  rc = scratch_free(ops, copies[0], rc);
+  rc = scratch_free(ops, copies[1], rc);
+  return scratch_free(ops, tg, rc);
+}

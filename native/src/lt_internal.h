@@ -66,6 +66,12 @@ int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
 int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]);
+/* nn_criterion_class.c's MultiMargin (multilabel 0: weights, p, margin) and MultiLabelMargin (1: isTarget) criterions
+ * for inputs in GPU memory (cuda_nn.c), the targets already checked on the host (nframe or nframe x dim 1-based
+ * classes): the loss into output (gradInput NULL) or the gradient into gradInput. */
+int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, const int64_t *target, int64_t nframe,
+                            int64_t dim, lt_tensor *weights, lt_tensor *isTarget, lt_tensor *output,
+                            lt_tensor *gradInput, int size_average, int p, double margin);
 /* nn_pooling_spatial.c's SpatialAdaptiveMaxPooling for tensors in GPU memory (cuda_nn.c): forward (gradOutput NULL)
  * into result and indices (Torch7's (2, [N,] C, oH, oW) layout, a CudaLongTensor), or backward into result. */
 int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,

@@ -102,11 +102,17 @@ static int snll_begin(snll_geom *g, nn_copies *cp, const char *fn, const lt_tens
 
 int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                             int size_average, int p, lt_tensor *weights, double margin) {
-  NN_NEED(input, target);
   static const char fn[] = "MultiMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
+  if (lt_tensor_is_device(input)) {   /* the targets read on the host, the scores on the GPU (nn_criterion.cu) */
+    if (mm_begin(&g, &cp, fn, input, target, weights, p)) goto done;
+    rc = lt_cuda_nn_class_margin(fn, 0, input, g.target, g.nframe, g.dim, weights, NULL, output, NULL, size_average,
+                                 p, margin);
+    goto done;
+  }
+  NN_NEED(input, target);
   if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_float(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input);
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
@@ -119,11 +125,17 @@ done:
 
 int lt_nn_MultiMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                int size_average, int p, lt_tensor *weights, double margin) {
-  NN_NEED(input, target);
   static const char fn[] = "MultiMarginCriterion_updateGradInput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
+  if (lt_tensor_is_device(input)) {
+    if (mm_begin(&g, &cp, fn, input, target, weights, p)) goto done;
+    rc = lt_cuda_nn_class_margin(fn, 0, input, g.target, g.nframe, g.dim, weights, NULL, NULL, gradInput,
+                                 size_average, p, margin);
+    goto done;
+  }
+  NN_NEED(input, target);
   if (mm_begin(&g, &cp, fn, input, target, weights, p) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   const void *x = nn_contig(&cp, input);
@@ -137,11 +149,17 @@ done:
 
 int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                                  lt_tensor *isTarget, int size_average) {
-  NN_NEED(input, target);
   static const char fn[] = "MultiLabelMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
+  if (lt_tensor_is_device(input)) {
+    if (ml_begin(&g, &cp, fn, input, target, isTarget)) goto done;
+    rc = lt_cuda_nn_class_margin(fn, 1, input, g.target, g.nframe, g.dim, NULL, isTarget, output, NULL, size_average,
+                                 1, 1);
+    goto done;
+  }
+  NN_NEED(input, target);
   if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_float(output, input->type, fn, "output")) goto done;
   const void *x = nn_contig(&cp, input);
   if (!x || nn_resize1(output, 1) || nn_resize_as(isTarget, input)) goto done;
@@ -153,11 +171,17 @@ done:
 
 int lt_nn_MultiLabelMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                     lt_tensor *isTarget, int size_average) {
-  NN_NEED(input, target);
   static const char fn[] = "MultiLabelMarginCriterion_updateGradInput";
   cls_geom g;
   nn_copies cp = {0};
   int rc = -1;
+  if (lt_tensor_is_device(input)) {
+    if (ml_begin(&g, &cp, fn, input, target, isTarget)) goto done;
+    rc = lt_cuda_nn_class_margin(fn, 1, input, g.target, g.nframe, g.dim, NULL, isTarget, NULL, gradInput,
+                                 size_average, 1, 1);
+    goto done;
+  }
+  NN_NEED(input, target);
   if (ml_begin(&g, &cp, fn, input, target, isTarget) || nn_check_float(gradInput, input->type, fn, "gradInput"))
     goto done;
   if (lt_tensor_nelement(isTarget) != lt_tensor_nelement(input)) {
