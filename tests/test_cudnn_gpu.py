@@ -523,6 +523,7 @@ NN_THROUGH_CUDNN = {   # nn's classes without kernels of ours, run on cuDNN: con
     "nn.VolumetricConvolution(2, 3, 3, 2, 3, 1, 2, 1, 1, 0, 1)": ((2, 2, 5, 6, 5), None),
     "nn.TemporalConvolution(5, 4, 3, 2)": ((2, 9, 5), None),
     "nn.TemporalConvolution(3, 2, 2)": ((7, 3), None),
+    "nn.VolumetricFullConvolution(2, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, 0, 0)": ((2, 2, 3, 4, 3), None),
     "nn.VolumetricMaxPooling(2, 3, 3, 1, 2, 2, 1, 1, 1)": ((2, 2, 5, 7, 6), "Pooling"),
     "nn.VolumetricAveragePooling(2, 2, 2, 1, 2, 2)": ((3, 4, 6, 6), "Pooling"),
 }

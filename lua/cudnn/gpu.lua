@@ -262,9 +262,10 @@ do
    end)
 end
 
--- cudnn.VolumetricFullConvolution: its three methods, nn's {input, target} rule (_unpackInput) included
-do
-   local class, VFC = cudnn.VolumetricFullConvolution, nn.VolumetricFullConvolution
+-- cudnn.VolumetricFullConvolution (and nn's, which has no kernels of ours): its three methods, nn's
+-- {input, target} rule (_unpackInput) included
+local function onCudnnVolumetricFull(class)
+   local VFC = nn.VolumetricFullConvolution
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
                  accGradParameters = class.accGradParameters}
    local function split(self, input)
@@ -295,6 +296,8 @@ do
       fullBackwardParams(self, x, gradOutput, adj, scale)
    end
 end
+onCudnnVolumetricFull(cudnn.VolumetricFullConvolution)
+onCudnnVolumetricFull(nn.VolumetricFullConvolution)
 
 -- ---------------------------------------------------------------- batch normalization
 

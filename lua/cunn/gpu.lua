@@ -598,17 +598,18 @@ end)
 
 -- ---------------------------------------------------------------- through cuDNN
 
--- nn's volumetric convolution and poolings and its temporal convolution run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
+-- nn's volumetric convolutions (full too) and poolings and its temporal convolution run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
 -- versions): the first call with a tensor in GPU memory loads cudnn, then calls the method it installed. Without
 -- libcudnn the host kernels refuse GPU memory by name, as before.
 for _, class in ipairs {nn.VolumetricConvolution, nn.VolumetricMaxPooling, nn.VolumetricAveragePooling,
-                       nn.TemporalConvolution} do
+                       nn.TemporalConvolution, nn.VolumetricFullConvolution} do
    for _, name in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters'} do
       local host = class[name]
       if host then
          local loader
          loader = function(self, input, ...)
-            if onGPU(input) and not package.loaded.cudnn then
+            local x = torch.type(input) == 'table' and input[1] or input   -- a full convolution's {input, target}
+            if onGPU(x) and not package.loaded.cudnn then
                require 'cudnn'
                if class[name] ~= loader then return class[name](self, input, ...) end
             end
