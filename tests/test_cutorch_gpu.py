@@ -907,6 +907,26 @@ def test_dilated_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor
     assert fallbacks(rt) == {}
 
 
+@pytest.mark.parametrize("ctor,shape", [("nn.TemporalMaxPooling(3, 1)", (2, 9, 4)), ("nn.TemporalMaxPooling(2)", (7, 3)),
+                                        ("nn.TemporalMaxPooling(4, 3)", (3, 11, 5))])
+def test_temporal_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """TemporalMaxPooling (overlapping windows, one sequence, a stride that skips frames): output, Torch7's 0-based
+    indices and gradInput against the CPU module in double, with ties and a NaN; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = np.round(rng.standard_normal(shape) * 2) / 2
+    x.reshape(-1)[4] = np.nan
+    out, _, dev = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-13,
+                                   err_msg=what, equal_nan=True)
+    ind = rt.eval("function(m) return m.indices:double() end")(dev)
+    cpu = rt.eval("function(m, x) local c = m:clone():double() c:forward(x) return c.indices:double() end")(
+        dev, rt.from_numpy(x))
+    np.testing.assert_array_equal(rt.to_numpy(ind), rt.to_numpy(cpu))
+    assert fallbacks(rt) == {}
+
+
 def test_max_unpooling_on_the_gpu_against_the_cpu_in_double(gpu, rng):
     """SpatialMaxUnpooling after the GPU SpatialMaxPooling (an encoder-decoder's pair, as SegNet and ENet use them):
     the values back where the maxima were, zeros elsewhere, and the gradient gathered back; against the same pair

@@ -32,6 +32,12 @@
  *                     q dW, q padH, q padW, q dilH, q dilW)
  *     SpatialDilatedMaxPooling: the window's taps inside the image, the first maximum (a NaN wins, the last one),
  *     ind = its plane position + 1; no tap: -inf and 0; thread per output
+ *   lt_tmaxpool_fwd_<T>(T *out, long long *ind, const T *in, q N, q T, q F, q oT, q kW, q dW)
+ *     TemporalMaxPooling over (N, T, F): per (n, t, f) the first maximum of the kW frames from t·dW (the first NaN
+ *     over a number), ind its 0-based frame within the window (Torch7's); thread per output
+ *   lt_tmaxpool_bwd_<T>(T *gradIn, const T *gradOut, const long long *ind, q N, q T, q F, q oT, q kW, q dW)
+ *     thread per (n, f) column: zeroed, then each window's gradient added at its maximum, in order (overlapping
+ *     windows sum as the CPU kernel sums them)
  * T is Float, Double or Half; computed in A = lt_acc_t<T>.
  */
 #include "lt_cuda_common.cuh"
@@ -246,3 +252,51 @@ LT_D void lt_dilmax_fwd_impl(T *out, long long *ind, const T *in, long long plan
 
 LT_IF_Float(LT_PLANE_INDEX(float, Float))
 LT_IF_Double(LT_PLANE_INDEX(double, Double))
+
+template <typename T>
+LT_D void lt_tmaxpool_fwd_impl(T *out, long long *ind, const T *in, long long N, long long Tn, long long F,
+                               long long oT, long long kW, long long dW) {
+  LT_GRID_LOOP(long long, e, N * oT * F) {
+    const long long f = e % F, t = (e / F) % oT, n = e / (F * oT);
+    const T *x = in + (n * Tn + t * dW) * F + f;
+    T best = x[0];
+    long long at = 0;
+    for (long long k = 1; k < kW; k++) {
+      const T v = x[k * F];
+      if (v > best || (v != v && best == best)) best = v, at = k;
+    }
+    out[e] = best;
+    ind[e] = at;
+  }
+}
+
+template <typename T>
+LT_D void lt_tmaxpool_bwd_impl(T *gi, const T *go, const long long *ind, long long N, long long Tn, long long F,
+                               long long oT, long long kW, long long dW) {
+  LT_GRID_LOOP(long long, c, N * F) {
+    const long long n = c / F, f = c % F;
+    for (long long t = 0; t < Tn; t++) gi[(n * Tn + t) * F + f] = (T)0;
+    for (long long t = 0; t < oT; t++) {
+      const long long o = (n * oT + t) * F + f, k = ind[o];
+      if (k < 0 || k >= kW) continue;   /* checked by the host first */
+      T *g = gi + (n * Tn + t * dW + k) * F + f;
+      *g = (T)(*g + go[o]);
+    }
+  }
+}
+
+#define LT_TMAXPOOL(T, N)                                                                                       \
+  extern "C" __global__ void lt_tmaxpool_fwd_##N(T *out, long long *ind, const T *in, long long Nn, long long Tn, \
+                                                 long long F, long long oT, long long kW, long long dW) {       \
+    lt_tmaxpool_fwd_impl<T>(out, ind, in, Nn, Tn, F, oT, kW, dW);                                              \
+  }                                                                                                             \
+  LT_EXPORT(lt_tmaxpool_fwd_##N)                                                                                \
+  extern "C" __global__ void lt_tmaxpool_bwd_##N(T *gradIn, const T *gradOut, const long long *ind, long long Nn, \
+                                                 long long Tn, long long F, long long oT, long long kW,         \
+                                                 long long dW) {                                                \
+    lt_tmaxpool_bwd_impl<T>(gradIn, gradOut, ind, Nn, Tn, F, oT, kW, dW);                                       \
+  }                                                                                                             \
+  LT_EXPORT(lt_tmaxpool_bwd_##N)
+
+LT_IF_Float(LT_TMAXPOOL(float, Float))
+LT_IF_Double(LT_TMAXPOOL(double, Double))

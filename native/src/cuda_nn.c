@@ -1023,3 +1023,44 @@ int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, co
   rc = scratch_free(ops, copies[1], rc);
   return scratch_free(ops, tg, rc);
 }
+
+/* ---------------------------------------------------------------- TemporalMaxPooling */
+
+int lt_cuda_nn_temporal_maxpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                                lt_tensor *indices, int64_t N, int64_t T, int64_t F, int64_t oT, int kW, int dW) {
+  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
+  int64_t sz[3];
+  for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
+  if (!backward) sz[input->ndim - 2] = oT;
+  const lt_cuops *ops = float_layer_ops(fn, input);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, indices, "indices") ||
+      on_device(fn, dev, result, backward ? "gradInput" : "output") || resize_on(result, input->ndim, sz, dev) ||
+      (!backward && resize_on(indices, input->ndim, sz, dev)))
+    return -1;
+  if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != N * oT * F)
+    return lt_fail("%s: indices must be the CudaLongTensor filled by updateOutput", fn);
+  if (!lt_tensor_is_contiguous(result) || !lt_tensor_is_contiguous(indices))
+    return lt_fail("%s: the result and the indices must be contiguous", fn);
+  if (lt_tensor_nelement(result) == 0) return 0;
+  if (backward && lt_tensor_nelement(indices) > 0) {   /* the CPU kernel's check: a frame within the window */
+    double lo, hi;
+    if (lt_cuops_reduce(ops, NULL, "min", indices, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", indices, 0, &hi))
+      return -1;
+    if (lo < 0 || hi >= kW) return lt_fail("%s: indices hold an offset outside the window", fn);
+  }
+  const void *src;
+  void *copy;
+  if (contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy)) return -1;
+  void *dst = lt_tensor_data(result), *ind = lt_tensor_data(indices);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (backward) add_raw(&a, (void *)&src, "p");
+  add_raw(&a, &ind, "p");
+  if (!backward) add_raw(&a, (void *)&src, "p");
+  const int64_t sizes[6] = {N, T, F, oT, kW, dW};
+  for (int i = 0; i < 6; i++) add_count(&a, sizes[i]);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_tmaxpool_%s_%s", backward ? "bwd" : "fwd", tname(type));
+  return scratch_free(ops, copy, launch(ops, NULL, "pooling", kernel, grid_for(ops, backward ? N * F : N * oT * F),
+                                        &a));
+}

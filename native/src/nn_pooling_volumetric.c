@@ -246,12 +246,14 @@ static int tmp_resize(lt_tensor *t, const lt_tensor *input, int64_t oT) {
 }
 
 int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *indices, int kW, int dW) {
-  NN_NEED(input);
+  NN_GIVEN(input);
   static const char fn[] = "TemporalMaxPooling_updateOutput";
   nn_copies cp = {0};
   int64_t N = 0, T = 0, F = 0, oT = 0;
   if (tmp_begin(fn, input, kW, dW, &N, &T, &F, &oT) || nn_check_float(output, input->type, fn, "output")) return -1;
   if (lt_host_type(indices->type) != LT_LONG) return lt_fail("%s: indices must be a LongTensor", fn);
+  if (lt_tensor_is_device(input))   /* native/cuda/pooling.cu */
+    return lt_cuda_nn_temporal_maxpool(fn, input, NULL, output, indices, N, T, F, oT, kW, dW);
   const void *in = nn_contig(&cp, input);
   if (!in || tmp_resize(output, input, oT) || tmp_resize(indices, input, oT)) return nn_copies_free(&cp, -1);
   NN_CALL(input->type, tmax_forward, N, T, F, oT, kW, dW, in, lt_tensor_data(output), lt_tensor_data(indices));
@@ -260,7 +262,7 @@ int lt_nn_TemporalMaxPooling_updateOutput(lt_tensor *input, lt_tensor *output, l
 
 int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput,
                                              lt_tensor *indices, int kW, int dW) {
-  NN_NEED(input, gradOutput);
+  NN_GIVEN(input, gradOutput);
   static const char fn[] = "TemporalMaxPooling_updateGradInput";
   char b[160];
   nn_copies cp = {0};
@@ -273,6 +275,8 @@ int lt_nn_TemporalMaxPooling_updateGradInput(lt_tensor *input, lt_tensor *gradOu
     return lt_fail("%s: gradOutput %s does not match the output size", fn, lt_shape_str(gradOutput, b, sizeof b));
   if (lt_host_type(indices->type) != LT_LONG || lt_tensor_nelement(indices) != N * oT * F)
     return lt_fail("%s: indices must be the LongTensor filled by updateOutput", fn);
+  if (lt_tensor_is_device(input))   /* native/cuda/pooling.cu */
+    return lt_cuda_nn_temporal_maxpool(fn, input, gradOutput, gradInput, indices, N, T, F, oT, kW, dW);
   const void *go = nn_contig(&cp, gradOutput);
   const int64_t *ind = go ? nn_contig(&cp, indices) : NULL;
   if (!ind || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
