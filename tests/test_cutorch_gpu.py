@@ -927,6 +927,22 @@ def test_temporal_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, cto
     assert fallbacks(rt) == {}
 
 
+@pytest.mark.parametrize("ctor,shape", [("nn.SpatialSubSampling(3, 2, 2, 2, 2)", (2, 3, 8, 7)),
+                                        ("nn.SpatialSubSampling(4, 3, 2, 1, 2)", (4, 7, 6))])
+def test_spatial_subsampling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """SpatialSubSampling (the LeNet-era layer of Torch7's tutorials): output, gradInput and the parameter gradients
+    accumulated with two scales, against the CPU module in double, on contiguous and transposed inputs."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = rng.standard_normal(shape)
+    for transposed in (False, True):
+        out, _, _ = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), transposed, int(rng.integers(1, 1 << 30)))
+        for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
+            np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-12,
+                                       err_msg=what)
+    assert fallbacks(rt) == {}
+
+
 def test_max_unpooling_on_the_gpu_against_the_cpu_in_double(gpu, rng):
     """SpatialMaxUnpooling after the GPU SpatialMaxPooling (an encoder-decoder's pair, as SegNet and ENet use them):
     the values back where the maxima were, zeros elsewhere, and the gradient gathered back; against the same pair

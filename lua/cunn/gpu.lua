@@ -536,6 +536,57 @@ onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, grad
    end
 end)
 
+-- ---------------------------------------------------------------- SpatialSubSampling
+
+-- Per plane, weight[c] times each kW x kH window's sum plus bias[c]: the window sums are the average pooling's (no
+-- padding, floor mode, the whole window counted) times kW*kH; the rest is per-plane arithmetic on expanded views.
+local function subsamplingPlanes(self, input, fn)
+   local d = input:dim()
+   if (d ~= 3 and d ~= 4) or input:size(d - 2) ~= self.nInputPlane then
+      error(string.format('%s: a 3D or 4D input of %d planes expected, got %s', fn, self.nInputPlane,
+                          table.concat(input:size():totable(), 'x')), 3)
+   end
+end
+local function byPlane(t, nPlane)   -- ([N,] C, H, W) as N x C x H*W
+   return t:dim() == 3 and t:view(1, nPlane, t:size(2) * t:size(3))
+          or t:view(t:size(1), nPlane, t:size(3) * t:size(4))
+end
+local function windowSums(self, input, out)
+   out:resize(pooledSize(self, input, 'cuda SpatialSubSampling forward'))
+   check(C.lt_cuops_avgpool_forward(opsOf(input), nil, out._c, input._c, self.kW, self.kH, self.dW, self.dH, 0, 0, 0,
+                                    1), 2)
+   return out:mul(self.kW * self.kH)
+end
+onDevice(nn.SpatialSubSampling, 'updateOutput', function(self, input)
+   subsamplingPlanes(self, input, 'SpatialSubSampling_updateOutput')
+   windowSums(self, input, self.output)
+   local o, C1 = byPlane(self.output, self.nInputPlane), self.nInputPlane
+   o:cmul(self.weight:view(1, C1, 1):expandAs(o)):add(self.bias:view(1, C1, 1):expandAs(o))
+   return self.output
+end)
+onDevice(nn.SpatialSubSampling, 'updateGradInput', function(self, input, gradOutput)
+   if not self.gradInput then return end
+   subsamplingPlanes(self, input, 'SpatialSubSampling_updateGradInput')
+   self._gpuGrad = self._gpuGrad or gradOutput.new()
+   local g = self._gpuGrad:resizeAs(gradOutput):copy(gradOutput)
+   local gp, C1 = byPlane(g, self.nInputPlane), self.nInputPlane
+   gp:cmul(self.weight:view(1, C1, 1):expandAs(gp)):mul(self.kW * self.kH)
+   self.gradInput:resizeAs(input)
+   check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, g._c, input._c, self.kW, self.kH,
+                                     self.dW, self.dH, 0, 0, 0, 1), 2)
+   return self.gradInput
+end)
+onDevice(nn.SpatialSubSampling, 'accGradParameters', function(self, input, gradOutput, scale)
+   subsamplingPlanes(self, input, 'SpatialSubSampling_accGradParameters')
+   scale = scale or 1
+   self._gpuSums = self._gpuSums or input.new()
+   local sums = windowSums(self, input, self._gpuSums)
+   local go = byPlane(gradOutput:contiguous(), self.nInputPlane)
+   local prod = byPlane(sums, self.nInputPlane):cmul(go)
+   self.gradWeight:add(scale, prod:sum(3):sum(1):view(self.nInputPlane))
+   self.gradBias:add(scale, go:sum(3):sum(1):view(self.nInputPlane))
+end)
+
 -- ---------------------------------------------------------------- PReLU
 
 -- y = max(x, 0) + w min(x, 0), its slopes a view of the weight expanded over the input (one per channel, or
