@@ -928,10 +928,13 @@ def test_temporal_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, cto
 
 
 @pytest.mark.parametrize("ctor,shape", [("nn.SpatialSubSampling(3, 2, 2, 2, 2)", (2, 3, 8, 7)),
-                                        ("nn.SpatialSubSampling(4, 3, 2, 1, 2)", (4, 7, 6))])
-def test_spatial_subsampling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
-    """SpatialSubSampling (the LeNet-era layer of Torch7's tutorials): output, gradInput and the parameter gradients
-    accumulated with two scales, against the CPU module in double, on contiguous and transposed inputs."""
+                                        ("nn.SpatialSubSampling(4, 3, 2, 1, 2)", (4, 7, 6)),
+                                        ("nn.TemporalSubSampling(5, 3, 2)", (2, 9, 5)),
+                                        ("nn.TemporalSubSampling(4, 2)", (6, 4))])
+def test_subsampling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """SpatialSubSampling and TemporalSubSampling (the LeNet-era layers of Torch7's tutorials): output, gradInput
+    and the parameter gradients accumulated with two scales, against the CPU module in double, on contiguous and
+    transposed inputs."""
     rt = gpu
     rt.execute("require 'cunn'")
     x = rng.standard_normal(shape)

@@ -587,6 +587,61 @@ onDevice(nn.SpatialSubSampling, 'accGradParameters', function(self, input, gradO
    self.gradBias:add(scale, go:sum(3):sum(1):view(self.nInputPlane))
 end)
 
+-- TemporalSubSampling: the same per feature over windows of kW frames, the sequence (N x) T x F pooled as an
+-- N x 1 x T x F image with a kW x 1 window.
+local function asFrames(self, input, fn)
+   local d = input:dim()
+   if (d ~= 2 and d ~= 3) or input:size(d) ~= self.inputFrameSize or input:size(d - 1) < self.kW then
+      error(string.format('%s: a (N x) T x %d input with T >= %d expected, got %s', fn, self.inputFrameSize, self.kW,
+                          table.concat(input:size():totable(), 'x')), 3)
+   end
+   local x = input:contiguous()
+   return d == 2 and x:view(1, 1, x:size(1), x:size(2)) or x:view(x:size(1), 1, x:size(2), x:size(3))
+end
+local function frameSums(self, image, out)
+   local oT = math.floor((image:size(3) - self.kW) / self.dW) + 1
+   out:resize(image:size(1), 1, oT, image:size(4))
+   check(C.lt_cuops_avgpool_forward(opsOf(image), nil, out._c, image._c, 1, self.kW, 1, self.dW, 0, 0, 0, 1), 2)
+   return out:mul(self.kW)
+end
+local function asInput(t, input)   -- N x 1 x oT x F back to the input's rank
+   return input:dim() == 2 and t:view(t:size(3), t:size(4)) or t:view(t:size(1), t:size(3), t:size(4))
+end
+onDevice(nn.TemporalSubSampling, 'updateOutput', function(self, input)
+   local image = asFrames(self, input, 'TemporalSubSampling_updateOutput')
+   self._gpuSums = self._gpuSums or input.new()
+   local sums = frameSums(self, image, self._gpuSums)
+   local F = self.inputFrameSize
+   self.output:resizeAs(sums):copy(sums)
+   local o = self.output:view(-1, F)
+   o:cmul(self.weight:view(1, F):expandAs(o)):add(self.bias:view(1, F):expandAs(o))
+   self.output = asInput(self.output, input)
+   return self.output
+end)
+onDevice(nn.TemporalSubSampling, 'updateGradInput', function(self, input, gradOutput)
+   if not self.gradInput then return end
+   local image = asFrames(self, input, 'TemporalSubSampling_updateGradInput')
+   local F = self.inputFrameSize
+   self._gpuGrad = self._gpuGrad or gradOutput.new()
+   local g = self._gpuGrad:resize(gradOutput:size()):copy(gradOutput)
+   local gv = g:view(-1, F)
+   gv:cmul(self.weight:view(1, F):expandAs(gv)):mul(self.kW)
+   self.gradInput:resize(image:size())
+   check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, g:view(image:size(1), 1, -1, F)._c,
+                                     image._c, 1, self.kW, 1, self.dW, 0, 0, 0, 1), 2)
+   self.gradInput = self.gradInput:view(input:size())
+   return self.gradInput
+end)
+onDevice(nn.TemporalSubSampling, 'accGradParameters', function(self, input, gradOutput, scale)
+   local image = asFrames(self, input, 'TemporalSubSampling_accGradParameters')
+   local F = self.inputFrameSize
+   self._gpuSums = self._gpuSums or input.new()
+   local sums = frameSums(self, image, self._gpuSums):view(-1, F)
+   local go = gradOutput:contiguous():view(-1, F)
+   self.gradWeight:add(scale or 1, sums:cmul(go):sum(1):view(F))
+   self.gradBias:add(scale or 1, go:sum(1):view(F))
+end)
+
 -- ---------------------------------------------------------------- PReLU
 
 -- y = max(x, 0) + w min(x, 0), its slopes a view of the weight expanded over the input (one per channel, or
