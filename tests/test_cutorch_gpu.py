@@ -907,26 +907,6 @@ def test_dilated_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor
     assert fallbacks(rt) == {}
 
 
-@pytest.mark.parametrize("ctor,shape", [("nn.TemporalMaxPooling(3, 1)", (2, 9, 4)), ("nn.TemporalMaxPooling(2)", (7, 3)),
-                                        ("nn.TemporalMaxPooling(4, 3)", (3, 11, 5))])
-def test_temporal_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
-    """TemporalMaxPooling (overlapping windows, one sequence, a stride that skips frames): output, Torch7's 0-based
-    indices and gradInput against the CPU module in double, with ties and a NaN; nothing staged."""
-    rt = gpu
-    rt.execute("require 'cunn'")
-    x = np.round(rng.standard_normal(shape) * 2) / 2
-    x.reshape(-1)[4] = np.nan
-    out, _, dev = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
-    for i, what in ((1, "output"), (2, "gradInput")):
-        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-13,
-                                   err_msg=what, equal_nan=True)
-    ind = rt.eval("function(m) return m.indices:double() end")(dev)
-    cpu = rt.eval("function(m, x) local c = m:clone():double() c:forward(x) return c.indices:double() end")(
-        dev, rt.from_numpy(x))
-    np.testing.assert_array_equal(rt.to_numpy(ind), rt.to_numpy(cpu))
-    assert fallbacks(rt) == {}
-
-
 @pytest.mark.parametrize("ctor,shape", [("nn.SpatialSubSampling(3, 2, 2, 2, 2)", (2, 3, 8, 7)),
                                         ("nn.SpatialSubSampling(4, 3, 2, 1, 2)", (4, 7, 6)),
                                         ("nn.TemporalSubSampling(5, 3, 2)", (2, 9, 5)),
@@ -1017,16 +997,24 @@ def test_random_fills_on_the_device(gpu):
         rt.execute("torch.CudaTensor(3):bernoulli(1.5)")
 
 
-@pytest.mark.parametrize("ctor,shape", [("nn.SpatialAdaptiveMaxPooling(3, 2)", (2, 3, 7, 8)),
-                                        ("nn.SpatialAdaptiveMaxPooling(5, 4)", (2, 3, 5)),
-                                        ("nn.SpatialAdaptiveMaxPooling(1, 1)", (2, 4, 6, 6))])
-def test_adaptive_max_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
-    """SpatialAdaptiveMaxPooling (overlapping windows when the sides do not divide, windows larger than the input,
-    global pooling): output, Torch7's indices and gradInput against the CPU module in double, with ties and a NaN;
-    nothing staged."""
+INDEX_POOLINGS = {   # constructor, input shape: modules that keep Torch7's indices of their maxima
+    "nn.TemporalMaxPooling(3, 1)": (2, 9, 4),              # overlapping windows
+    "nn.TemporalMaxPooling(2)": (7, 3),                    # one sequence
+    "nn.TemporalMaxPooling(4, 3)": (3, 11, 5),             # a stride that skips frames
+    "nn.SpatialAdaptiveMaxPooling(3, 2)": (2, 3, 7, 8),    # overlapping windows: the sides do not divide
+    "nn.SpatialAdaptiveMaxPooling(5, 4)": (2, 3, 5),       # windows larger than the input
+    "nn.SpatialAdaptiveMaxPooling(1, 1)": (2, 4, 6, 6),    # global pooling
+}
+
+
+@pytest.mark.parametrize("ctor", sorted(INDEX_POOLINGS))
+def test_index_keeping_max_poolings_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor):
+    """TemporalMaxPooling (0-based frames) and SpatialAdaptiveMaxPooling ((2, [N,] C, oH, oW) window positions):
+    output, Torch7's indices and gradInput against the CPU module in double, on inputs with ties and a NaN; nothing
+    staged."""
     rt = gpu
     rt.execute("require 'cunn'")
-    x = np.round(rng.standard_normal(shape) * 2) / 2
+    x = np.round(rng.standard_normal(INDEX_POOLINGS[ctor]) * 2) / 2   # ties: the first maximum must win
     x.reshape(-1)[5] = np.nan
     out, _, dev = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
     for i, what in ((1, "output"), (2, "gradInput")):

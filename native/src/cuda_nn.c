@@ -458,18 +458,31 @@ int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *in
 
 /* ---------------------------------------------------------------- gather layers: paddings, nearest upsampling */
 
-int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
-                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
-                      int64_t *const maps[3]) {
-  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
+/* The ops of input's GPU for a map layer (gather, linear upsampling), its result resized there (out_sizes for the
+ * forward, the input's shape for the backward) and contiguous, *n its elements; NULL with the reason. */
+static const lt_cuops *map_layer_result(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                                        const int64_t *out_sizes, int64_t *n) {
+  const int dev = input->storage->device, backward = gradOutput != NULL;
   const lt_cuops *ops = float_layer_ops(fn, input);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") ||
       resize_on(result, input->ndim, backward ? input->size : out_sizes, dev))
-    return -1;
-  if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the %s must be contiguous", fn, backward ? "gradInput" : "output");
-  const int64_t n = lt_tensor_nelement(result);
-  if (n == 0) return 0;
+    return NULL;
+  if (!lt_tensor_is_contiguous(result)) {
+    lt_fail("%s: the %s must be contiguous", fn, backward ? "gradInput" : "output");
+    return NULL;
+  }
+  *n = lt_tensor_nelement(result);
+  return ops;
+}
+
+int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
+                      int64_t *const maps[3]) {
+  const int backward = gradOutput != NULL, type = lt_host_type(input->type);
+  int64_t n;
+  const lt_cuops *ops = map_layer_result(fn, input, gradOutput, result, out_sizes, &n);
+  if (!ops || n == 0) return ops ? 0 : -1;
   /* the maps (forward) or their inverse (backward), one host buffer uploaded once */
   const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
   const int64_t count = backward ? nin + nout : nout;
@@ -765,15 +778,10 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
 int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]) {
-  const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
-  const lt_cuops *ops = float_layer_ops(fn, input);
-  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
-      on_device(fn, dev, result, backward ? "gradInput" : "output") ||
-      resize_on(result, input->ndim, backward ? input->size : out_sizes, dev))
-    return -1;
-  if (!lt_tensor_is_contiguous(result)) return lt_fail("%s: the %s must be contiguous", fn, backward ? "gradInput" : "output");
-  const int64_t n = lt_tensor_nelement(result);
-  if (n == 0) return 0;
+  const int backward = gradOutput != NULL, type = lt_host_type(input->type);
+  int64_t n;
+  const lt_cuops *ops = map_layer_result(fn, input, gradOutput, result, out_sizes, &n);
+  if (!ops || n == 0) return ops ? 0 : -1;
   /* forward: i0 | i1 (int64) | w1 (double), each oD + oH + oW entries; backward, per axis the taps inverted:
    * first (in + 1 entries per axis) | outputs (2 out per axis) | weights (2 out per axis, double) */
   const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
