@@ -476,64 +476,101 @@ static const lt_cuops *map_layer_result(const char *fn, lt_tensor *input, lt_ten
   return ops;
 }
 
-int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
-                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
-                      int64_t *const maps[3]) {
-  const int backward = gradOutput != NULL, type = lt_host_type(input->type);
-  int64_t n;
-  const lt_cuops *ops = map_layer_result(fn, input, gradOutput, result, out_sizes, &n);
-  if (!ops || n == 0) return ops ? 0 : -1;
-  /* the maps (forward) or their inverse (backward), one host buffer uploaded once */
-  const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
-  const int64_t count = backward ? nin + nout : nout;
-  int64_t *host = malloc((size_t)count * sizeof *host);
-  if (!host) return lt_fail("%s: out of host memory", fn);
-  if (!backward) {
-    for (int a = 0, k = 0; a < 3; a++)
-      for (int64_t o = 0; o < out[a]; o++) host[k++] = maps[a][o];
-  } else {   /* counting sort of each axis's outputs by the input they read */
-    int64_t *first = host, *outputs = host + nin;
-    for (int a = 0; a < 3; a++) {
-      int64_t *f = first, *list = outputs;
-      for (int64_t i = 0; i <= in[a]; i++) f[i] = 0;
-      for (int64_t o = 0; o < out[a]; o++)
-        if (maps[a][o] >= 0) f[maps[a][o] + 1]++;
-      for (int64_t i = 0; i < in[a]; i++) f[i + 1] += f[i];
-      int64_t *fill = malloc((size_t)(in[a] + 1) * sizeof *fill);
-      if (!fill) {
-        free(host);
-        return lt_fail("%s: out of host memory", fn);
-      }
-      memcpy(fill, f, (size_t)(in[a] + 1) * sizeof *fill);
-      for (int64_t o = 0; o < out[a]; o++)
-        if (maps[a][o] >= 0) list[fill[maps[a][o]]++] = o;
-      free(fill);
-      first += in[a] + 1, outputs += out[a];
+/* One axis of a map layer inverted: output o reads input idx[t][o] through each of its ntaps taps (none where that is
+ * negative); first[i] .. first[i + 1] then index the entries of outputs (and of weights, where w1 is given: tap 0
+ * weighs 1 - w1[o], tap 1 w1[o]) that read input i, in output order. A counting sort; fill is in + 1 entries of
+ * scratch. */
+static void invert_axis(int64_t in, int64_t out, int ntaps, int64_t *const idx[2], const double *w1, int64_t *first,
+                        int64_t *fill, int64_t *outputs, double *weights) {
+  for (int64_t i = 0; i <= in; i++) first[i] = 0;
+  for (int64_t o = 0; o < out; o++)
+    for (int t = 0; t < ntaps; t++)
+      if (idx[t][o] >= 0) first[idx[t][o] + 1]++;
+  for (int64_t i = 0; i < in; i++) first[i + 1] += first[i];
+  memcpy(fill, first, (size_t)(in + 1) * sizeof *fill);
+  for (int64_t o = 0; o < out; o++)
+    for (int t = 0; t < ntaps; t++) {
+      if (idx[t][o] < 0) continue;
+      const int64_t k = fill[idx[t][o]]++;
+      outputs[k] = o;
+      if (weights) weights[k] = t == 0 ? 1 - w1[o] : w1[o];
     }
+}
+
+/* The per-axis inversions of a map layer's taps into host (first | outputs | weights, laid out as the backward
+ * kernels read them: first has in + 1 entries per axis, outputs and weights ntaps * out per axis). */
+static int invert_axes(const char *fn, const int64_t in[3], const int64_t out[3], int ntaps, int64_t *const idx[2][3],
+                       double *const w1[3], int64_t *host) {
+  const int64_t nin = in[0] + in[1] + in[2] + 3, nout = out[0] + out[1] + out[2];
+  int64_t *fill = malloc((size_t)nin * sizeof *fill);
+  if (!fill) return lt_fail("%s: out of host memory", fn);
+  int64_t *first = host, *outputs = host + nin;
+  double *weights = w1 ? (double *)(host + nin + ntaps * nout) : NULL;
+  for (int a = 0; a < 3; a++) {
+    int64_t *const taps[2] = {idx[0][a], ntaps > 1 ? idx[1][a] : NULL};
+    invert_axis(in[a], out[a], ntaps, taps, w1 ? w1[a] : NULL, first, fill, outputs, weights);
+    first += in[a] + 1, outputs += ntaps * out[a];
+    if (weights) weights += ntaps * out[a];
   }
-  void *maps_dev = NULL, *copy = NULL;
+  free(fill);
+  return 0;
+}
+
+/* A map layer's host tables (count 8-byte entries; freed here) uploaded, then gather_map's
+ * lt_<prefix>_<fwd|bwd>_<T>(result, src, the tables at entries offs[0 .. ntab), planes, in[3], out[3]) launched over
+ * n elements; src is the forward's input or the backward's gradOutput, made contiguous. */
+static int map_launch(const lt_cuops *ops, const char *prefix, lt_tensor *input, lt_tensor *gradOutput,
+                      lt_tensor *result, int64_t *host, int64_t count, const int64_t *offs, int ntab, int64_t planes,
+                      const int64_t in[3], const int64_t out[3], int64_t n) {
+  void *tables = NULL, *copy = NULL, *at[3];
   const void *src = NULL;
-  int rc = scratch(ops, NULL, count * 8, &maps_dev);
-  if (rc == 0) rc = ops->to_device(ops->ctx, maps_dev, host, count * 8, NULL);
+  int rc = scratch(ops, NULL, count * 8, &tables);
+  if (rc == 0) rc = ops->to_device(ops->ctx, tables, host, count * 8, NULL);
   free(host);
-  if (rc == 0) rc = contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy);
+  if (rc == 0) rc = contiguous_input(ops, NULL, gradOutput ? gradOutput : input, &src, &copy);
   if (rc == 0) {
     void *dst = lt_tensor_data(result);
-    void *inverse = (char *)maps_dev + nin * 8;
     args_t a = {0};
     add_raw(&a, &dst, "p");
     add_raw(&a, (void *)&src, "p");
-    add_raw(&a, &maps_dev, "p");
-    if (backward) add_raw(&a, &inverse, "p");
+    for (int t = 0; t < ntab; t++) {
+      at[t] = (char *)tables + offs[t] * 8;
+      add_raw(&a, &at[t], "p");
+    }
     add_count(&a, planes);
     for (int i = 0; i < 3; i++) add_count(&a, in[i]);
     for (int i = 0; i < 3; i++) add_count(&a, out[i]);
     char kernel[48];
-    snprintf(kernel, sizeof kernel, "lt_map_%s_%s", backward ? "bwd" : "fwd", tname(type));
+    snprintf(kernel, sizeof kernel, "lt_%s_%s_%s", prefix, gradOutput ? "bwd" : "fwd", tname(lt_host_type(input->type)));
     rc = launch(ops, NULL, "gather_map", kernel, grid_for(ops, n), &a);
   }
   rc = scratch_free(ops, copy, rc);
-  return scratch_free(ops, maps_dev, rc);
+  return scratch_free(ops, tables, rc);
+}
+
+int lt_cuda_nn_gather(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                      const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
+                      int64_t *const maps[3]) {
+  int64_t n;
+  const lt_cuops *ops = map_layer_result(fn, input, gradOutput, result, out_sizes, &n);
+  if (!ops || n == 0) return ops ? 0 : -1;
+  /* the maps (forward: oD + oH + oW entries) or their inverse (backward: first | outputs) */
+  const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
+  const int64_t count = gradOutput ? nin + nout : nout;
+  int64_t *host = malloc((size_t)count * sizeof *host);
+  if (!host) return lt_fail("%s: out of host memory", fn);
+  if (!gradOutput) {
+    for (int a = 0, k = 0; a < 3; a++)
+      for (int64_t o = 0; o < out[a]; o++) host[k++] = maps[a][o];
+  } else {
+    int64_t *const idx[2][3] = {{maps[0], maps[1], maps[2]}, {NULL, NULL, NULL}};
+    if (invert_axes(fn, in, out, 1, idx, NULL, host)) {
+      free(host);
+      return -1;
+    }
+  }
+  const int64_t offs[2] = {0, nin};
+  return map_launch(ops, "map", input, gradOutput, result, host, count, offs, gradOutput ? 2 : 1, planes, in, out, n);
 }
 
 /* ---------------------------------------------------------------- SpatialCrossMapLRN */
@@ -778,69 +815,29 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
 int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                       const int64_t *out_sizes, int64_t planes, const int64_t in[3], const int64_t out[3],
                       int64_t *const i0[3], int64_t *const i1[3], double *const w1[3]) {
-  const int backward = gradOutput != NULL, type = lt_host_type(input->type);
   int64_t n;
   const lt_cuops *ops = map_layer_result(fn, input, gradOutput, result, out_sizes, &n);
   if (!ops || n == 0) return ops ? 0 : -1;
-  /* forward: i0 | i1 (int64) | w1 (double), each oD + oH + oW entries; backward, per axis the taps inverted:
+  /* forward: i0 | i1 (int64) | w1 (double), each oD + oH + oW entries; backward, per axis the two taps inverted:
    * first (in + 1 entries per axis) | outputs (2 out per axis) | weights (2 out per axis, double) */
   const int64_t nout = out[0] + out[1] + out[2], nin = in[0] + in[1] + in[2] + 3;
-  const int64_t count = backward ? nin + 4 * nout : 3 * nout;
+  const int64_t count = gradOutput ? nin + 4 * nout : 3 * nout;
   int64_t *host = malloc((size_t)count * 8);
   if (!host) return lt_fail("%s: out of host memory", fn);
-  if (!backward) {
+  if (!gradOutput) {
     int64_t *a0 = host, *a1 = host + nout;
     double *aw = (double *)(host + 2 * nout);
     for (int a = 0, k = 0; a < 3; a++)
       for (int64_t o = 0; o < out[a]; o++, k++) a0[k] = i0[a][o], a1[k] = i1[a][o], aw[k] = w1[a][o];
-  } else {   /* counting sort of each axis's (output, weight) taps by the input they read */
-    int64_t *first = host, *outputs = host + nin;
-    double *weights = (double *)(host + nin + 2 * nout);
-    for (int a = 0; a < 3; a++) {
-      int64_t *f = first;
-      for (int64_t i = 0; i <= in[a]; i++) f[i] = 0;
-      for (int64_t o = 0; o < out[a]; o++) f[i0[a][o] + 1]++, f[i1[a][o] + 1]++;
-      for (int64_t i = 0; i < in[a]; i++) f[i + 1] += f[i];
-      int64_t *fill = malloc((size_t)(in[a] + 1) * sizeof *fill);
-      if (!fill) {
-        free(host);
-        return lt_fail("%s: out of host memory", fn);
-      }
-      memcpy(fill, f, (size_t)(in[a] + 1) * sizeof *fill);
-      for (int64_t o = 0; o < out[a]; o++) {
-        int64_t k = fill[i0[a][o]]++;
-        outputs[k] = o, weights[k] = 1 - w1[a][o];
-        k = fill[i1[a][o]]++;
-        outputs[k] = o, weights[k] = w1[a][o];
-      }
-      free(fill);
-      first += in[a] + 1, outputs += 2 * out[a], weights += 2 * out[a];
+  } else {
+    int64_t *const idx[2][3] = {{i0[0], i0[1], i0[2]}, {i1[0], i1[1], i1[2]}};
+    if (invert_axes(fn, in, out, 2, idx, w1, host)) {
+      free(host);
+      return -1;
     }
   }
-  void *tables = NULL, *copy = NULL;
-  const void *src = NULL;
-  int rc = scratch(ops, NULL, count * 8, &tables);
-  if (rc == 0) rc = ops->to_device(ops->ctx, tables, host, count * 8, NULL);
-  free(host);
-  if (rc == 0) rc = contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy);
-  if (rc == 0) {
-    void *dst = lt_tensor_data(result);
-    void *t1 = (char *)tables + (backward ? nin : nout) * 8, *t2 = (char *)tables + (backward ? nin + 2 * nout : 2 * nout) * 8;
-    args_t a = {0};
-    add_raw(&a, &dst, "p");
-    add_raw(&a, (void *)&src, "p");
-    add_raw(&a, &tables, "p");
-    add_raw(&a, &t1, "p");
-    add_raw(&a, &t2, "p");
-    add_count(&a, planes);
-    for (int i = 0; i < 3; i++) add_count(&a, in[i]);
-    for (int i = 0; i < 3; i++) add_count(&a, out[i]);
-    char kernel[48];
-    snprintf(kernel, sizeof kernel, "lt_lin_%s_%s", backward ? "bwd" : "fwd", tname(type));
-    rc = launch(ops, NULL, "gather_map", kernel, grid_for(ops, n), &a);
-  }
-  rc = scratch_free(ops, copy, rc);
-  return scratch_free(ops, tables, rc);
+  const int64_t offs[3] = {0, gradOutput ? nin : nout, gradOutput ? nin + 2 * nout : 2 * nout};
+  return map_launch(ops, "lin", input, gradOutput, result, host, count, offs, 3, planes, in, out, n);
 }
 
 /* ---------------------------------------------------------------- plane-indexed scatter and gather, dilated max */
