@@ -39,7 +39,8 @@ static int resolve(void) {
  * current and launching. */
 static int enter(int device, void **saved) {
   *saved = NULL;
-  if (resolve() || drv.ctx_get(saved) != CU_OK) return lt_fail("cuda: cuCtxGetCurrent failed");
+  if (resolve()) return -1;   /* its reason stands */
+  if (drv.ctx_get(saved) != CU_OK) return lt_fail("cuda: cuCtxGetCurrent failed");
   return lt_cuda_set_device(device);
 }
 static int leave(void *saved, int rc) {
