@@ -499,7 +499,7 @@ end
 
 -- On the device the indices are a CudaLongTensor (the CPU module keeps a LongTensor, which :cuda() converts).
 onDevice(nn.SpatialMaxPooling, 'updateOutput', function(self, input)
-   if torch.type(self.indices) ~= 'torch.CudaLongTensor' then self.indices = torch.CudaLongTensor() end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    self.iheight, self.iwidth = input:size(input:dim() - 1), input:size(input:dim())
    local size = pooledSize(self, input, 'cuda SpatialMaxPooling forward')
    self.output:resize(size)

@@ -13,11 +13,7 @@ function SpatialAdaptiveMaxPooling:__init(W, H)
 end
 
 function SpatialAdaptiveMaxPooling:updateOutput(input)
-   -- in GPU memory (cutorch's GPU backend) the indices are a CudaLongTensor beside the input
-   local want = torch._onDevice(input) and 'torch.CudaLongTensor' or 'torch.LongTensor'
-   if not self.indices or torch.typename(self.indices) ~= want then
-      self.indices = torch.getmetatable(want).new()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    check(C.lt_nn_SpatialAdaptiveMaxPooling_updateOutput(input._c, self.output._c, self.indices._c, self.W,
          self.H), 2)
    return self.output

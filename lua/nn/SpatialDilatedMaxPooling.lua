@@ -12,11 +12,7 @@ function SpatialDilatedMaxPooling:__init(kW, kH, dW, dH, padW, padH, dilationW, 
 end
 
 function SpatialDilatedMaxPooling:updateOutput(input)
-   -- in GPU memory (cutorch's GPU backend) the indices are a CudaLongTensor beside the input
-   local want = torch._onDevice(input) and 'torch.CudaLongTensor' or 'torch.LongTensor'
-   if not self.indices or torch.typename(self.indices) ~= want then
-      self.indices = torch.getmetatable(want).new()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    local dims = input:dim()
    self.iheight = input:size(dims - 1)
    self.iwidth = input:size(dims)

@@ -70,9 +70,7 @@ function SpatialFractionalMaxPooling:fixPoolingRegions(val)
 end
 
 function SpatialFractionalMaxPooling:updateOutput(input)
-   if not self.indices or torch.typename(self.indices) ~= 'torch.LongTensor' then
-      self.indices = torch.LongTensor()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    self:initSampleBuffer_(input)
    local outW, outH = self:getOutputSizes_(input)
    check(C.lt_nn_SpatialFractionalMaxPooling_updateOutput(input._c, self.output._c, outW, outH, self.poolSizeW,

@@ -29,18 +29,16 @@ function SpatialMaxPooling:floor()
    return self
 end
 
-local function fixLegacy(self)
+local function fixLegacy(self, input)
    -- files from before padding / ceil mode existed
    self.ceil_mode = self.ceil_mode or false
    self.padW = self.padW or 0
    self.padH = self.padH or 0
-   if not self.indices or torch.typename(self.indices) ~= 'torch.LongTensor' then
-      self.indices = torch.LongTensor()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
 end
 
 function SpatialMaxPooling:updateOutput(input)
-   fixLegacy(self)
+   fixLegacy(self, input)
    -- the input size, for an associated nn.SpatialMaxUnpooling
    self.iheight = input:size(input:dim() - 1)
    self.iwidth = input:size(input:dim())

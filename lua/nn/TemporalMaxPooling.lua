@@ -12,11 +12,7 @@ function TemporalMaxPooling:__init(kW, dW)
 end
 
 function TemporalMaxPooling:updateOutput(input)
-   -- in GPU memory (cutorch's GPU backend) the indices are a CudaLongTensor beside the input
-   local want = torch._onDevice(input) and 'torch.CudaLongTensor' or 'torch.LongTensor'
-   if not self.indices or torch.typename(self.indices) ~= want then
-      self.indices = torch.getmetatable(want).new()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    check(C.lt_nn_TemporalMaxPooling_updateOutput(input._c, self.output._c, self.indices._c, self.kW, self.dW), 2)
    return self.output
 end

@@ -63,9 +63,7 @@ function VolumetricFractionalMaxPooling:getOutputSizes_(input)
 end
 
 function VolumetricFractionalMaxPooling:updateOutput(input)
-   if not self.indices or torch.typename(self.indices) ~= 'torch.LongTensor' then
-      self.indices = torch.LongTensor()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    self:initSampleBuffer_(input)
    local outT, outW, outH = self:getOutputSizes_(input)
    check(C.lt_nn_VolumetricFractionalMaxPooling_updateOutput(input._c, self.output._c, outT, outW, outH,

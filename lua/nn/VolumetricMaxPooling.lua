@@ -42,9 +42,7 @@ function VolumetricMaxPooling:updateOutput(input)
    self.itime = input:size(dims - 2)
    self.iheight = input:size(dims - 1)
    self.iwidth = input:size(dims)
-   if not self.indices or torch.typename(self.indices) ~= 'torch.LongTensor' then
-      self.indices = torch.LongTensor()
-   end
+   self.indices = nn.utils.indicesFor(input, self.indices)
    local dilT, dilW, dilH = self:_dilation()
    check(C.lt_nn_VolumetricDilatedMaxPooling_updateOutput(input._c, self.output._c, self.indices._c, self.kT,
          self.kW, self.kH, self.dT, self.dW, self.dH, self.padT, self.padW, self.padH, dilT, dilW, dilH,

@@ -6,6 +6,14 @@ local utils = nn.utils
 -- Convert a tensor, or every tensor inside a (nested) table or module, to `type`.
 -- The cache maps source tensors and storages to their converted versions, so
 -- tensors that shared a storage still share one afterwards (Torch7's rule).
+-- The index tensor a max-pooling module keeps beside its input: indices itself when it is already a LongTensor (a
+-- CudaLongTensor when the input is in GPU memory, on cutorch's GPU backend), else a new empty one of that type.
+function utils.indicesFor(input, indices)
+   local want = torch._onDevice(input) and 'torch.CudaLongTensor' or 'torch.LongTensor'
+   if indices and torch.typename(indices) == want then return indices end
+   return torch.getmetatable(want).new()
+end
+
 function utils.recursiveType(param, type, tensorCache)
    tensorCache = tensorCache or {}
    if torch.isTypeOf(param, 'nn.Module') or torch.isTypeOf(param, 'nn.Criterion') then
