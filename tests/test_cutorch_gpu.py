@@ -8,6 +8,7 @@ per device that the host cannot read, and a kernel sees only its own device's, s
 device pointer (instead of going through the driver's copies and kernels), or a kernel given another GPU's
 memory, would crash the run. The tests of several GPUs skip on a machine with one. Oracles: numpy on the same values, and the
 CPU backend's own methods for the staged ones."""
+import glob
 import os
 import subprocess
 import sys
@@ -1121,7 +1122,7 @@ def test_streams_across_gpus_and_their_errors(two_gpus, rng):
 
 @pytest.mark.slow
 def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_path):
-    """Every test of this file, in a process whose CUDA driver and cuBLAS are tests/cuda_host's emulations
+    """Every test of this file and of test_cutorch_gpu_*.py (the families of device methods), in a process whose CUDA driver and cuBLAS are tests/cuda_host's emulations
     with two devices and LT_EMULATED_CUDA_GUARD=1 (device memory the host cannot touch, and a kernel cannot touch
     another device's) and whose kernels run in the SIMT emulator: LUATORCH_CUTORCH=gpu, so `require 'cutorch'`
     must take the GPU backend."""
@@ -1130,7 +1131,8 @@ def test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory(simt, tmp_pa
     env = emulated_cuda_env(simt, tmp_path, guard=True)   # every kernel file
     env["LUATORCH_CUTORCH"] = "gpu"
     env["LT_EMULATED_CUDA_DEVICES"] = "2"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", os.path.abspath(__file__),
+    files = [os.path.abspath(__file__)] + sorted(glob.glob(os.path.join(HERE, "test_cutorch_gpu_*.py")))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *files,
                         "-k", "not emulated_driver"], capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),
                        timeout=1800)
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout[-4000:] + r.stderr[-3000:]

@@ -322,5 +322,11 @@ return function(cutorch, deviceTensor)
       if not (p >= 0 and p <= 1) then error(string.format('bernoulli: p must be >= 0 and <= 1 (got %g)', p), 4) end
    end)
 
+   -- The other families of device methods, one file each (lua/cutorch/gpu_<family>.lua: a function of D and
+   -- these helpers that adds its methods to D).
+   local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
+              FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch}
+   for _, family in ipairs {} do require('cutorch.gpu_' .. family)(D, H) end
+
    return D
 end
