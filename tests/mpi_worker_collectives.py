@@ -243,6 +243,17 @@ def lua_gpu(args):
         local b = torch.CudaLongTensor(4):fill(r)
         mpi.broadcast(b, p - 1)
         assert(b:min() == p - 1 and b:max() == p - 1 and b:getDevice() == 2, 'broadcast')
+        -- several iallreduces in flight at once, waited out of order: each stages in a pinned buffer of its own
+        local hs, ts = {}, {}
+        for i = 1, 4 do
+           ts[i] = torch.CudaTensor(100 * i + 7):fill(r + i)
+           hs[i] = mpi.iallreduce(ts[i])
+        end
+        for i = 4, 1, -1 do mpi.wait(hs[i]) end
+        for i = 1, 4 do
+           local want = p * (p - 1) / 2 + p * i
+           assert(ts[i]:min() == want and ts[i]:max() == want, 'iallreduce in flight ' .. i)
+        end
         cutorch.setDevice(1)
         -- DataParallelTable over this rank's GPUs with its buckets allreduced across ranks
         local function train(ty)
@@ -273,7 +284,13 @@ def lua_gpu(args):
            return losses, w:double()
         end
         local l1, w1 = train('torch.DoubleTensor')
+        local before = mpi.stagingStats()
         local l2, w2 = train('torch.CudaDoubleTensor')
+        -- the buckets of three steps staged in pinned buffers allocated in the first one
+        local after = mpi.stagingStats()
+        local made, reused = after.buffers - before.buffers, after.reuses - before.reuses
+        assert(after.pageable == 0 and made >= 1 and reused >= 2 * made,
+               string.format('staging: %d buffers made, %d reuses, %d pageable', made, reused, after.pageable))
         local worst = 0
         for i = 1, #l1 do worst = math.max(worst, math.abs(l1[i] - l2[i]) / math.abs(l1[i])) end
         local dw = (w1 - w2):abs():max()

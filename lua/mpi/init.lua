@@ -47,28 +47,63 @@ local T = torch._types
 local dtypes = {[T.Float.id] = C.LTC_FLOAT, [T.Double.id] = C.LTC_DOUBLE}
 if T.Cuda then dtypes[T.Cuda.id], dtypes[T.CudaDouble.id] = C.LTC_FLOAT, C.LTC_DOUBLE end
 
--- The contiguous host-memory tensor the C side works on: t itself, or a copy to be written back into t
--- (t not contiguous, or in GPU memory: staged through host memory, as this MPI is not taken to read
--- device memory). The blocking collectives (reuse) stage device tensors in one pinned host buffer per element
--- type, grown to the largest tensor staged: page-locked memory the GPU copies to and from directly, allocated
--- once; the nonblocking ones, whose buffers live until wait, take fresh pageable memory.
-local staging = {}
-local function hostWork(t, reuse)
+-- Staging of device tensors: the C side works on host memory (this MPI is not taken to read device memory), so
+-- a tensor in GPU memory goes through a host copy. With cutorch's GPU backend that copy is page-locked memory
+-- (the GPU copies to and from it directly, at full bus speed) from a pool per element type: a collective takes
+-- the smallest free buffer that holds its tensor, or allocates one, and gives it back when its result is
+-- copied back (at the end of a blocking call, at wait for iallreduce). A training loop's gradient buckets thus
+-- stage in buffers allocated in its first step and reused after, however many are in flight at once.
+local pool, pooled = {}, {buffers = 0, bytes = 0, reuses = 0, pageable = 0}
+
+local function takePinned(host, n)
+   local free = pool[host] or {}
+   pool[host] = free
+   local best
+   for i, b in ipairs(free) do
+      if b:nElement() >= n and (not best or b:nElement() < free[best]:nElement()) then best = i end
+   end
+   if best then
+      pooled.reuses = pooled.reuses + 1
+      return table.remove(free, best)
+   end
+   local b = cutorch['createCudaHost' .. host .. 'Tensor'](n)
+   pooled.buffers, pooled.bytes = pooled.buffers + 1, pooled.bytes + n * b:elementSize()
+   return b
+end
+
+-- How the collectives staged device tensors so far: pinned buffers allocated (and their bytes), stagings that
+-- reused a free one, and stagings in pageable memory (no pinned memory to be had: cutorch's CPU fallback).
+function mpi.stagingStats()
+   local out = {}
+   for k, v in pairs(pooled) do out[k] = v end
+   return out
+end
+
+-- The contiguous host-memory tensor the C side works on: t itself, or a copy to be written back into t (t not
+-- contiguous, or in GPU memory), and the pool buffer holding that copy (give it back with release).
+local function hostWork(t)
    if torch._onDevice(t) then
       local ty = torch._typesById[t._c.type]
       local host, n = ty.hostName or ty.name, t:nElement()
-      local pinned = reuse and n > 0 and cutorch and cutorch['createCudaHost' .. host .. 'Tensor']
-      if pinned then
-         if not staging[host] or staging[host]:nElement() < n then staging[host] = pinned(n) end
-         return staging[host]:narrow(1, 1, n):view(t:size()):copy(t)
+      if n > 0 and cutorch and cutorch['createCudaHost' .. host .. 'Tensor'] then
+         local buf = takePinned(host, n)
+         return buf:narrow(1, 1, n):view(t:size()):copy(t), {host = host, buf = buf}
       end
+      pooled.pageable = pooled.pageable + 1
       return torch.getmetatable('torch.' .. host .. 'Tensor').new():resize(t:size()):copy(t)
    end
    return t:isContiguous() and t or t:contiguous()
 end
 
--- The tensor the C side works on (see hostWork), its element type and the options as C values.
-local function prepare(fname, t, opts, reuse)
+-- the result back into t, and the staging buffer back to its pool
+local function release(t, work, staging)
+   if work ~= t then t:copy(work) end
+   if staging then table.insert(pool[staging.host], staging.buf) end
+end
+
+-- The tensor the C side works on (see hostWork), its staging buffer, its element type and the options as C
+-- values.
+local function prepare(fname, t, opts)
    if not torch.isTensor(t) then error(fname .. ': a Tensor expected, got ' .. torch.type(t), 3) end
    local dt = dtypes[t._c.type]
    if not dt then
@@ -78,24 +113,27 @@ local function prepare(fname, t, opts, reuse)
    opts = opts or {}
    local alg = C.ltc_algorithm_id(opts.algorithm or 'auto')
    if alg < 0 then error(fname .. ": unknown algorithm '" .. tostring(opts.algorithm) .. "'", 3) end
-   local work = hostWork(t, reuse)
+   local work, staging = hostWork(t)
    local data = work:nElement() > 0 and torch.C.lt_tensor_data(work._c) or nil
-   return work, data, work:nElement(), dt, alg, opts.colors or 0, opts.chunk or 0
+   return work, staging, data, work:nElement(), dt, alg, opts.colors or 0, opts.chunk or 0
 end
 
 function mpi.allreduce(t, opts)
-   local work, data, n, dt, alg, colors, chunk = prepare('allreduce', t, opts, true)
-   check(C.ltc_allreduce(ctx, nil, data, n, dt, alg, colors, chunk), 2)
-   if work ~= t then t:copy(work) end
+   local work, staging, data, n, dt, alg, colors, chunk = prepare('allreduce', t, opts)
+   local rc = C.ltc_allreduce(ctx, nil, data, n, dt, alg, colors, chunk)
+   release(t, rc == 0 and work or t, staging)
+   check(rc, 2)
    return t
 end
 
 function mpi.iallreduce(t, opts)
-   local work, data, n, dt, alg, colors, chunk = prepare('iallreduce', t, opts)
+   local work, staging, data, n, dt, alg, colors, chunk = prepare('iallreduce', t, opts)
    local req = ffi.new('ltc_req *[1]')
-   check(C.ltc_iallreduce(ctx, nil, data, n, dt, alg, colors, chunk, req), 2)
+   local rc = C.ltc_iallreduce(ctx, nil, data, n, dt, alg, colors, chunk, req)
+   if rc ~= 0 then release(t, t, staging) end
+   check(rc, 2)
    -- the handle keeps the tensors alive until wait
-   return {req = req[0], tensor = t, work = work}
+   return {req = req[0], tensor = t, work = work, staging = staging}
 end
 
 function mpi.test(h)
@@ -109,8 +147,9 @@ function mpi.wait(h)
    if h.req ~= nil then
       local req = h.req
       h.req = nil
-      check(C.ltc_wait(req), 2)
-      if h.work ~= h.tensor then h.tensor:copy(h.work) end
+      local rc = C.ltc_wait(req)
+      release(h.tensor, rc == 0 and h.work or h.tensor, h.staging)
+      check(rc, 2)
    end
    return h.tensor
 end
@@ -118,11 +157,12 @@ end
 function mpi.broadcast(t, root)
    if not torch.isTensor(t) then error('broadcast: a Tensor expected, got ' .. torch.type(t), 2) end
    root = root or 0
-   local work = hostWork(t, true)
+   local work, staging = hostWork(t)
    local nbytes = work:nElement() * torch._typesById[work._c.type].elemsize
    local data = nbytes > 0 and torch.C.lt_tensor_data(work._c) or nil
-   check(C.ltc_broadcast(ctx, data, nbytes, root), 2)
-   if work ~= t then t:copy(work) end
+   local rc = C.ltc_broadcast(ctx, data, nbytes, root)
+   release(t, rc == 0 and work or t, staging)
+   check(rc, 2)
    return t
 end
 
