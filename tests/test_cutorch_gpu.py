@@ -217,6 +217,17 @@ def test_reductions_whole_and_along_a_dimension(gpu, rng):
                 np.testing.assert_array_equal(to_host(rt, got[2]).reshape(-1), arg + 1)
     assert rt.eval("function(t) return t:norm() end")(t) == pytest.approx(np.linalg.norm(x), rel=1e-12)
     assert rt.eval("function(t) return t:norm(1) end")(t) == pytest.approx(np.abs(x).sum(), rel=1e-12)
+    # the functional forms that are their method: torch.sum(x, 1) is x:sum(1), on the device too
+    assert rt.eval("function(t) return torch.sum(t) end")(t) == pytest.approx(xt.sum(), rel=1e-12)
+    assert rt.eval("function(t) return torch.norm(t) end")(t) == pytest.approx(np.linalg.norm(x), rel=1e-12)
+    np.testing.assert_allclose(to_host(rt, rt.eval("function(t) return torch.mean(t, 2) end")(t)),
+                               xt.mean(1, keepdims=True), rtol=1e-12)
+    got = rt.eval("function(t) local v, i = torch.max(t, 1) return {v, i} end")(t)
+    np.testing.assert_allclose(to_host(rt, got[1]), xt.max(0, keepdims=True), rtol=1e-12)
+    np.testing.assert_array_equal(to_host(rt, got[2]).reshape(-1), xt.argmax(0) + 1)
+    assert fallbacks(rt) == {}
+    # on host tensors the same functions run as before
+    assert rt.eval("function(t) return torch.sum(t:double(), 2):size(2) end")(t) == 1
     assert fallbacks(rt) == {}
 
 
@@ -234,6 +245,71 @@ def test_matrix_products_over_cublas(gpu, rng, name, tol):
         np.testing.assert_allclose(to_host(rt, out), want, rtol=tol, atol=tol, err_msg=code)
     prod = rt.eval("function(a, b) return a * b end")(da, db)
     np.testing.assert_allclose(to_host(rt, prod), a @ b, rtol=tol, atol=tol)
+    # matrix-vector and outer products, the vectors contiguous and strided (a column of a matrix)
+    x, y, v = b[:, 2], m[3], rng.standard_normal(7)
+    dv = to_device(rt, v, name)
+    forms = [("r:mv(a, b:select(2, 3))", a @ x), ("r:mv(a, b:select(2, 3):clone())", a @ x),
+             ("r = v:clone():addmv(a, b:select(2, 3))", v + a @ x),
+             ("r = v:clone():addmv(0.5, 2, a, b:select(2, 3))", 0.5 * v + 2 * a @ x),
+             ("r:addr(m, a:select(2, 1), m:select(1, 4))", m + np.outer(a[:, 0], y)),
+             ("r = m:clone():addr(2, v, m:select(1, 4))", m + 2 * np.outer(v, y)),
+             ("r:ger(v, m:select(1, 4))", np.outer(v, y))]
+    for code, want in forms:
+        out = rt.eval("function(a, b, m, v) local r = torch.%sTensor() %s return r end" % (name, code))(da, db, dm, dv)
+        np.testing.assert_allclose(to_host(rt, out), want, rtol=tol, atol=tol, err_msg=code)
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("name,tol", [("Cuda", 2e-5), ("CudaDouble", 1e-12)])
+def test_batched_products_one_cublas_product_per_entry(gpu, rng, name, tol):
+    rt = gpu
+    a, b = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 5, 2))
+    m3, m2 = rng.standard_normal((3, 4, 2)), rng.standard_normal((4, 2))
+    da, db, dm3, dm2 = (to_device(rt, v, name) for v in (a, b, m3, m2))
+    # a factor laid out as a transposed view (each entry column-major), and a result that is a narrowed view
+    bt = rt.eval("function(b) return b:transpose(2, 3):clone():transpose(2, 3) end")(db)
+    ab = np.einsum("bij,bjk->bik", a, b)
+    forms = [("r:bmm(a, b)", ab), ("r = torch.bmm(a, bt)", ab), ("r:baddbmm(m3, a, b)", m3 + ab),
+             ("r:baddbmm(0.5, m3, 2, a, bt)", 0.5 * m3 + 2 * ab), ("m3:baddbmm(0, 3, a, b) r = m3", 3 * ab),
+             ("r = torch.baddbmm(m3, a, b)", m3 + ab), ("r:addbmm(m2, a, b)", m2 + ab.sum(0)),
+             ("r:addbmm(0.5, m2, -1, a, bt)", 0.5 * m2 - ab.sum(0)), ("m2:addbmm(a, b) r = m2", m2 + ab.sum(0)),
+             ("r = torch.addbmm(m2, a, b)", m2 + ab.sum(0)),
+             ("r = torch.%sTensor(3, 4, 7):narrow(3, 2, 2) r:bmm(a, b)" % name, ab)]
+    for code, want in forms:
+        out = rt.eval("function(a, b, m3, m2, bt) local r = torch.%sTensor() m3, m2 = m3:clone(), m2:clone() %s "
+                      "return r end" % (name, code))(da, db, dm3, dm2, bt)
+        np.testing.assert_allclose(to_host(rt, out), want, rtol=tol, atol=tol, err_msg=code)
+    assert fallbacks(rt) == {}
+    # a result that is one of the factors runs staged, and still right
+    got = rt.eval("function(a) local x = a:narrow(3, 1, 4):clone() x:bmm(x, x) return x end")(da)
+    sq = a[:, :, :4]
+    np.testing.assert_allclose(to_host(rt, got), np.einsum("bij,bjk->bik", sq, sq), rtol=tol, atol=tol)
+    assert sum(fallbacks(rt).values()) == 1
+
+
+def test_cat_and_repeat_tensor_copy_on_the_device(gpu, rng):
+    rt = gpu
+    rt.execute("cutorch.setHostFallback('error')")
+    a, b = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    da, db = to_device(rt, a, "Cuda"), to_device(rt, b, "Cuda")
+    for code, want in [("torch.cat(a, b, 1)", np.concatenate([a, b])),
+                       ("torch.cat({a:t(), b:t(), a:t()}, 2)", np.concatenate([a.T, b.T, a.T], 1)),
+                       ("torch.cat(a:t(), b:t())", np.concatenate([a.T, b.T], 1)),    # the last dimension
+                       ("torch.CudaTensor(9):cat(a, b, 1)", np.concatenate([a, b])),
+                       ("a:clone():cat(b, 1)", np.concatenate([a, b])),
+                       ("torch.cat(a, torch.CudaTensor(), 1)", a),
+                       ("a:repeatTensor(2, 1, 2)", np.tile(a, (2, 1, 2))),
+                       ("a:t():repeatTensor(1, 3)", np.tile(a.T, (1, 3)))]:
+        r = rt.eval("function(a, b) return %s end" % code)(da, db)
+        assert on_device(rt, r), code
+        np.testing.assert_array_equal(to_host(rt, r), want, err_msg=code)
+    if rt.eval("cutorch.getDeviceCount()") >= 2:   # an input on another GPU: the result on the current one
+        r = rt.eval("""function(a, b)
+           local other = cutorch.withDevice(2, function() return b:clone() end)
+           local r = torch.cat(a, other, 1)
+           return {r, r:getDevice(), other:getDevice()} end""")(da, db)
+        assert (r[2], r[3]) == (1, 2)
+        np.testing.assert_array_equal(to_host(rt, r[1]), np.concatenate([a, b]))
     assert fallbacks(rt) == {}
 
 

@@ -393,7 +393,7 @@ return function(cutorch)
                   isSameSizeAs isSetTo isSize isTensor nDimension nElement narrow numel permute resize resizeAs
                   select set size squeeze storage storageOffset stride sub t transpose type typeAs unfold view
                   viewAs zero split chunk unsqueeze byte char short int long float double half cuda cudaDouble
-                  cudaByte cudaChar cudaShort cudaInt cudaLong cudaHalf new getDevice]]):gmatch('%S+') do
+                  cudaByte cudaChar cudaShort cudaInt cudaLong cudaHalf new getDevice cat repeatTensor]]):gmatch('%S+') do
       direct[name] = true
    end
    for _, ty in ipairs(torch._types) do
@@ -418,12 +418,17 @@ return function(cutorch)
    torch._installTensorMethods()
 
    -- The pointwise functional forms and the matrix products (torch.add(r, x, y), torch.exp(x), torch.mm(a, b), ...)
-   -- call their result's method (torch._throughMethods): device versions where there are. The other functional forms run staged
-   -- (their C calls take host memory); the operators have device versions for + - * / and unary minus;
-   -- printing prints a host copy.
+   -- call their result's method (torch._throughMethods): device versions where there are. Those that are their
+   -- method (torch.sum(x, 1) is x:sum(1); torch.max, torch.norm, ...) call their first argument's method, so a
+   -- tensor in GPU memory gets the device version. The other functional forms run staged (their C calls take host
+   -- memory); the operators have device versions for + - * / and unary minus; printing prints a host copy.
    for name, fn in pairs(torch) do
       if type(fn) == 'function' and M[name] and not direct[name] and not torch._throughMethods[name] then
-         torch[name] = staged('torch.' .. name, fn)
+         local fallback = staged('torch.' .. name, fn)
+         torch[name] = rawequal(fn, M[name]) and function(a, ...)
+            if deviceTensor(a) then return a[name](a, ...) end
+            return fallback(a, ...)
+         end or fallback
       end
    end
    for name, fn in pairs(torch._tensorOps) do

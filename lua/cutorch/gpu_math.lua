@@ -218,7 +218,8 @@ return function(cutorch, deviceTensor)
          if not (self._c.storage ~= nil and self:isSameSizeAs(m)) then M.resizeAs(self, m) end
          if beta ~= 0 then M.copy(self, m) end
       end
-      if self._c.ndim ~= 1 or not M.isContiguous(self) or not M.isContiguous(vec) then return false end
+      if self._c.ndim ~= 1 or not M.isContiguous(self) then return false end
+      vec = M.contiguous(vec)
       local out = column(self)
       local done = addmm(out, beta, out, alpha, mat, column(vec))
       return done and true, self
@@ -226,8 +227,17 @@ return function(cutorch, deviceTensor)
    D.addr = function(self, ...)
       local beta, m, alpha, x, y = productForm(self, ...)
       if not beta or not (live(x) and live(y)) or x._c.ndim ~= 1 or y._c.ndim ~= 1 then return false end
-      if not (M.isContiguous(x) and M.isContiguous(y)) then return false end
+      x, y = M.contiguous(x), M.contiguous(y)   -- strided vectors (a matrix's column): a device copy
       return addmm(self, beta, m, alpha, column(x), y:view(1, y:size(1)))
+   end
+
+   D.ger = function(self, x, y, extra)
+      if extra ~= nil or not (live(x) and live(y)) or x._c.ndim ~= 1 or y._c.ndim ~= 1 then return false end
+      if not deviceTensor(self) or self._c.type ~= x._c.type then return false end
+      if not (self._c.storage ~= nil and self._c.ndim == 2 and self:size(1) == x:size(1) and self:size(2) == y:size(1)) then
+         M.resize(self, x:size(1), y:size(1))
+      end
+      return D.addr(self, 0, self, 1, x, y)
    end
 
    D.mm = function(self, a, b, extra)
@@ -241,7 +251,8 @@ return function(cutorch, deviceTensor)
 
    D.mv = function(self, mat, vec, extra)
       if extra ~= nil or not (live(mat) and live(vec)) or mat._c.ndim ~= 2 or vec._c.ndim ~= 1 then return false end
-      if not deviceTensor(self) or self._c.type ~= mat._c.type or not M.isContiguous(vec) then return false end
+      if not deviceTensor(self) or self._c.type ~= mat._c.type then return false end
+      vec = M.contiguous(vec)
       if not (self._c.storage ~= nil and self._c.ndim == 1 and self:size(1) == mat:size(1)) then
          M.resize(self, mat:size(1))
       end
@@ -249,6 +260,60 @@ return function(cutorch, deviceTensor)
       local out = column(self)
       local done = addmm(out, 0, out, 1, mat, column(vec))
       return done and true, self
+   end
+
+   -- Batched products, one cuBLAS product per batch entry: baddbmm r[i] = beta M[i] + alpha a[i] b[i], addbmm
+   -- r = beta M + alpha sum_i a[i] b[i], bmm r[i] = a[i] b[i]. A result sharing memory with a factor runs staged
+   -- (each entry's product would read what an earlier one wrote).
+   local function batchedFactors(self, a, b)
+      if not (live(a) and live(b) and deviceTensor(self)) or a._c.ndim ~= 3 or b._c.ndim ~= 3 then return nil end
+      local nb = a:size(1)
+      if nb == 0 or b:size(1) ~= nb or a:size(3) ~= b:size(2) then return nil end
+      if self._c.storage ~= nil and (self._c.storage == a._c.storage or self._c.storage == b._c.storage) then
+         return nil
+      end
+      return nb
+   end
+   local function intoResult(self, beta, m)
+      if self ~= m then
+         if not (self._c.storage ~= nil and self:isSameSizeAs(m)) then M.resizeAs(self, m) end
+         if beta ~= 0 then M.copy(self, m) end
+      end
+   end
+   D.baddbmm = function(self, ...)
+      local beta, m, alpha, a, b = productForm(self, ...)
+      if not beta or not live(m) then return false end
+      local nb = batchedFactors(self, a, b)
+      if not nb or m._c.ndim ~= 3 or m:size(1) ~= nb or m:size(2) ~= a:size(2) or m:size(3) ~= b:size(3) then
+         return false
+      end
+      intoResult(self, beta, m)
+      for i = 1, nb do
+         local r = M.select(self, 1, i)
+         if not addmm(r, beta, r, alpha, M.select(a, 1, i), M.select(b, 1, i)) then return false end
+      end
+      return true, self
+   end
+   D.addbmm = function(self, ...)
+      local beta, m, alpha, a, b = productForm(self, ...)
+      if not beta or not live(m) then return false end
+      local nb = batchedFactors(self, a, b)
+      if not nb or m._c.ndim ~= 2 or m:size(1) ~= a:size(2) or m:size(2) ~= b:size(3) then return false end
+      intoResult(self, beta, m)
+      for i = 1, nb do
+         if not addmm(self, i == 1 and beta or 1, self, alpha, M.select(a, 1, i), M.select(b, 1, i)) then
+            return false
+         end
+      end
+      return true, self
+   end
+   D.bmm = function(self, a, b, extra)
+      if extra ~= nil or not batchedFactors(self, a, b) or self._c.type ~= a._c.type then return false end
+      if not (self._c.storage ~= nil and self._c.ndim == 3 and self:size(1) == a:size(1) and self:size(2) == a:size(2)
+              and self:size(3) == b:size(3)) then
+         M.resize(self, a:size(1), a:size(2), b:size(3))
+      end
+      return D.baddbmm(self, 0, self, 1, a, b)
    end
 
    -- dot: the sum of squares when both are one tensor (MSECriterion's), else the sum of a product
