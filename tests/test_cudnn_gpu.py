@@ -569,6 +569,22 @@ def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ct
     assert fallbacks(rt) == {}
 
 
+@pytest.mark.parametrize("ctor", ["nn.VolumetricConvolution(2, 3, 3, 3, 3)", "nn.TemporalConvolution(5, 4, 3)",
+                                  "cudnn.VolumetricMaxPooling(2, 2, 2)", "nn.VolumetricFullConvolution(2, 3, 3, 3, 3)"])
+def test_layers_on_cudnn_only_say_so_when_cudnn_is_off(rt, ctor):
+    """nn's volumetric layers and temporal convolution have no kernels of ours: with cuDNN off (as where libcudnn is
+    missing), a tensor in GPU memory is refused naming cuDNN, not with the host kernels' 'no GPU version'."""
+    rt.execute("require 'cutorch'")
+    if rt.eval("cutorch.backend") != "gpu":
+        pytest.skip("cutorch's GPU backend is not on (the last test of this file runs these on the emulated driver)")
+    rt.execute("require 'cudnn' cudnn.enabled = false")
+    shape = "2, 5, 6" if "Temporal" in ctor else "1, 2, 4, 5, 5"
+    with pytest.raises(LuaError, match=r"runs on the GPU through cuDNN only, and cuDNN is not used here "
+                                       r"\(cudnn.enabled is false"):
+        rt.execute("%s:cuda():forward(torch.CudaTensor(%s):fill(1))" % (ctor, shape))
+    rt.execute("cudnn.enabled = true")
+
+
 def test_cudnn_runs_on_the_current_stream(gpu, rng):
     """With stream 1 current, a cuDNN convolution and batch norm given an input a kernel on stream 1 has just changed
     compute on the changed input, forward and backward (their handle is bound to the current stream, and their

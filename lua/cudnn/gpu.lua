@@ -35,6 +35,26 @@ local function usable()
 end
 cudnn.isAvailable = usable
 
+-- The layers with no CUDA kernels of ours (the volumetric ones, the temporal convolution) run on the GPU through
+-- cuDNN only: where it cannot be used, a tensor in GPU memory gets this error instead of the host kernel's "no
+-- GPU version".
+local function cudnnOnly(host)
+   local out = {}
+   for name, fn in pairs(host) do
+      out[name] = function(self, input, ...)
+         local x = torch.type(input) == 'table' and input[1] or input
+         if torch._onDevice(x) and not usable() then
+            error(string.format("%s: this layer runs on the GPU through cuDNN only, and cuDNN is not used here " ..
+                                "(%s); pip install 'luatorch[cuda]' adds it, or convert the module and its input " ..
+                                "with :float() to run it on the CPU", torch.typename(self),
+                                cudnn.enabled and why or "cudnn.enabled is false (LUATORCH_CUDNN=0?)"), 3)
+         end
+         return fn(self, input, ...)
+      end
+   end
+   return out
+end
+
 -- setMode's algorithm names (cudnn.torch took cuDNN's enum names), by pass
 local ALGORITHMS = {
    {'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM', 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM',
@@ -123,9 +143,10 @@ local function convolutionOutputSize(self, input, full, adj)
 end
 
 -- cudnn.SpatialConvolution, cudnn.VolumetricConvolution
-local function onCudnn(class)
+local function onCudnn(class, noKernelsOfOurs)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
                  accGradParameters = class.accGradParameters}
+   if noKernelsOfOurs then host = cudnnOnly(host) end
    cunn._onDevice(class, 'updateOutput', function(self, input)
       if not usable() then return host.updateOutput(self, input) end
       local p = paramsOf(self, input)   -- first: it fills in padW/padH of old files
@@ -151,7 +172,7 @@ local function onCudnn(class)
    end)
 end
 onCudnn(cudnn.SpatialConvolution)
-onCudnn(cudnn.VolumetricConvolution)
+onCudnn(cudnn.VolumetricConvolution, true)
 
 -- cudnn.TemporalConvolution as cudnn.torch ran it: the sequence (N x) T x F as N x 1 x T x F, convolved by the
 -- K x 1 x kH x F view of its weight with stride dH and padH zero frames (cuDNN's padding, no padded copy); the
@@ -159,8 +180,8 @@ onCudnn(cudnn.VolumetricConvolution)
 -- nn.TemporalConvolution's (kW frames of inputFrameSize, stride dW, no padding; the same weight layout) are
 -- translated into them by geometryOf.
 local function onCudnnTemporal(class, geometryOf)
-   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
-                 accGradParameters = class.accGradParameters}
+   local host = cudnnOnly {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                           accGradParameters = class.accGradParameters}
    local function onCudnnToo(g, input)
       local d = input:dim()
       return usable() and (d == 2 or d == 3) and input:size(d) == g.kW
@@ -266,8 +287,8 @@ end
 -- {input, target} rule (_unpackInput) included
 local function onCudnnVolumetricFull(class)
    local VFC = nn.VolumetricFullConvolution
-   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
-                 accGradParameters = class.accGradParameters}
+   local host = cudnnOnly {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                           accGradParameters = class.accGradParameters}
    local function split(self, input)
       self:backCompatibility()
       local x, adjT, adjW, adjH = VFC._unpackInput(self, input)
@@ -431,6 +452,7 @@ end
 
 local function onCudnnPooling(class, modeOf, volumetric)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput}
+   if volumetric then host = cudnnOnly(host) end
    local function setup(self, input)
       if not usable() or not cudnnType(input) or self.ceil_mode then return nil end
       local mode = modeOf(self)
@@ -476,7 +498,7 @@ local function undilatedMax(self)
 end
 onCudnnPooling(nn.VolumetricMaxPooling, undilatedMax, true)
 onCudnnPooling(nn.VolumetricAveragePooling, averageMode, true)
-onCudnn(nn.VolumetricConvolution)
+onCudnn(nn.VolumetricConvolution, true)
 
 -- The softmax family (cudnn/SpatialSoftMax.lua's two functions, which every softmax class calls) with the
 -- module's algorithm and mode, 1-D to 4-D inputs.
