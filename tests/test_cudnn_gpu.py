@@ -526,13 +526,16 @@ NN_THROUGH_CUDNN = {   # nn's classes without kernels of ours, run on cuDNN: con
     "nn.VolumetricFullConvolution(2, 3, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, 0, 0)": ((2, 2, 3, 4, 3), None),
     "nn.VolumetricMaxPooling(2, 3, 3, 1, 2, 2, 1, 1, 1)": ((2, 2, 5, 7, 6), "Pooling"),
     "nn.VolumetricAveragePooling(2, 2, 2, 1, 2, 2)": ((3, 4, 6, 6), "Pooling"),
+    "nn.SpatialDepthWiseConvolution(3, 2, 3, 2, 2, 1, 1, 0)": ((2, 3, 7, 6), None),
+    "nn.SpatialDepthWiseConvolution(4, 3, 2, 3, 1, 2, 0, 1)": ((4, 5, 8), None),
+    "nn.SpatialDepthWiseConvolution(2, 1, 3, 3):noBias()": ((3, 2, 5, 5), None),
 }
 
 
 @pytest.mark.parametrize("ctor", sorted(NN_THROUGH_CUDNN))
 def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ctor):
-    """A program that requires cunn only: nn's volumetric convolution and poolings in GPU memory load cudnn on first
-    use and run on cuDNN (its calls counted in the emulation), output, gradInput and parameter gradients as the CPU
+    """A program that requires cunn only: nn's volumetric convolution and poolings, its temporal and depthwise
+    convolutions, in GPU memory load cudnn on first use and run on cuDNN (its calls counted in the emulation), output, gradInput and parameter gradients as the CPU
     module's in double; nothing staged."""
     rt.execute("require 'cutorch'")
     if rt.eval("cutorch.backend") != "gpu":
@@ -554,12 +557,13 @@ def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ct
           local go = torch.DoubleTensor(y:size()):normal()
           if k == 2 then go = go:type('torch.CudaDoubleTensor') end
           local gi = m:backward(input, go, 0.5)
-          out[k] = {y:double():clone(), gi:double():clone(), m.gradWeight and m.gradWeight:double():clone() or false}
+          out[k] = {y:double():clone(), gi:double():clone(), m.gradWeight and m.gradWeight:double():clone() or false,
+                    m.gradBias and m.gradBias:double():clone() or false}
        end
        return out
     end""" % ctor)(rt.from_numpy(x), seed)
     assert rt.eval("package.loaded.cudnn ~= nil")
-    for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight")):
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "gradWeight"), (4, "gradBias")):
         if r[1][i] is False:
             continue
         np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-11, atol=1e-12, err_msg=what)
@@ -570,6 +574,7 @@ def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ct
 
 
 @pytest.mark.parametrize("ctor", ["nn.VolumetricConvolution(2, 3, 3, 3, 3)", "nn.TemporalConvolution(5, 4, 3)",
+                                  "nn.SpatialDepthWiseConvolution(2, 3, 3, 3)",
                                   "cudnn.VolumetricMaxPooling(2, 2, 2)", "nn.VolumetricFullConvolution(2, 3, 3, 3, 3)"])
 def test_layers_on_cudnn_only_say_so_when_cudnn_is_off(rt, ctor):
     """nn's volumetric layers and temporal convolution have no kernels of ours: with cuDNN off (as where libcudnn is
@@ -578,7 +583,7 @@ def test_layers_on_cudnn_only_say_so_when_cudnn_is_off(rt, ctor):
     if rt.eval("cutorch.backend") != "gpu":
         pytest.skip("cutorch's GPU backend is not on (the last test of this file runs these on the emulated driver)")
     rt.execute("require 'cudnn' cudnn.enabled = false")
-    shape = "2, 5, 6" if "Temporal" in ctor else "1, 2, 4, 5, 5"
+    shape = "2, 5, 6" if "Temporal" in ctor else "1, 2, 5, 5" if "Spatial" in ctor else "1, 2, 4, 5, 5"
     with pytest.raises(LuaError, match=r"runs on the GPU through cuDNN only, and cuDNN is not used here "
                                        r"\(cudnn.enabled is false"):
         rt.execute("%s:cuda():forward(torch.CudaTensor(%s):fill(1))" % (ctor, shape))

@@ -283,6 +283,74 @@ do
    end)
 end
 
+-- nn.SpatialDepthWiseConvolution (no kernels of ours) as a grouped convolution on cuDNN, one group per input
+-- plane: output plane (i-1)*M + m is input plane i convolved with weight[m][i] (M the depth multiplier,
+-- nOutputPlane), so cuDNN's (nInputPlane*M) x 1 x kH x kW filter is the module's weight with its first two
+-- axes swapped, and its bias the module's transposed: device copies per call (small), the gradients added back
+-- through the swapped views.
+do
+   local DW = nn.SpatialDepthWiseConvolution
+   local host = cudnnOnly {updateOutput = DW.updateOutput, updateGradInput = DW.updateGradInput,
+                           accGradParameters = DW.accGradParameters}
+   local function geometry(self, input)
+      if not usable() or (input:dim() ~= 3 and input:dim() ~= 4) or input:size(input:dim() - 2) ~= self.nInputPlane then
+         return nil
+      end
+      if self.padding then self.padW, self.padH, self.padding = self.padding, self.padding, nil end
+      local g = self._cudnnGeometry or {}
+      self._cudnnGeometry = g
+      g.kW, g.kH, g.dW, g.dH, g.padW, g.padH = self.kW, self.kH, self.dW, self.dH, self.padW, self.padH
+      g.groups, g.nOutputPlane = self.nInputPlane, self.nInputPlane * self.nOutputPlane
+      local oH = math.floor((input:size(input:dim() - 1) + 2 * g.padH - g.kH) / g.dH) + 1
+      local oW = math.floor((input:size(input:dim()) + 2 * g.padW - g.kW) / g.dW) + 1
+      if oH < 1 or oW < 1 then return nil end   -- the host kernel's error names it
+      return g, oH, oW
+   end
+   local function batch(t)   -- C x H x W -> 1 x C x H x W, contiguous
+      t = t:contiguous()
+      return t:dim() == 3 and t:view(1, t:size(1), t:size(2), t:size(3)) or t
+   end
+   -- the module's (M, nIn * kH * kW) parameter as cuDNN's filter order (nIn, M, kH, kW), a view of it
+   local function swapped(self, w)
+      return w:view(self.nOutputPlane, self.nInputPlane, self.kH, self.kW):transpose(1, 2)
+   end
+   local function filter(self)
+      return swapped(self, self.weight:contiguous()):contiguous():view(self.nInputPlane * self.nOutputPlane, 1,
+                                                                         self.kH, self.kW)
+   end
+   cunn._onDevice(DW, 'updateOutput', function(self, input)
+      local g, oH, oW = geometry(self, input)
+      if not g then return host.updateOutput(self, input) end
+      local x = batch(input)
+      local bias = self.bias and self.bias:t():contiguous():view(g.nOutputPlane)
+      if input:dim() == 3 then self.output:resize(g.nOutputPlane, oH, oW)
+      else self.output:resize(x:size(1), g.nOutputPlane, oH, oW) end
+      check(C.lt_cudnn_conv_forward(opsOf(input), nil, paramsOf(g, input), x._c, batch(self.output)._c,
+                                    filter(self)._c, bias and bias._c or nil), 2)
+      return self.output
+   end)
+   cunn._onDevice(DW, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      local g = geometry(self, input)
+      if not g then return host.updateGradInput(self, input, gradOutput) end
+      if not self.gradInput:isContiguous() then self.gradInput = input.new() end
+      self.gradInput:resizeAs(input)
+      check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(g, input), batch(input)._c,
+                                          batch(gradOutput)._c, batch(self.gradInput)._c, filter(self)._c), 2)
+      return self.gradInput
+   end)
+   cunn._onDevice(DW, 'accGradParameters', function(self, input, gradOutput, scale)
+      local g = geometry(self, input)
+      if not g then return host.accGradParameters(self, input, gradOutput, scale) end
+      local gw = self.weight.new():resize(g.nOutputPlane, 1, self.kH, self.kW):zero()
+      local gb = self.gradBias and self.weight.new():resize(g.nOutputPlane):zero()
+      check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(g, input), batch(input)._c,
+                                            batch(gradOutput)._c, gw._c, gb and gb._c or nil, scale or 1), 2)
+      swapped(self, self.gradWeight):add(gw:view(self.nInputPlane, self.nOutputPlane, self.kH, self.kW))
+      if gb then self.gradBias:add(gb:view(self.nInputPlane, self.nOutputPlane):t()) end
+   end)
+end
+
 -- cudnn.VolumetricFullConvolution (and nn's, which has no kernels of ours): its three methods, nn's
 -- {input, target} rule (_unpackInput) included
 local function onCudnnVolumetricFull(class)

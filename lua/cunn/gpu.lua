@@ -704,11 +704,11 @@ end)
 
 -- ---------------------------------------------------------------- through cuDNN
 
--- nn's volumetric convolutions (full too) and poolings and its temporal convolution run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
+-- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
 -- versions): the first call with a tensor in GPU memory loads cudnn, then calls the method it installed. Without
 -- libcudnn the host kernels refuse GPU memory by name, as before.
 for _, class in ipairs {nn.VolumetricConvolution, nn.VolumetricMaxPooling, nn.VolumetricAveragePooling,
-                       nn.TemporalConvolution, nn.VolumetricFullConvolution} do
+                       nn.TemporalConvolution, nn.VolumetricFullConvolution, nn.SpatialDepthWiseConvolution} do
    for _, name in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters'} do
       local host = class[name]
       if host then
