@@ -91,6 +91,22 @@ def test_copy_to_and_from_every_type(rt, rng, name):
     np.testing.assert_array_equal(rt.to_numpy(back), want.astype(dtype))
 
 
+def test_cutorch_converters_on_half_tensors(rt, rng):
+    """h:cuda(), h:cudaDouble(), h:cudaLong() (an fp16 checkpoint moved to the Cuda types) once cutorch is loaded: the
+    converters are cutorch's, not the stub in place before it loaded, which asked to require cutorch."""
+    x = half(rng.standard_normal(7) * 100)
+    h = rt.eval("function(x) return x:half() end")(rt.from_numpy(x.astype(np.float32)))
+    with pytest.raises(LuaError, match="require 'cutorch' first"):
+        rt.execute("torch.HalfTensor(2):cuda()")
+    rt.execute("require 'cutorch'")
+    for method, typename, dtype in [("cuda", "torch.CudaTensor", np.float32),
+                                    ("cudaDouble", "torch.CudaDoubleTensor", np.float64),
+                                    ("cudaLong", "torch.CudaLongTensor", np.int64)]:
+        r = rt.eval("function(h) local c = h:%s() return {torch.type(c), c:double()} end" % method)(h)
+        assert r[1] == typename
+        np.testing.assert_array_equal(rt.to_numpy(r[2]), x.astype(np.float64).astype(dtype).astype(np.float64))
+
+
 def test_storage_elements_tables_and_views(rt):
     rt.execute("""
         local s = torch.HalfStorage{1, 2.5, -0.1, 1e5}

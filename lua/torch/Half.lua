@@ -35,7 +35,14 @@ local geometry = {
    'viewAs', 'type', 'typeAs', 'permute', 'split', 'chunk', 'elementSize', 'half', 'real', 'repeatTensor',
 }
 for _, name in ipairs(geometry) do mt[name] = M[name] end
-for _, other in ipairs(torch._types) do mt[other.name:lower()] = M[other.name:lower()] end
+-- the converters (:float(), :cuda(), :cudaLong(), ...) looked up when called: cutorch defines its own on require
+for _, other in ipairs(torch._types) do
+   local name = other.cuda and 'cuda' .. (other.hostName == 'Float' and '' or other.hostName) or other.name:lower()
+   mt[name] = function(...)
+      if not M[name] then error(name .. ": require 'cutorch' first", 2) end
+      return M[name](...)
+   end
+end
 
 local newTensor = torch._newTensor
 
