@@ -567,6 +567,10 @@ CONVOLUTIONS = {
     "full 1x1 without bias": ("nn.SpatialFullConvolution(3, 5, 1, 1):noBias()", (2, 3, 4, 4)),
     "cudnn full, a noncontiguous input": ("cudnn.SpatialFullConvolution(3, 4, 3, 3, 2, 2, 1, 1)",
                                           "transposed (2, 3, 5, 4)"),
+    "local 3x2 stride 2,1 pad 1": ("nn.SpatialConvolutionLocal(3, 4, 6, 5, 3, 2, 2, 1, 1, 1)", (2, 3, 5, 6)),
+    "local, one image": ("nn.SpatialConvolutionLocal(2, 3, 5, 4, 2, 2)", (2, 4, 5)),
+    "local, a noncontiguous input": ("nn.SpatialConvolutionLocal(3, 2, 5, 6, 3, 3, 1, 2, 0, 1)",
+                                     "transposed (2, 3, 6, 5)"),
 }
 
 

@@ -702,6 +702,76 @@ onDevice(nn.PReLU, 'accGradParameters', function(self, input, gradOutput, scale)
    return self.gradWeight
 end)
 
+-- ---------------------------------------------------------------- a kernel per output position
+
+-- nn.SpatialConvolutionLocal, composed of device methods: the input's columns by position, (P, N, C·kH·kW) with
+-- P = oH·oW (a zero-padded copy, its unfolded windows copied in that order), one matrix product per position
+-- against that position's (nOut x C·kH·kW) weight (bmm), and back. The gradient of the columns goes back into
+-- the padded input one kernel tap (kh, kw) at a time: the taps of one offset never overlap, those of different
+-- offsets do.
+do
+   local SCL = nn.SpatialConvolutionLocal
+   local function batch(self, t, planes, h, w)   -- (N x) planes x h x w -> N x planes x h x w
+      return t:dim() == 3 and t:view(1, planes, h, w) or t
+   end
+   local function columns(self, input)
+      local x = batch(self, input, self.nInputPlane, self.iH, self.iW)
+      local n = x:size(1)
+      local padded = x
+      if self.padW > 0 or self.padH > 0 then
+         padded = x.new(n, self.nInputPlane, self.iH + 2 * self.padH, self.iW + 2 * self.padW):zero()
+         padded:narrow(3, self.padH + 1, self.iH):narrow(4, self.padW + 1, self.iW):copy(x)
+      end
+      local windows = padded:unfold(3, self.kH, self.dH):unfold(4, self.kW, self.dW)   -- N, C, oH, oW, kH, kW
+      return windows:permute(3, 4, 1, 2, 5, 6):contiguous()
+                    :view(self.oH * self.oW, n, self.nInputPlane * self.kH * self.kW)
+   end
+   local function byPosition(self, gradOutput)   -- (N x) O x oH x oW -> (P, N, O)
+      local g = batch(self, gradOutput, self.nOutputPlane, self.oH, self.oW)
+      return g:contiguous():view(g:size(1), self.nOutputPlane, self.oH * self.oW):permute(3, 1, 2):contiguous()
+   end
+   local function weights(self, w) return w:view(self.oH * self.oW, self.nOutputPlane, -1) end
+   onDevice(SCL, 'updateOutput', function(self, input)
+      SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
+      local cols = columns(self, input)
+      local n = cols:size(2)
+      local y = input.new():bmm(cols, weights(self, self.weight:contiguous()):transpose(2, 3))   -- P, N, O
+      local planes = y:permute(2, 3, 1):contiguous():view(n, self.nOutputPlane, self.oH, self.oW)
+      planes:add(self.bias:contiguous():view(1, self.nOutputPlane, self.oH, self.oW):expandAs(planes))
+      self.output = input:dim() == 3 and planes:view(self.nOutputPlane, self.oH, self.oW) or planes
+      return self.output
+   end)
+   onDevice(SCL, 'updateGradInput', function(self, input, gradOutput)
+      SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
+      SCL._checkSize(self, 'gradOutput', gradOutput, self.nOutputPlane, self.oH, self.oW)
+      if not self.gradInput then return end
+      local g = byPosition(self, gradOutput)
+      local n = g:size(2)
+      local gradCols = input.new():bmm(g, weights(self, self.weight:contiguous()))   -- P, N, C·kH·kW
+      gradCols = gradCols:view(self.oH, self.oW, n, self.nInputPlane, self.kH, self.kW)
+      local padded = input.new(n, self.nInputPlane, self.iH + 2 * self.padH, self.iW + 2 * self.padW):zero()
+      for a = 1, self.kH do
+         for b = 1, self.kW do
+            local taps = padded:narrow(3, a, (self.oH - 1) * self.dH + 1):narrow(4, b, (self.oW - 1) * self.dW + 1)
+                               :unfold(3, 1, self.dH):unfold(4, 1, self.dW):select(6, 1):select(5, 1)
+            taps:add(gradCols:select(6, b):select(5, a):permute(3, 4, 1, 2))
+         end
+      end
+      local inner = padded:narrow(3, self.padH + 1, self.iH):narrow(4, self.padW + 1, self.iW)
+      self.gradInput:resizeAs(input):copy(input:dim() == 3 and inner:select(1, 1) or inner)
+      return self.gradInput
+   end)
+   onDevice(SCL, 'accGradParameters', function(self, input, gradOutput, scale)
+      SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
+      SCL._checkSize(self, 'gradOutput', gradOutput, self.nOutputPlane, self.oH, self.oW)
+      scale = scale or 1
+      local g = byPosition(self, gradOutput)
+      weights(self, self.gradWeight):baddbmm(1, scale, g:transpose(2, 3), columns(self, input))
+      local sums = batch(self, gradOutput, self.nOutputPlane, self.oH, self.oW):sum(1)
+      self.gradBias:add(scale, sums:view(self.nOutputPlane, self.oH, self.oW))
+   end)
+end
+
 -- ---------------------------------------------------------------- through cuDNN
 
 -- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU

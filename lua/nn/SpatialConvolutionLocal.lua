@@ -50,6 +50,8 @@ local function checkSize(self, what, t, planes, h, w)
    end
 end
 
+SpatialConvolutionLocal._checkSize = checkSize   -- cunn's GPU version checks the same
+
 function SpatialConvolutionLocal:updateOutput(input)
    checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
    check(C.lt_nn_SpatialConvolutionLocal_updateOutput(input._c, self.output._c, self.weight._c, self.bias._c,
