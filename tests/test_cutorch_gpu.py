@@ -395,8 +395,8 @@ def test_host_kernels_refuse_gpu_memory_by_name(gpu, rng):
     rt.execute("require 'cunn'")
     rt.execute("local m = nn.ReLU():cuda() assert(m:forward(torch.CudaTensor(3):fill(-1)):sum() == 0)")
     # a module still without a GPU version
-    with pytest.raises(LuaError, match="lt_nn_FeatureLPPooling_updateOutput: input is in GPU memory"):
-        rt.execute("local m = nn.FeatureLPPooling(2, 1, 2):cuda() m:forward(torch.CudaTensor(2, 4, 5):fill(-1))")
+    with pytest.raises(LuaError, match="lt_nn_TemporalRowConvolution_updateOutput: input is in GPU memory"):
+        rt.execute("local m = nn.TemporalRowConvolution(4, 2):cuda() m:forward(torch.CudaTensor(2, 6, 4):fill(-1))")
     d = to_device(rt, np.ones((2, 2), np.float32), "Cuda")
     with pytest.raises(ValueError, match="in GPU memory"):
         rt.to_numpy(d)
@@ -951,6 +951,31 @@ def test_normalize_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
                                    err_msg=what)
     if "huge" not in ctor:
         assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("ctor,shape", [("nn.FeatureLPPooling(3, 2, 2, true)", (2, 9, 4, 3)),
+                                        ("nn.FeatureLPPooling(4, 1, 3)", (7, 5)),
+                                        ("nn.FeatureLPPooling(2, 2, 1.5)", (6,)),
+                                        ("nn.FeatureLPPooling(2, 1, 2, true)", "with zeros (2, 5, 3)")])
+def test_feature_lp_pooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor, shape):
+    """FeatureLPPooling (overlapping and strided windows over the feature dimension, batch mode or not, powers 2, 3
+    and 1.5 on positive inputs, and windows of zeros whose outputs pass no gradient): output and gradInput against
+    the CPU module in double; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    zeros = isinstance(shape, str)
+    if zeros:
+        shape = eval(shape.split(" ", 2)[2])
+    x = rng.uniform(0.1, 2, shape) if "1.5" in ctor or "3)" in ctor else rng.standard_normal(shape)
+    if zeros:
+        x[:, 1:3] = 0   # the window over features 2 and 3 is all zeros
+    out, _, _ = rt.eval(MODULE_ON_BOTH % ctor)(rt.from_numpy(x), False, int(rng.integers(1, 1 << 30)))
+    for i, what in ((1, "output"), (2, "gradInput")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-13,
+                                   err_msg=what)
+    if zeros:
+        assert np.all(np.isfinite(rt.to_numpy(out[2][2])))
+    assert fallbacks(rt) == {}
 
 
 @pytest.mark.parametrize("ctor,shape", [("nn.SpatialUpSamplingBilinear(2)", (2, 3, 4, 5)),
