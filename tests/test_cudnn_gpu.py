@@ -590,6 +590,46 @@ def test_layers_on_cudnn_only_say_so_when_cudnn_is_off(rt, ctor):
     rt.execute("cudnn.enabled = true")
 
 
+@pytest.mark.parametrize("ctor", ["cudnn.RNNReLU(3, 4, 2)", "cudnn.RNNTanh(3, 4, 1)", "cudnn.LSTM(3, 4, 2)",
+                                  "cudnn.GRU(3, 5, 2)", "cudnn.BLSTM(3, 4, 1)", "cudnn.BGRU(4, 3, 2)"])
+def test_recurrent_modules_on_the_gpu_against_the_cpu_in_double(gpu, rng, ctor):
+    """cudnn's recurrent modules with their tensors in GPU memory (the matrix products on cuBLAS, each step's cell
+    composed of device methods): output, final states, gradInput, the initial states' gradients and the weight
+    gradient against the same module on the CPU in double, from given initial states; nothing staged. (Before,
+    their host kernels read GPU memory: a crash.)"""
+    rt = gpu
+    rt.execute("require 'cudnn'")
+    x = rng.standard_normal((5, 3, int(ctor.split("(")[1].split(",")[0])))
+    r = rt.eval("""function(x, seed)
+       torch.manualSeed(seed)
+       local cpu = %s:double()
+       local dev = cpu:clone():type('torch.CudaDoubleTensor')
+       local out = {}
+       for k, m in ipairs {cpu, dev} do
+          local T = k == 1 and 'torch.DoubleTensor' or 'torch.CudaDoubleTensor'
+          torch.manualSeed(seed + 1)
+          local states = m.numLayers * (m.bidirectional == 'CUDNN_BIDIRECTIONAL' and 2 or 1)
+          m.hiddenInput = torch.randn(states, x:size(2), m.hiddenSize):type(T)
+          if m.mode == 'CUDNN_LSTM' then m.cellInput = torch.randn(states, x:size(2), m.hiddenSize):type(T) end
+          local input = x:type(T)
+          local y = m:forward(input)
+          local gy = torch.randn(y:size()):type(T)
+          m:zeroGradParameters()
+          local gi = m:backward(input, gy)
+          out[k] = {y:double(), m.hiddenOutput:double(), gi:double(), m.gradHiddenInput:double(),
+                    m.gradWeight:double(), m.cellOutput and m.cellOutput:double() or false,
+                    m.gradCellInput and m.gradCellInput:double() or false}
+       end
+       return out
+    end""" % ctor)(rt.from_numpy(x), int(rng.integers(1, 1 << 30)))
+    names = ["output", "hiddenOutput", "gradInput", "gradHiddenInput", "gradWeight", "cellOutput", "gradCellInput"]
+    for i, what in enumerate(names, 1):
+        if r[1][i] is False:
+            continue
+        np.testing.assert_allclose(rt.to_numpy(r[2][i]), rt.to_numpy(r[1][i]), rtol=1e-10, atol=1e-12, err_msg=what)
+    assert fallbacks(rt) == {}
+
+
 def test_cudnn_runs_on_the_current_stream(gpu, rng):
     """With stream 1 current, a cuDNN convolution and batch norm given an input a kernel on stream 1 has just changed
     compute on the changed input, forward and backward (their handle is bound to the current stream, and their

@@ -395,8 +395,9 @@ def test_host_kernels_refuse_gpu_memory_by_name(gpu, rng):
     rt.execute("require 'cunn'")
     rt.execute("local m = nn.ReLU():cuda() assert(m:forward(torch.CudaTensor(3):fill(-1)):sum() == 0)")
     # a module still without a GPU version
-    with pytest.raises(LuaError, match="lt_nn_TemporalRowConvolution_updateOutput: input is in GPU memory"):
-        rt.execute("local m = nn.TemporalRowConvolution(4, 2):cuda() m:forward(torch.CudaTensor(2, 6, 4):fill(-1))")
+    with pytest.raises(LuaError, match="IndexLinear_updateOutput: (values|keys) is in GPU memory"):
+        rt.execute("local m = nn.IndexLinear(10, 2):cuda() "
+                   "m:forward({torch.CudaLongTensor{1, 3}, torch.CudaTensor{0.5, 2}})")
     d = to_device(rt, np.ones((2, 2), np.float32), "Cuda")
     with pytest.raises(ValueError, match="in GPU memory"):
         rt.to_numpy(d)
@@ -571,6 +572,9 @@ CONVOLUTIONS = {
     "local, one image": ("nn.SpatialConvolutionLocal(2, 3, 5, 4, 2, 2)", (2, 4, 5)),
     "local, a noncontiguous input": ("nn.SpatialConvolutionLocal(3, 2, 5, 6, 3, 3, 1, 2, 0, 1)",
                                      "transposed (2, 3, 6, 5)"),
+    "temporal rows": ("nn.TemporalRowConvolution(4, 3)", (2, 7, 4)),
+    "temporal rows, stride 2, features first": ("nn.TemporalRowConvolution(3, 2, 2, true)", (2, 3, 8)),
+    "temporal rows, one sequence, no bias": ("nn.TemporalRowConvolution(5, 4, 3):noBias()", (11, 5)),
 }
 
 

@@ -269,11 +269,93 @@ local function buffer(st, key, ...)
    return b:resize(...)
 end
 
+-- r = beta r + alpha a b: the host kernel, or cutorch's (cuBLAS) for tensors in GPU memory
 local function mm(r, beta, alpha, a, b)
+   if torch._onDevice(r) then
+      r:addmm(beta, r, alpha, a, b)
+      return
+   end
    check(C.lt_addmm(r._c, beta, beta ~= 0 and r._c or nil, alpha, a._c, b._c), 3)
 end
 
 local function cptr(t) return t and t._c or nil end
+
+-- One time step's elementwise part (native/include/lt_nn_rnn.h has the equations and what each argument holds
+-- on entry and return): the host kernel on host tensors; on tensors in GPU memory the same equations composed of
+-- cutorch's device methods on the gates' column blocks (i, f, g, o / r, z, n), which run there.
+local function blocks(t, H, G)   -- the G column blocks of a B x G*H matrix
+   local out = {}
+   for k = 1, G do out[k] = t:narrow(2, (k - 1) * H + 1, H) end
+   return out
+end
+local function bias(b, like) return b:view(1, b:size(1)):expandAs(like) end
+local function sigmoidSlope(y) return y.new():mul(y, -1):add(1):cmul(y) end   -- y (1 - y)
+local function tanhSlope(y) return y.new():cmul(y, y):mul(-1):add(1) end     -- 1 - y^2
+
+local function cellForward(mode, gates, rec, bW, bR, hprev, cprev, h, c)
+   if not torch._onDevice(gates) then
+      return check(C.lt_nn_rnn_cell_forward(mode, gates._c, rec._c, bW._c, bR._c, cptr(hprev), cptr(cprev), h._c,
+                                            cptr(c)), 3)
+   end
+   rec:add(bias(bR, rec))
+   if mode == C.LT_RNN_LSTM then
+      local H = h:size(2)
+      gates:add(bias(bW, gates)):add(rec)
+      local i, f, g, o = unpack(blocks(gates, H, 4))
+      gates:narrow(2, 1, 2 * H):sigmoid()
+      g:tanh()
+      o:sigmoid()
+      c:cmul(i, g)
+      if cprev then c:addcmul(f, cprev) end
+      h:tanh(c):cmul(o)
+   elseif mode == C.LT_RNN_GRU then
+      local H = h:size(2)
+      local r, z, n = unpack(blocks(gates, H, 3))
+      local rs = gates:narrow(2, 1, 2 * H)
+      rs:add(bias(bW:narrow(1, 1, 2 * H), rs)):add(rec:narrow(2, 1, 2 * H)):sigmoid()
+      n:add(bias(bW:narrow(1, 2 * H + 1, H), n)):addcmul(r, blocks(rec, H, 3)[3]):tanh()
+      if hprev then h:add(hprev, -1, n):cmul(z):add(n) else h:cmul(z, n):mul(-1):add(n) end   -- n + z (h' - n)
+   else
+      gates:add(bias(bW, gates)):add(rec)
+      if mode == C.LT_RNN_RELU then gates:clamp(0, math.huge) else gates:tanh() end
+      h:copy(gates)
+   end
+end
+
+local function cellBackward(mode, gates, rec, hprev, cprev, c, dh, dc, dgates, drec, dhprev)
+   if not torch._onDevice(gates) then
+      return check(C.lt_nn_rnn_cell_backward(mode, gates._c, cptr(rec), cptr(hprev), cptr(cprev), cptr(c), dh._c,
+                                             cptr(dc), dgates._c, cptr(drec), cptr(dhprev)), 3)
+   end
+   local H = dh:size(2)
+   if mode == C.LT_RNN_LSTM then
+      local i, f, g, o = unpack(blocks(gates, H, 4))
+      local di, df, dg, do_ = unpack(blocks(dgates, H, 4))
+      local t = dh.new():tanh(c)
+      local dcv = tanhSlope(t):cmul(o):cmul(dh):add(dc)   -- the whole gradient of c
+      di:cmul(dcv, g):cmul(sigmoidSlope(i))
+      if cprev then df:cmul(dcv, cprev):cmul(sigmoidSlope(f)) else df:zero() end
+      dg:cmul(tanhSlope(g), i):cmul(dcv)
+      do_:cmul(dh, t):cmul(sigmoidSlope(o))
+      dc:cmul(dcv, f)
+   elseif mode == C.LT_RNN_GRU then
+      local r, z, n = unpack(blocks(gates, H, 3))
+      local dr, dz, dn = unpack(blocks(dgates, H, 3))
+      local rr, rz, rn = unpack(blocks(drec, H, 3))
+      dn:mul(z, -1):add(1):cmul(dh):cmul(tanhSlope(n))                  -- dh (1 - z) (1 - n^2)
+      dr:cmul(dn, blocks(rec, H, 3)[3]):cmul(sigmoidSlope(r))
+      if hprev then dz:add(hprev, -1, n) else dz:mul(n, -1) end
+      dz:cmul(dh):cmul(sigmoidSlope(z))                                   -- dh (h' - n) z (1 - z)
+      rr:copy(dr)
+      rz:copy(dz)
+      rn:cmul(dn, r)
+      dhprev:cmul(dh, z)
+   elseif mode == C.LT_RNN_RELU then
+      dgates:sign(gates):cmul(dh)   -- the gates hold h >= 0: 1 where it is positive
+   else
+      dgates:cmul(tanhSlope(gates), dh)
+   end
+end
 
 -- Rows first..first+n-1 of t (a view), or nil for none / no t.
 local function rows(t, first, n)
@@ -410,8 +492,8 @@ function RNN:updateOutput(input)
             end
             local r = rec:narrow(1, f, n)
             mm(r, 0, 1, hp, Rt)
-            check(C.lt_nn_rnn_cell_forward(cfg.mode, gates:narrow(1, f, n)._c, r._c, w.bW._c, w.bR._c, hp._c,
-                                           cptr(cp), hs:narrow(1, f, n)._c, cs and cs:narrow(1, f, n)._c), 2)
+            cellForward(cfg.mode, gates:narrow(1, f, n), r, w.bW, w.bR, hp, cp, hs:narrow(1, f, n),
+                        cs and cs:narrow(1, f, n))
             -- sequences whose last step in this order is t leave their final state here
             local ending = d == 1 and n - (t < T and bs[t + 1] or 0) or (t == 1 and n or 0)
             if ending > 0 then
@@ -513,10 +595,9 @@ function RNN:updateGradInput(input, gradOutput)
             local dhn = dh:narrow(1, 1, n)
             dhn:add(dys:narrow(1, f, n), dnext:narrow(1, 1, n))
             local dg, dr, dhpn = dgates:narrow(1, f, n), drec:narrow(1, f, n), dhp:narrow(1, 1, n)
-            check(C.lt_nn_rnn_cell_backward(cfg.mode, gates:narrow(1, f, n)._c, rec:narrow(1, f, n)._c,
-                                            hprev:narrow(1, f, n)._c, cprev and cprev:narrow(1, f, n)._c,
-                                            cs and cs:narrow(1, f, n)._c, dhn._c, cptr(rows(dc, 1, n)), dg._c,
-                                            cfg.gru and dr._c or nil, cfg.gru and dhpn._c or nil), 2)
+            cellBackward(cfg.mode, gates:narrow(1, f, n), rec:narrow(1, f, n), hprev:narrow(1, f, n),
+                         cprev and cprev:narrow(1, f, n), cs and cs:narrow(1, f, n), dhn, rows(dc, 1, n), dg,
+                         cfg.gru and dr or nil, cfg.gru and dhpn or nil)
             -- the previous states' gradient: through R (GRU adds it to dh*z)
             mm(dhpn, cfg.gru and 1 or 0, 1, dr, w.R)
             -- rows that came from the initial state hand their gradient to gradHiddenInput
@@ -564,8 +645,8 @@ function RNN:accGradParameters(input, gradOutput, scale)
          local drec = cfg.gru and st['drec' .. p] or dgates
          mm(g.W, 1, scale, dgates:t(), st.inputs[l])
          mm(g.R, 1, scale, drec:t(), st['hprev' .. p])
-         check(C.lt_addmv(g.bW._c, 1, g.bW._c, scale, dgates:t()._c, ones._c), 2)
-         check(C.lt_addmv(g.bR._c, 1, g.bR._c, scale, drec:t()._c, ones._c), 2)
+         g.bW:addmv(1, g.bW, scale, dgates:t(), ones)
+         g.bR:addmv(1, g.bR, scale, drec:t(), ones)
       end
    end
 end

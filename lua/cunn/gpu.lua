@@ -826,6 +826,71 @@ do
    end)
 end
 
+-- ---------------------------------------------------------------- TemporalRowConvolution
+
+-- nn.TemporalRowConvolution composed of device methods: each feature row has its own kW-tap kernel, so with the
+-- sequence seen as (N, F, T) tap k of every output is one strided view, and the output is the bias plus kW
+-- products of a view by its tap's weights (a column broadcast over N and the frames). The gradient goes back
+-- into the same views one tap at a time (views of different taps overlap when dW < kW).
+do
+   local TRC = nn.TemporalRowConvolution
+   local host = {updateOutput = TRC.updateOutput, updateGradInput = TRC.updateGradInput,
+                 accGradParameters = TRC.accGradParameters}
+   local function asNFT(self, t)   -- (N x) T x F, or (N x) F x T with featFirst -> an N x F x T view
+      if t:dim() == 2 then t = t:view(1, t:size(1), t:size(2)) end
+      return self.featFirst and t or t:transpose(2, 3)
+   end
+   local function frames(self, input)   -- the output's frames, nil where the host kernel names the problem
+      local d = input:dim()
+      if d ~= 2 and d ~= 3 then return nil end
+      local f, t = input:size(self.featFirst and d - 1 or d), input:size(self.featFirst and d or d - 1)
+      local oT = math.floor((t - self.kW) / self.dW) + 1
+      if f ~= self.inputFrameSize or t < self.kW or oT < 1 then return nil end
+      return oT
+   end
+   local function tap(self, t, k, oT)   -- frames k, k + dW, ... of an N x F x T view
+      return t:narrow(3, k, (oT - 1) * self.dW + 1):unfold(3, 1, self.dW):select(4, 1)
+   end
+   local function weightsOf(self, k, like)   -- tap k's weight per feature, broadcast as like (N x F x oT)
+      return self.weight:select(2, 1):select(2, k):contiguous():view(1, self.inputFrameSize, 1):expandAs(like)
+   end
+   onDevice(TRC, 'updateOutput', function(self, input)
+      local oT = frames(self, input)
+      if not oT then return host.updateOutput(self, input) end
+      local size = input:size()
+      size[input:dim() - (self.featFirst and 0 or 1)] = oT
+      self.output:resize(size)
+      local x, y = asNFT(self, input), asNFT(self, self.output)
+      if self.bias then y:copy(self.bias:contiguous():view(1, self.inputFrameSize, 1):expandAs(y)) else y:zero() end
+      for k = 1, self.kW do y:addcmul(1, tap(self, x, k, oT), weightsOf(self, k, y)) end
+      return self.output
+   end)
+   onDevice(TRC, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      local oT = frames(self, input)
+      if not oT or gradOutput:nElement() * (input:size(input:dim() - (self.featFirst and 0 or 1))) ~=
+                   input:nElement() * oT then
+         return host.updateGradInput(self, input, gradOutput)
+      end
+      self.gradInput:resizeAs(input):zero()
+      local g, gi = asNFT(self, gradOutput:viewAs(self.output)), asNFT(self, self.gradInput)
+      for k = 1, self.kW do tap(self, gi, k, oT):addcmul(1, g, weightsOf(self, k, g)) end
+      return self.gradInput
+   end)
+   onDevice(TRC, 'accGradParameters', function(self, input, gradOutput, scale)
+      local oT = frames(self, input)
+      if not oT then return host.accGradParameters(self, input, gradOutput, scale) end
+      scale = scale or 1
+      local x, g = asNFT(self, input), asNFT(self, gradOutput:viewAs(self.output))
+      local product = g.new()
+      for k = 1, self.kW do
+         local sums = product:cmul(g, tap(self, x, k, oT)):sum(1):sum(3)
+         self.gradWeight:select(2, 1):select(2, k):add(scale, sums:view(self.inputFrameSize))
+      end
+      if self.gradBias then self.gradBias:add(scale, g:sum(1):sum(3):view(self.inputFrameSize)) end
+   end)
+end
+
 -- ---------------------------------------------------------------- through cuDNN
 
 -- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU

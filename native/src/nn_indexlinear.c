@@ -69,7 +69,8 @@ static int il_check_keys(const char *fn, const lt_tensor *keys, int64_t keysOffs
 static int il_check_batch(const char *fn, const lt_tensor *keys, int64_t keysOffset, const lt_tensor *values,
                           const lt_tensor *sizes, const lt_tensor *cumSumSizes, const lt_tensor *weight,
                           const lt_tensor *bias, il_shape *sh) {
-  if (il_check_params(fn, weight, bias, sh) || il_check_long_vec(fn, keys, "keys") ||
+  if (nn_need(fn, "values", values, "keys", keys) || nn_need(fn, "weight", weight, "sizes", sizes) ||
+      il_check_params(fn, weight, bias, sh) || il_check_long_vec(fn, keys, "keys") ||
       il_check_long_vec(fn, sizes, "sizes") || il_check_long_vec(fn, cumSumSizes, "cumSumSizes") ||
       nn_check_float(values, weight->type, fn, "values"))
     return -1;
@@ -164,7 +165,8 @@ int lt_nn_IndexLinear_updateParameters(lt_tensor *gradWeight, lt_tensor *gradBia
                                        double learningRate) {
   static const char fn[] = "IndexLinear_updateParameters";
   il_shape sh;
-  if (il_check_params(fn, weight, bias, &sh) || il_check_long_vec(fn, keys, "keys") ||
+  if (nn_need(fn, "weight", weight, "keys", keys) || il_check_params(fn, weight, bias, &sh) ||
+      il_check_long_vec(fn, keys, "keys") ||
       nn_check_float(gradWeight, weight->type, fn, "gradWeight") ||
       nn_check_vec(gradBias, sh.nOut, weight->type, fn, "gradBias"))
     return -1;

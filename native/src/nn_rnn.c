@@ -85,7 +85,7 @@ static int rnn_bias_of(const char *fn, const char *what, const lt_tensor *t, int
 static int rnn_shape(const char *fn, int mode, const lt_tensor *gates, int64_t *B, int64_t *H) {
   int G = rnn_gates(mode);
   if (!G) return lt_fail("%s: unknown mode %d (0 RELU, 1 TANH, 2 LSTM, 3 GRU)", fn, mode);
-  if (!gates) return lt_fail("%s: gates is required", fn);
+  if (nn_need(fn, "gates", gates, "gates", gates)) return -1;   /* cudnn/RNN.lua runs GPU tensors on the device */
   if (lt_host_type(gates->type) != LT_FLOAT && lt_host_type(gates->type) != LT_DOUBLE)
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (gates->ndim != 2 || gates->size[1] % G)
