@@ -193,6 +193,9 @@ def expected_kernels(resolve=True):
                     k["reduce_dim"]["lt_reduce_%s_%s_%s_%s" % (kind, op, t, idx)] = ",".join([T, T, Q, Q, Q])
                 for op in ("max", "min"):
                     k["reduce_dim"]["lt_reduce_%s_%s_%s_%s" % (kind, op, t, idx)] = ",".join([T, T, T, Q, Q, Q])
+            k["sort"]["lt_sort_tiles_%s_%s" % (t, idx)] = ",".join([T, Q, Q, Q, I, P, P])
+            k["sort"]["lt_sort_write_%s_%s" % (t, idx)] = ",".join([T, Q, T, Q, P, P, Q, Q, Q, Q])
+            k["sort"]["lt_sort_mode_%s_%s" % (t, idx)] = ",".join([T, T, P, P, Q, Q])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])
@@ -202,6 +205,7 @@ def expected_kernels(resolve=True):
             k["reduce"]["lt_reduce_finish_%s_%s" % (op, t)] = ",".join([P, Q, P])
         if t in FLOATS:
             k["reduce"]["lt_reduce_finish_norm_%s" % t] = ",".join([P, Q, a, P])
+        k["sort"]["lt_sort_merge_%s" % t] = ",".join([P, P, P, P, Q, Q, Q, I])
     for t in FLOATS:
         a = sc(t)
         for op in ("logsoftmax", "softmax"):

@@ -99,9 +99,17 @@ function torch.mode(...)
    return rv, ri
 end
 
+-- torch.sort(a, ...) is a:sort(...) (a the first tensor: the input, or the values result), so that cutorch's
+-- device versions of the methods also take the functional forms (torch._throughMethods).
+torch._throughMethods = torch._throughMethods or {}
 for _, name in ipairs {'sort', 'topk', 'kthvalue', 'median', 'mode'} do
    local f = torch[name]
    M[name] = function(self, ...) return f(self, ...) end
+   torch[name] = function(a, ...)
+      if isTensor(a) then return a[name](a, ...) end
+      return f(a, ...)
+   end
+   torch._throughMethods[name] = true
 end
 
 -- Scans: torch.cumsum([res,] x, [dim]); x:cumsum([dim]) returns a new

@@ -315,3 +315,12 @@ int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_d
  * (through the kernel cache) and started with cuLaunchKernel; 256 threads a block, 8 blocks per
  * multiprocessor at most for the grid-stride kernels. */
 int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc);
+
+/* Torch7's sort family along dimension dim (0-based) of x (native/src/cuda_ops_sort.c, native/cuda/sort.cu), in the
+ * CPU sort's order (stable; NaN after every number ascending, before every number descending): op "sort" (all
+ * n of each slice, descending with desc), "topk" (the first k of that order: the k largest with desc, the k
+ * smallest without; always in order), "kthvalue" (the k-th smallest, 1 <= k <= n), "mode" (the most frequent
+ * value, the smallest of equally frequent ones, and its last position). values (x's type) and indices (a Long
+ * tensor, 1-based positions) have x's shape with dim of size n, k or 1, any layout; they may be x. */
+int lt_cuops_sort(const lt_cuops *ops, void *stream, const char *op, lt_tensor *values, lt_tensor *indices,
+                  const lt_tensor *x, int dim, int desc, int64_t k);
