@@ -88,6 +88,15 @@ static inline unsigned grid_for(const lt_cuops *ops, int64_t n) {
   return g < 1 ? 1 : (unsigned)g;
 }
 
+/* THC's 32-bit index path: every operand's offsets and the element count, and the thread count, fit. */
+static inline const char *index_kind(const lt_cuops *ops, int64_t n, const int64_t *max_offsets, int k, unsigned grid) {
+  int64_t limit = INT32_MAX;
+  if (n > limit || (int64_t)grid * threads(ops) > ((int64_t)1 << 31)) return "i64";
+  for (int i = 0; i < k; i++)
+    if (max_offsets[i] > limit) return "i64";
+  return "i32";
+}
+
 static inline int launch(const lt_cuops *ops, void *stream, const char *file, const char *kernel, unsigned grid, args_t *a) {
   if (a->overflow) return lt_fail("cuda: %s: more arguments than the launcher's argument list holds", kernel);
   return ops->launch(ops->ctx, file, kernel, a->sig, grid, (unsigned)threads(ops), stream, a->params);
