@@ -225,7 +225,13 @@ for name, op in pairs {eq = C.LT_CMP_EQ, ne = C.LT_CMP_NE, lt = C.LT_CMP_LT, le 
       return r
    end
    M[name] = fn
-   torch[name] = fn
+   -- torch.gt(a, b) is a:gt(b) and torch.gt(r, a, b) r:gt(a, b): the tensor's own method (a device version for
+   -- GPU tensors)
+   torch[name] = function(x, ...)
+      if isTensor(x) then return x[name](x, ...) end
+      return fn(x, ...)
+   end
+   torch._throughMethods[name] = true
 end
 
 local intOut = ffi.typeof('int[1]')
