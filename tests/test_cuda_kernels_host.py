@@ -193,6 +193,13 @@ def expected_kernels(resolve=True):
                     k["reduce_dim"]["lt_reduce_%s_%s_%s_%s" % (kind, op, t, idx)] = ",".join([T, T, Q, Q, Q])
                 for op in ("max", "min"):
                     k["reduce_dim"]["lt_reduce_%s_%s_%s_%s" % (kind, op, t, idx)] = ",".join([T, T, T, Q, Q, Q])
+        for t in TYPES[:-1]:  # compare.cu: every type but Half
+            a = sc(t)
+            k["compare"]["lt_cmp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
+            k["compare"]["lt_cmps_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
+            k["compare"]["lt_binop_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
+            k["compare"]["lt_binops_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
+            k["compare"]["lt_masked_fill_%s_%s" % (t, idx)] = ",".join([T, T, Q, a])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])

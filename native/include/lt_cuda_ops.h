@@ -315,3 +315,16 @@ int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_d
  * (through the kernel cache) and started with cuLaunchKernel; 256 threads a block, 8 blocks per
  * multiprocessor at most for the grid-stride kernels. */
 int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc);
+
+/* Comparisons, elementwise max/min and masked fills (native/cuda/compare.cu); every type but Half.
+ * lt_cuops_compare: out (a Byte tensor) = 1 where x op y (y NULL: the number v, converted to x's type first),
+ * else 0; op as lt_math.h's lt_cmpop (0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge); NaN compares false but for ne.
+ * lt_cuops_binop: out = cmax (op 4: x > y ? x : y) or cmin (op 5: x < y ? x : y) of x and y (NULL: v, converted
+ * to the type first), lt_binop's numbering; out, x (and y) of one type.
+ * lt_cuops_masked_fill: out = v where mask (a Byte tensor of out's element count) is not 0.
+ * Operands pair elements in row-major order (equal element counts, any shapes and strides). */
+int lt_cuops_compare(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x,
+                     const lt_tensor *y, double v);
+int lt_cuops_binop(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x,
+                   const lt_tensor *y, double v);
+int lt_cuops_masked_fill(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask, double v);
