@@ -200,6 +200,9 @@ def expected_kernels(resolve=True):
             k["compare"]["lt_binop_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
             k["compare"]["lt_binops_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
             k["compare"]["lt_masked_fill_%s_%s" % (t, idx)] = ",".join([T, T, Q, a])
+            if t in ("Float", "Double"):
+                k["compare"]["lt_unop_%s_%s" % (t, idx)] = ",".join([T, T, Q, I])
+                k["compare"]["lt_lerp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, a])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])

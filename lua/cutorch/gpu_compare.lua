@@ -1,4 +1,5 @@
--- cutorch's comparisons (eq ne lt le gt ge), cmax/cmin and maskedFill on the device (native/cuda/compare.cu through
+-- cutorch's comparisons (eq ne lt le gt ge), cmax/cmin, fmod/remainder/cfmod/cremainder, cpow, pow(v, x),
+-- atan2, lerp, the unary functions floor ... expm1 and maskedFill on the device (native/cuda/compare.cu through
 -- native/src/cuda_ops_compare.c). Each returns true and the method's results when it ran on the device, or false
 -- for a form it does not take (the call then runs staged, which also gives Torch7's errors).
 local C = torch.C
@@ -52,28 +53,87 @@ return function(D, H)
       end
    end
 
-   -- cmax, cmin: (y) (v) in place, (x, y) (x, v) into self
-   for name, op in pairs {cmax = C.LT_OP_MAX, cmin = C.LT_OP_MIN} do
-      D[name] = function(self, a, b, extra)
+   -- the integer types' ranges: a divisor converts to the type (wrapping) before Torch7 checks it for zero
+   local RANGE = {[C.LT_CUDA_BYTE] = {0, 255}, [C.LT_CUDA_CHAR] = {-128, 127}, [C.LT_CUDA_SHORT] = {-32768, 32767},
+                  [C.LT_CUDA_INT] = {-2 ^ 31, 2 ^ 31 - 1}, [C.LT_CUDA_LONG] = {-2 ^ 53, 2 ^ 53}}
+
+   -- self = f(x, y) for op (lt_binop) with y a tensor or a number; false for what runs staged
+   local function binary(op, self, x, y)
+      if not isT(x) or not (isNum(y) or isT(y)) then return false end
+      local range = RANGE[x._c.type]
+      if range and op == C.LT_OP_ATAN2 then return false end
+      if range and (op == C.LT_OP_FMOD or op == C.LT_OP_REMAINDER) then
+         if isT(y) then return false end   -- a zero divisor must raise Torch7's error
+         local v = y < 0 and math.ceil(y) or math.floor(y)
+         if v == 0 or v < range[1] or v > range[2] then return false end
+      end
+      if empty(x) and deviceTensor(self) and self._c.type == x._c.type and (isNum(y) or empty(y) and
+                                                                            y._c.type == x._c.type) then
+         M.resizeAs(self, x)
+         return true, self
+      end
+      if isT(y) then
+         if not prepare(self, x, y) then return false end
+      elseif not prepare(self, x) then
+         return false
+      end
+      if M.nElement(x) > 0 then
+         check(C.lt_cuops_binop(opsOf(x), nil, op, self._c, x._c, isT(y) and y._c or nil, isNum(y) and y or 0), 4)
+      end
+      return true, self
+   end
+
+   -- Torch7's forms: (y) in place and (x, y) into self, y a tensor (tensor), a number (number) or either (both)
+   local function binaryMethod(op, takes)
+      return function(self, a, b, extra)
          if extra ~= nil then return false end
          local x, y = a, b
          if b == nil then x, y = self, a end
-         if not isT(x) or not (isNum(y) or isT(y)) then return false end
-         if empty(x) and deviceTensor(self) and self._c.type == x._c.type and (isNum(y) or empty(y) and
-                                                                               y._c.type == x._c.type) then
-            M.resizeAs(self, x)
-            return true, self
-         end
-         if isT(y) then
-            if not prepare(self, x, y) then return false end
-         elseif not prepare(self, x) then
-            return false
-         end
-         if M.nElement(x) > 0 then
-            check(C.lt_cuops_binop(opsOf(x), nil, op, self._c, x._c, isT(y) and y._c or nil, isNum(y) and y or 0), 3)
-         end
+         if (takes == 'tensor' and not isT(y)) or (takes == 'number' and not isNum(y)) then return false end
+         return binary(op, self, x, y)
+      end
+   end
+   D.cmax = binaryMethod(C.LT_OP_MAX, 'both')
+   D.cmin = binaryMethod(C.LT_OP_MIN, 'both')
+   D.fmod = binaryMethod(C.LT_OP_FMOD, 'number')
+   D.mod = D.fmod
+   D.remainder = binaryMethod(C.LT_OP_REMAINDER, 'number')
+   D.cfmod = binaryMethod(C.LT_OP_FMOD, 'tensor')
+   D.cmod = D.cfmod
+   D.cremainder = binaryMethod(C.LT_OP_REMAINDER, 'tensor')
+   D.cpow = binaryMethod(C.LT_OP_POW, 'tensor')
+   D.atan2 = binaryMethod(C.LT_OP_ATAN2, 'tensor')
+
+   -- pow(v, x): v ^ x (torch.pow(v, x)); pow's other forms as gpu_math has them
+   local pow = D.pow
+   D.pow = function(self, a, b, extra)
+      if extra == nil and isNum(a) and isT(b) then return binary(C.LT_OP_TPOW, self, b, a) end
+      return pow(self, a, b, extra)
+   end
+
+   -- more unary functions (Float and Double): () in place, (x) into self
+   for _, name in ipairs {'log1p', 'floor', 'ceil', 'round', 'trunc', 'frac', 'cinv', 'sin', 'cos', 'tan', 'asin',
+                          'acos', 'atan', 'sinh', 'cosh', 'expm1'} do
+      local op = C['LT_UN_' .. name:upper()]
+      D[name] = function(self, a, extra)
+         if extra ~= nil then return false end
+         local x = a == nil and self or a
+         if not isT(x) or not H.FLOAT[x._c.type] or not prepare(self, x) then return false end
+         if M.nElement(x) > 0 then check(C.lt_cuops_unop(opsOf(x), nil, op, self._c, x._c), 3) end
          return true, self
       end
+   end
+
+   -- lerp: (y, w) in place, (x, y, w) into self: x + w (y - x), Float and Double
+   D.lerp = function(self, a, b, c, extra)
+      if extra ~= nil then return false end
+      local x, y, w = a, b, c
+      if c == nil then x, y, w = self, a, b end
+      if not (isT(x) and isT(y) and isNum(w)) or not H.FLOAT[x._c.type] or not prepare(self, x, y) then
+         return false
+      end
+      if M.nElement(x) > 0 then check(C.lt_cuops_lerp(opsOf(x), nil, self._c, x._c, y._c, w), 3) end
+      return true, self
    end
 
    -- maskedFill(mask, v): a CudaByteTensor mask on self's device, or a host ByteTensor (copied there); any

@@ -316,7 +316,8 @@ int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_d
  * multiprocessor at most for the grid-stride kernels. */
 int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc);
 
-/* Comparisons, elementwise max/min and masked fills (native/cuda/compare.cu); every type but Half.
+/* Comparisons, elementwise max/min and other binary functions, masked fills, more unary functions
+ * (native/cuda/compare.cu); every type but Half.
  * lt_cuops_compare: out (a Byte tensor) = 1 where x op y (y NULL: the number v, converted to x's type first),
  * else 0; op as lt_math.h's lt_cmpop (0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge); NaN compares false but for ne.
  * lt_cuops_binop: out = cmax (op 4: x > y ? x : y) or cmin (op 5: x < y ? x : y) of x and y (NULL: v, converted
@@ -328,3 +329,10 @@ int lt_cuops_compare(const lt_cuops *ops, void *stream, int op, lt_tensor *out, 
 int lt_cuops_binop(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x,
                    const lt_tensor *y, double v);
 int lt_cuops_masked_fill(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask, double v);
+/* lt_cuops_binop also takes op 6 cpow, 7 tpow (pow(v or y, x)), 8 fmod, 9 remainder (the sign of the divisor) and
+ * 10 atan2 (Float and Double); integer fmod and remainder only with a non-zero number (Torch7 raises an error for a
+ * zero divisor). lt_cuops_unop: out = f_op(x) for Float and Double, op as lt_unop: 7 log1p, 10 floor .. 24 expm1
+ * (ceil round trunc frac cinv sin cos tan asin acos atan sinh cosh between). lt_cuops_lerp: out = x + w (y - x),
+ * Float and Double. */
+int lt_cuops_unop(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x);
+int lt_cuops_lerp(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, const lt_tensor *y, double w);
