@@ -200,6 +200,7 @@ def expected_kernels(resolve=True):
             k["compare"]["lt_binop_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
             k["compare"]["lt_binops_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
             k["compare"]["lt_masked_fill_%s_%s" % (t, idx)] = ",".join([T, T, Q, a])
+            k["compare"]["lt_tri_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, I])
             if t in ("Float", "Double"):
                 k["compare"]["lt_unop_%s_%s" % (t, idx)] = ",".join([T, T, Q, I])
                 k["compare"]["lt_lerp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, a])

@@ -336,3 +336,30 @@ def test_cpow_on_integers_and_the_integer_types_of_cmax(gpu, rng):
     np.testing.assert_array_equal(to_host(rt, got[1]), x ** y)
     np.testing.assert_array_equal(to_host(rt, got[2]), 2 ** y)
     assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "narrowed", "strided"])
+@pytest.mark.parametrize("name", ["Cuda", "CudaLong"])
+def test_tril_and_triu_with_diagonals(gpu, rng, layout, name):
+    rt = gpu
+    dtype = TYPES[name][0]
+    view = rt.eval(LAYOUTS[layout])
+    x = values(rng, dtype, (7, 10))
+    xv = view_of(x, layout)
+    run = rt.eval("""function(t, f, k)
+       local r = t.new(3, 3)
+       r[f](r, t, k)                               -- into self
+       local copy = t:clone()
+       copy[f](copy, copy, k)                      -- in place
+       return {t[f](t, k), r, copy, torch[f](t, k), t}
+    end""")
+    t = view(device(rt, x, name))
+    for f, ref in (("tril", np.tril), ("triu", np.triu)):
+        for k in (0, 2, -3, 20):
+            r = run(t, f, k)
+            for j in (1, 2, 3, 4):
+                np.testing.assert_array_equal(to_host(rt, r[j]), ref(xv, k), err_msg="%s k %d form %d" % (f, k, j))
+            np.testing.assert_array_equal(to_host(rt, r[5]), xv)
+    got = rt.eval("function(t) return {t:tril():type(), torch.triu(t):type()} end")(t)
+    assert list(got.values()) == ["torch.%sTensor" % name] * 2
+    assert fallbacks(rt) == {}

@@ -1,5 +1,5 @@
 -- cutorch's comparisons (eq ne lt le gt ge), cmax/cmin, fmod/remainder/cfmod/cremainder, cpow, pow(v, x),
--- atan2, lerp, the unary functions floor ... expm1 and maskedFill on the device (native/cuda/compare.cu through
+-- atan2, lerp, the unary functions floor ... expm1, tril/triu and maskedFill on the device (native/cuda/compare.cu through
 -- native/src/cuda_ops_compare.c). Each returns true and the method's results when it ran on the device, or false
 -- for a form it does not take (the call then runs staged, which also gives Torch7's errors).
 local C = torch.C
@@ -134,6 +134,21 @@ return function(D, H)
       end
       if M.nElement(x) > 0 then check(C.lt_cuops_lerp(opsOf(x), nil, self._c, x._c, y._c, w), 3) end
       return true, self
+   end
+
+   -- tril, triu: ([k]) -> a new matrix, (x [, k]) into self; k an integer, 0 by default
+   for name, upper in pairs {tril = 0, triu = 1} do
+      D[name] = function(self, a, b, extra)
+         if extra ~= nil then return false end
+         local r, x, k = self, a, b
+         if not isT(a) then r, x, k = self.new(), self, a end
+         k = k == nil and 0 or k
+         if not isNum(k) or k ~= math.floor(k) or not isT(x) or x._c.ndim ~= 2 or not prepare(r, x) then
+            return false
+         end
+         if M.nElement(x) > 0 then check(C.lt_cuops_tri(opsOf(x), nil, r._c, x._c, k, upper), 3) end
+         return true, r
+      end
    end
 
    -- maskedFill(mask, v): a CudaByteTensor mask on self's device, or a host ByteTensor (copied there); any

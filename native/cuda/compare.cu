@@ -21,6 +21,8 @@
  *       and y = -1 (the host refuses a zero divisor, as Torch7 raises an error there).
  *   lt_masked_fill_<T>_<idx>(out, mask, n, A v) out = v where mask (a Byte tensor) is not 0; other elements
  *       are not written.
+ *   lt_tri_<T>_<idx>(out, x, n, q cols, q k, int upper)  tril/triu of a matrix with cols columns (n elements,
+ *       row-major): out = x where (upper ? j - i >= k : j - i <= k) for element (i, j), else 0.
  * Float and Double only:
  *   lt_unop_<T>_<idx>(out, x, n, int op)          out = f_op(x), op numbered as lt_math.h's lt_unop: 7 log1p,
  *       10 floor, 11 ceil, 12 round (halves away from zero), 13 trunc, 14 frac (x - trunc(x)), 15 cinv (1 / x),
@@ -170,6 +172,18 @@ template <typename A> struct lt_f_lerp {
   LT_D A operator()(A x, A y) const { return x + lt_mul_rn(w, y - x); }
 };
 
+/* tril (upper 0) or triu (1) as a positional mask: element number e of a matrix of cols columns */
+template <typename T, typename I>
+LT_D void lt_tri_impl(lt_cu_tensor out, lt_cu_tensor x, long long n, long long cols, long long k, int upper) {
+  T *po = (T *)out.data;
+  const T *px = (const T *)x.data;
+  LT_GRID_LOOP(I, e, n) {
+    const long long i = (long long)(e / (I)cols), j = (long long)(e - (I)i * (I)cols);
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    po[lt_offset<I>(out, e)] = keep ? px[lt_offset<I>(x, e)] : lt_cast<T>(0);
+  }
+}
+
 /* the second operand's number as T's value, in the compute type */
 template <typename T, typename F> struct lt_with_value {
   lt_acc_t<T> v;
@@ -207,7 +221,9 @@ LT_D void lt_masked_fill_impl(lt_cu_tensor out, lt_cu_tensor mask, long long n, 
   LT_PW_BOTH(lt_binops_##N, (lt_cu_tensor out, lt_cu_tensor x, long long n, lt_acc_t<T> v, int op),           \
               (lt_map1<T, T, I>(out, x, n, lt_bind<T>(v, lt_f_binop{op}))))                                     \
   LT_PW_BOTH(lt_masked_fill_##N, (lt_cu_tensor out, lt_cu_tensor mask, long long n, lt_acc_t<T> v),          \
-              (lt_masked_fill_impl<T, I>(out, mask, n, v)))
+              (lt_masked_fill_impl<T, I>(out, mask, n, v)))                                                     \
+  LT_PW_BOTH(lt_tri_##N, (lt_cu_tensor out, lt_cu_tensor x, long long n, long long cols, long long k, int upper), \
+              (lt_tri_impl<T, I>(out, x, n, cols, k, upper)))
 
 LT_FOR_COMPARE_TYPES(LT_COMPARE_TYPE)
 

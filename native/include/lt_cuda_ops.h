@@ -336,3 +336,6 @@ int lt_cuops_masked_fill(const lt_cuops *ops, void *stream, lt_tensor *out, cons
  * Float and Double. */
 int lt_cuops_unop(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x);
 int lt_cuops_lerp(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, const lt_tensor *y, double w);
+/* tril (upper 0: the elements with j - i <= k) or triu (upper 1: j - i >= k) of the matrix x into out (x's shape and
+ * type; may be x), the others 0; every type but Half. */
+int lt_cuops_tri(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t k, int upper);

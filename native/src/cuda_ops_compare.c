@@ -96,3 +96,28 @@ int lt_cuops_masked_fill(const lt_cuops *ops, void *stream, lt_tensor *out, cons
   add_value(&a, lt_host_type(out->type), v);
   return launch(ops, stream, "compare", kernel, grid, &a);
 }
+
+int lt_cuops_tri(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t k, int upper) {
+  const char *fn = upper ? "cuda triu" : "cuda tril";
+  if (check_ops(ops, fn) || check_compare_type(fn, x) || same_type(fn, out, x, "the input") ||
+      same_count(fn, out, x, "the input"))
+    return -1;
+  if (x->ndim != 2) return lt_fail("%s: a matrix expected, got a %dD tensor", fn, x->ndim);
+  lt_cu_tensor d[2];
+  int64_t off[2];
+  if (lt_cuops_describe(out, &d[0], &off[0]) || lt_cuops_describe(x, &d[1], &off[1])) return -1;
+  const int64_t n = lt_tensor_nelement(out);
+  if (n == 0) return 0;
+  const unsigned grid = grid_for(ops, n);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_tri_%s_%s", tname(x->type), index_kind(ops, n, off, 2, grid));
+  int up = upper ? 1 : 0;
+  args_t a = {0};
+  add_tensor(&a, &d[0]);
+  add_tensor(&a, &d[1]);
+  add_count(&a, n);
+  add_count(&a, x->size[1]);
+  add_count(&a, k);
+  add_raw(&a, &up, "i");
+  return launch(ops, stream, "compare", kernel, grid, &a);
+}
