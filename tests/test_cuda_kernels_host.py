@@ -196,6 +196,17 @@ def expected_kernels(resolve=True):
             k["sort"]["lt_sort_tiles_%s_%s" % (t, idx)] = ",".join([T, Q, Q, Q, I, P, P])
             k["sort"]["lt_sort_write_%s_%s" % (t, idx)] = ",".join([T, Q, T, Q, P, P, Q, Q, Q, Q])
             k["sort"]["lt_sort_mode_%s_%s" % (t, idx)] = ",".join([T, T, P, P, Q, Q])
+        for t in TYPES[:-1]:  # compare.cu: every type but Half
+            a = sc(t)
+            k["compare"]["lt_cmp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
+            k["compare"]["lt_cmps_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
+            k["compare"]["lt_binop_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
+            k["compare"]["lt_binops_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
+            k["compare"]["lt_masked_fill_%s_%s" % (t, idx)] = ",".join([T, T, Q, a])
+            k["compare"]["lt_tri_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, I])
+            if t in ("Float", "Double"):
+                k["compare"]["lt_unop_%s_%s" % (t, idx)] = ",".join([T, T, Q, I])
+                k["compare"]["lt_lerp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, a])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])

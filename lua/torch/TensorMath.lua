@@ -193,6 +193,16 @@ end
 
 -- ---------------------------------------------------------------- comparisons
 
+-- torch.<name>(x, ...) as x's own method (a device version for GPU tensors), fn for a first argument that is not a
+-- tensor (its error)
+local function throughMethod(name, fn)
+   torch[name] = function(x, ...)
+      if isTensor(x) then return x[name](x, ...) end
+      return fn(x, ...)
+   end
+   torch._throughMethods[name] = true
+end
+
 -- a:eq(b) and torch.eq(a, b) return a new ByteTensor; r:eq(a, b) and
 -- torch.eq(r, a, b) fill r, a ByteTensor or a tensor of a's type (0/1).
 for name, op in pairs {eq = C.LT_CMP_EQ, ne = C.LT_CMP_NE, lt = C.LT_CMP_LT, le = C.LT_CMP_LE,
@@ -225,7 +235,7 @@ for name, op in pairs {eq = C.LT_CMP_EQ, ne = C.LT_CMP_NE, lt = C.LT_CMP_LT, le 
       return r
    end
    M[name] = fn
-   torch[name] = fn
+   throughMethod(name, fn)   -- torch.gt(a, b) is a:gt(b), torch.gt(r, a, b) r:gt(a, b)
 end
 
 local intOut = ffi.typeof('int[1]')
@@ -385,6 +395,8 @@ end)
 resultFirst('triu', 1, 'tensor [k]', function(r, t, k)
    check(C.lt_math_tri(r._c, t._c, intArg('triu', k, 0, 'the diagonal k'), 1))
 end)
+throughMethod('tril', M.tril)
+throughMethod('triu', M.triu)
 -- cross(a, b [, dim]): dim defaults to the first dimension of size 3.
 resultFirst('cross', 2, 'tensor1 tensor2 [dim]', function(r, a, b, d)
    check(C.lt_math_cross(r._c, a._c, b._c, intArg('cross', d, 0, 'the dimension') - 1))

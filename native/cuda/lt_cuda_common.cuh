@@ -226,6 +226,20 @@ LT_D void lt_elementwise(long long n, Value value, Put put) {
   }
 }
 
+/* The kernels NAME_i32 and NAME_i64 (pointwise.cu, compare.cu) with parameter list PARAMS, each running CALL with I
+ * the index type */
+#define LT_PW_BOTH(NAME, PARAMS, CALL)                   \
+  extern "C" __global__ void NAME##_i32 PARAMS {         \
+    typedef lt_i32 I;                                    \
+    CALL;                                                \
+  }                                                      \
+  LT_EXPORT(NAME##_i32)                                  \
+  extern "C" __global__ void NAME##_i64 PARAMS {         \
+    typedef lt_i64 I;                                    \
+    CALL;                                                \
+  }                                                      \
+  LT_EXPORT(NAME##_i64)
+
 /* ---------------------------------------------------------------- reduction operators */
 struct lt_op_sum {
   template <typename A> LT_D A operator()(A a, A b) const { return a + b; }

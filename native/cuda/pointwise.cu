@@ -112,19 +112,6 @@ template <typename A> struct lt_f_addcdiv {
 };
 
 /* ---------------------------------------------------------------- kernel definitions */
-/* NAME_i32 and NAME_i64 with parameter list PARAMS, each running CALL with I the index type */
-#define LT_PW_BOTH(NAME, PARAMS, CALL)                   \
-  extern "C" __global__ void NAME##_i32 PARAMS {         \
-    typedef lt_i32 I;                                    \
-    CALL;                                                \
-  }                                                      \
-  LT_EXPORT(NAME##_i32)                                  \
-  extern "C" __global__ void NAME##_i64 PARAMS {         \
-    typedef lt_i64 I;                                    \
-    CALL;                                                \
-  }                                                      \
-  LT_EXPORT(NAME##_i64)
-
 #define LT_PW_SCALAR(OP, T, N)                                                            \
   LT_PW_BOTH(lt_##OP##_##N, (lt_cu_tensor out, lt_cu_tensor x, long long n, lt_acc_t<T> a), \
              (lt_apply1<T, I>(out, x, n, lt_f_##OP<lt_acc_t<T>>{a})))

@@ -324,3 +324,26 @@ int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc);
  * tensor, 1-based positions) have x's shape with dim of size n, k or 1, any layout; they may be x. */
 int lt_cuops_sort(const lt_cuops *ops, void *stream, const char *op, lt_tensor *values, lt_tensor *indices,
                   const lt_tensor *x, int dim, int desc, int64_t k);
+/* Comparisons, elementwise max/min and other binary functions, masked fills, more unary functions
+ * (native/cuda/compare.cu); every type but Half.
+ * lt_cuops_compare: out (a Byte tensor) = 1 where x op y (y NULL: the number v, converted to x's type first),
+ * else 0; op as lt_math.h's lt_cmpop (0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge); NaN compares false but for ne.
+ * lt_cuops_binop: out = cmax (op 4: x > y ? x : y) or cmin (op 5: x < y ? x : y) of x and y (NULL: v, converted
+ * to the type first), lt_binop's numbering; out, x (and y) of one type.
+ * lt_cuops_masked_fill: out = v where mask (a Byte tensor of out's element count) is not 0.
+ * Operands pair elements in row-major order (equal element counts, any shapes and strides). */
+int lt_cuops_compare(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x,
+                     const lt_tensor *y, double v);
+int lt_cuops_binop(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x,
+                   const lt_tensor *y, double v);
+int lt_cuops_masked_fill(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask, double v);
+/* lt_cuops_binop also takes op 6 cpow, 7 tpow (pow(v or y, x)), 8 fmod, 9 remainder (the sign of the divisor) and
+ * 10 atan2 (Float and Double); integer fmod and remainder only with a non-zero number (Torch7 raises an error for a
+ * zero divisor). lt_cuops_unop: out = f_op(x) for Float and Double, op as lt_unop: 7 log1p, 10 floor .. 24 expm1
+ * (ceil round trunc frac cinv sin cos tan asin acos atan sinh cosh between). lt_cuops_lerp: out = x + w (y - x),
+ * Float and Double. */
+int lt_cuops_unop(const lt_cuops *ops, void *stream, int op, lt_tensor *out, const lt_tensor *x);
+int lt_cuops_lerp(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, const lt_tensor *y, double w);
+/* tril (upper 0: the elements with j - i <= k) or triu (upper 1: j - i >= k) of the matrix x into out (x's shape and
+ * type; may be x), the others 0; every type but Half. */
+int lt_cuops_tri(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t k, int upper);
