@@ -46,15 +46,6 @@ int lt_cuops_describe(const lt_tensor *t, lt_cu_tensor *out, int64_t *max_offset
   return 0;
 }
 
-/* THC's 32-bit index path: every operand's offsets and the element count, and the thread count, fit. */
-static const char *index_kind(const lt_cuops *ops, int64_t n, const int64_t *max_offsets, int k, unsigned grid) {
-  int64_t limit = INT32_MAX;
-  if (n > limit || (int64_t)grid * threads(ops) > ((int64_t)1 << 31)) return "i64";
-  for (int i = 0; i < k; i++)
-    if (max_offsets[i] > limit) return "i64";
-  return "i32";
-}
-
 /* The index of op in a NULL-ended list of names, or -1. */
 static int name_index(const char *const *names, const char *op) {
   for (int k = 0; op && names[k]; k++)
