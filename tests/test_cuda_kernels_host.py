@@ -193,6 +193,11 @@ def expected_kernels(resolve=True):
                     k["reduce_dim"]["lt_reduce_%s_%s_%s_%s" % (kind, op, t, idx)] = ",".join([T, T, Q, Q, Q])
                 for op in ("max", "min"):
                     k["reduce_dim"]["lt_reduce_%s_%s_%s_%s" % (kind, op, t, idx)] = ",".join([T, T, T, Q, Q, Q])
+            k["index"]["lt_index_rows_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, P, P, P, Q, I])
+            k["index"]["lt_index_fill_%s_%s" % (t, idx)] = ",".join([T, Q, Q, P, Q, a])
+            k["index"]["lt_gather_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5)
+            k["index"]["lt_scatter_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5 + [I, a])
+        k["index"]["lt_index_check_Long_%s" % idx] = ",".join([T, Q, Q, P])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])

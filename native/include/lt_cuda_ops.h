@@ -315,3 +315,25 @@ int lt_cuda_kernel_image(const char *file, const char *arch, const char *cache_d
  * (through the kernel cache) and started with cuLaunchKernel; 256 threads a block, 8 blocks per
  * multiprocessor at most for the grid-stride kernels. */
 int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc);
+
+/* Torch7's index family along dimension dim (0-based), any of the 8 element types, any strides (kernels:
+ * native/cuda/index.cu). index is a 1-D host LongTensor of 1-based positions, checked here with the CPU kernels'
+ * messages. index_select: dst (already src's shape with #index along dim) = src's rows index. index_copy:
+ * t's rows index = src's rows (add 0: the last of repeated indices wins), or += them in order (add 1: indexAdd),
+ * through per-destination row lists built on the host (no atomics, deterministic); src's slices have as many
+ * elements as t's and must not overlap t. index_fill: t's rows index = value. */
+int lt_cuops_index_select(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src, int dim,
+                          const lt_tensor *index);
+int lt_cuops_index_copy(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
+                        const lt_tensor *src, int add);
+int lt_cuops_index_fill(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
+                        double value);
+/* gather: dst (already index's shape) = src at the 1-based positions index gives along dim. scatter: t at those
+ * positions = src (add 0), += src (add 1: scatterAdd), or = value (src NULL); repeated targets as the CPU kernel
+ * leaves them (the last wins; sums in order). index is a device LongTensor with the other tensors' sizes except
+ * along dim; a kernel checks its values and the verdict is read back (the call waits for the stream): *bad = 1,
+ * and nothing written, when one is out of range (the caller then reports it). */
+int lt_cuops_gather(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src, int dim,
+                    const lt_tensor *index, int *bad);
+int lt_cuops_scatter(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
+                     const lt_tensor *src, int add, double value, int *bad);

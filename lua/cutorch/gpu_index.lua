@@ -1,0 +1,147 @@
+-- The index family on the device (native/cuda/index.cu through native/src/cuda_ops_index.c): index, indexCopy,
+-- indexAdd, indexFill, gather, scatter, scatterAdd. Each returns false for a form it does not take (then the
+-- method runs staged, which also gives Torch7's errors for bad arguments).
+--   index*: the index vector (a LongTensor, or a CudaLongTensor read to the host: a synchronizing copy of its n
+--   int64) is checked on the host (an out-of-range index is the CPU kernel's error) and uploaded as row lists.
+--   gather/scatter: the index (a CudaLongTensor; a LongTensor is uploaded) is checked by a kernel whose verdict
+--   is read back; when an index is out of range nothing is written and the call runs staged, which names it.
+local ffi = require 'ffi'
+local C = torch.C
+local check = torch._check
+local M = torch._tensorMethods
+
+return function(D, H)
+   local live, isNum, isT, opsOf, deviceTensor, cutorch = H.live, H.isNum, H.isT, H.opsOf, H.deviceTensor, H.cutorch
+   local bad = ffi.new('int[1]')
+
+   local function validDim(dim, t)
+      return isNum(dim) and dim == math.floor(dim) and dim >= 1 and dim <= t._c.ndim
+   end
+
+   -- the index vector in host memory (a 1-D LongTensor with elements), or nil
+   local function hostVector(idx)
+      if not isT(idx) or idx._c.ndim ~= 1 then return nil end
+      if idx._c.type == C.LT_LONG then return idx end
+      if idx._c.type == C.LT_CUDA_LONG and live(idx) then return M.long(idx) end
+      return nil
+   end
+
+   -- the index on the device (a CudaLongTensor on t's device), or nil
+   local function deviceIndex(idx, t)
+      if not isT(idx) then return nil end
+      if idx._c.type == C.LT_LONG and idx._c.storage ~= nil then
+         idx = cutorch.withDevice(t._c.storage.device + 1, function() return M.type(idx, 'torch.CudaLongTensor') end)
+      end
+      if idx._c.type ~= C.LT_CUDA_LONG or not live(idx) or idx._c.storage.device ~= t._c.storage.device then
+         return nil
+      end
+      return idx
+   end
+
+   local function onDeviceOf(t, x) return x._c.storage == nil or x._c.storage.device == t._c.storage.device end
+   local function sameStorage(a, b) return a._c.storage ~= nil and a._c.storage == b._c.storage end
+
+   -- r gets size (Torch7's resize: a tensor that has it already keeps its strides)
+   local function resizeTo(r, size)
+      if not (r._c.storage ~= nil and M.isSize(r, size)) then M.resize(r, size) end
+   end
+
+   -- index and gather: (dim, idx) on self into a new tensor, or (src, dim, idx) into self; res, src, dim, idx
+   -- when both are device tensors of one type and dim is one of src's, else nil
+   local function selectForm(self, a, b, c, extra)
+      local res, src, dim, idx = self, a, b, c
+      if not isT(a) then
+         if c ~= nil then return nil end
+         res, src, dim, idx = self.new(), self, a, b
+      elseif extra ~= nil then
+         return nil
+      end
+      if not (deviceTensor(res) and live(src)) or res._c.type ~= src._c.type or not validDim(dim, src) then
+         return nil
+      end
+      return res, src, dim, idx
+   end
+
+   -- index: (dim, idx) -> a new tensor; (src, dim, idx) into self
+   D.index = function(self, a, b, c, extra)
+      local res, src, dim, idx = selectForm(self, a, b, c, extra)
+      if not res then return false end
+      local hidx = hostVector(idx)
+      if not hidx or M.nElement(hidx) == 0 or sameStorage(res, src) or (isT(idx) and sameStorage(res, idx)) then
+         return false
+      end
+      local size = M.size(src)
+      size[dim] = M.nElement(hidx)
+      resizeTo(res, size)
+      if not onDeviceOf(src, res) then return false end
+      check(C.lt_cuops_index_select(opsOf(src), nil, res._c, src._c, dim - 1, hidx._c), 3)
+      return true, res
+   end
+
+   local function indexCopyAdd(add)
+      return function(self, dim, idx, src, extra)
+         if extra ~= nil or not (live(self) and live(src)) or src._c.type ~= self._c.type then return false end
+         if not (validDim(dim, self) and validDim(dim, src)) or not onDeviceOf(self, src) then return false end
+         local hidx = hostVector(idx)
+         if not hidx or M.nElement(hidx) ~= src:size(dim) or M.nElement(hidx) == 0 then return false end
+         if M.nElement(self) / self:size(dim) ~= M.nElement(src) / src:size(dim) then return false end
+         if sameStorage(self, src) then src = M.clone(src) end
+         check(C.lt_cuops_index_copy(opsOf(self), nil, self._c, dim - 1, hidx._c, src._c, add), 3)
+         return true, self
+      end
+   end
+   D.indexCopy = indexCopyAdd(0)
+   D.indexAdd = indexCopyAdd(1)
+
+   D.indexFill = function(self, dim, idx, value, extra)
+      if extra ~= nil or not live(self) or not isNum(value) or not validDim(dim, self) then return false end
+      local hidx = hostVector(idx)
+      if not hidx then return false end
+      check(C.lt_cuops_index_fill(opsOf(self), nil, self._c, dim - 1, hidx._c, value), 3)
+      return true, self
+   end
+
+   -- index has t's dimensions and sizes but along dim
+   local function fits(t, index, dim)
+      if index._c.ndim ~= t._c.ndim then return false end
+      for d = 1, t._c.ndim do
+         if d ~= dim and index:size(d) ~= t:size(d) then return false end
+      end
+      return true
+   end
+
+   -- gather: (dim, idx) -> a new tensor; (src, dim, idx) into self
+   D.gather = function(self, a, b, c, extra)
+      local res, src, dim, idx = selectForm(self, a, b, c, extra)
+      if not res then return false end
+      local didx = deviceIndex(idx, src)
+      if not didx or not fits(src, didx, dim) or sameStorage(res, src) or sameStorage(res, didx) then return false end
+      resizeTo(res, M.size(didx))
+      if not onDeviceOf(src, res) then return false end
+      check(C.lt_cuops_gather(opsOf(src), nil, res._c, src._c, dim - 1, didx._c, bad), 3)
+      if bad[0] ~= 0 then return false end
+      return true, res
+   end
+
+   local function scatterLike(add)
+      return function(self, dim, idx, src, extra)
+         if extra ~= nil or not live(self) or not validDim(dim, self) then return false end
+         if not (isNum(src) and not add) then
+            if not (live(src) and src._c.type == self._c.type and onDeviceOf(self, src)) then return false end
+         end
+         local didx = deviceIndex(idx, self)
+         if not didx or not fits(self, didx, dim) then return false end
+         if isT(src) then
+            if not fits(self, src, dim) or src:size(dim) < didx:size(dim) then return false end
+            if sameStorage(self, src) then src = M.clone(src) end
+         end
+         if sameStorage(self, didx) then didx = M.clone(didx) end
+         check(C.lt_cuops_scatter(opsOf(self), nil, self._c, dim - 1, didx._c, isT(src) and src._c or nil,
+                                  add and 1 or 0, isNum(src) and src or 0, bad), 3)
+         if bad[0] ~= 0 then return false end
+         return true, self
+      end
+   end
+   D.scatter = scatterLike(false)
+   D.scatterAdd = scatterLike(true)
+end
