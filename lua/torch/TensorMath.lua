@@ -313,6 +313,15 @@ function M.dist(a, b, p)
    return norm(torch.add(a, -1, b), p or 2)
 end
 torch.dist = M.dist
+-- var, std, norm and dist call their first tensor's method (torch._throughMethods: cutorch's device versions)
+for _, name in ipairs {'var', 'std', 'norm', 'dist'} do
+   local fn = torch[name]
+   torch[name] = function(t, ...)
+      if isTensor(t) then return t[name](t, ...) end
+      return fn(t, ...)
+   end
+   torch._throughMethods[name] = true
+end
 
 -- max, min: x:max() -> number; x:max(dim) -> values, indices (LongTensor,
 -- 1-based); torch.max(values, indices, x, dim) fills them; with two tensors
