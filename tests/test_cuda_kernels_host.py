@@ -198,6 +198,10 @@ def expected_kernels(resolve=True):
             k["index"]["lt_gather_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5)
             k["index"]["lt_scatter_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5 + [I, a])
         k["index"]["lt_index_check_Long_%s" % idx] = ",".join([T, Q, Q, P])
+        for t in ("Float", "Double"):
+            k["stats"]["lt_dim_stat_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
+            k["stats"]["lt_dim_stat1_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
+            k["stats"]["lt_renorm_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, D, D])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])

@@ -230,3 +230,103 @@ def test_out_of_range_indices_are_the_cpu_kernels_errors_and_write_nothing(gpu, 
     np.testing.assert_array_equal(to_host(rt, d), x)
     assert set(fallbacks(rt)) == {"torch.CudaDoubleTensor:gather", "torch.CudaDoubleTensor:scatter",
                                   "torch.CudaDoubleTensor:scatterAdd"}
+
+
+# ----------------------------------------------------------------------------- norm, var, std, dist, renorm
+FTYPES = ["Cuda", "CudaDouble"]
+
+
+def close(got, want, name):
+    rtol = 1e-12 if name == "CudaDouble" else 2e-6
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-300 if name == "CudaDouble" else 1e-30, equal_nan=True)
+
+
+@pytest.mark.parametrize("layout", sorted(VIEWS3))
+def test_norm_var_std_along_a_dimension_match_the_cpu_and_numpy(gpu, rng, view3, layout):
+    rt = gpu
+    view = view3[layout]
+    forms = [("function(x, d) return x:norm(%s, d) end" % p, "norm", p) for p in ("0", "1", "2", "3.5", "math.huge")]
+    forms += [("function(x, d) return x:var(d) end", "var", False),
+              ("function(x, d) return torch.var(x, d, true) end", "var", True),
+              ("function(x, d) local r = x.new(1):fill(7) r:std(x, d, false) return r end", "std", False),
+              ("function(x, d) return x:std(d, true) end", "std", True),
+              ("function(x, d) local s = x:size() s[d] = 1 local r = x.new(s:totable()):zero() "
+               "torch.norm(r, x, 1.5, d) return r end", "norm", "1.5")]
+    for name in FTYPES:
+        d, h = pair(rt, rng, (4, 6, 5), name)
+        rt.eval("function(d, h) d:select(1, 2):select(1, 3):zero() h:select(1, 2):select(1, 3):zero() end")(d, h)
+        dv, hv = view(d), view(h)
+        a = host_np(rt, hv).astype(np.float64)
+        for dim in (1, 2, 3):
+            for form, op, arg in forms:
+                f = rt.eval(form)
+                want = host_np(rt, f(hv, dim))
+                close(to_host(rt, f(dv, dim)), want, name)
+                # numpy, in double
+                if op == "norm":
+                    p = {"math.huge": np.inf}.get(arg, None) or float(arg)
+                    b = np.abs(a)
+                    ref = (b != 0).sum(axis=dim - 1, keepdims=True) if p == 0 else \
+                        b.max(axis=dim - 1, keepdims=True) if p == np.inf else \
+                        (b ** p).sum(axis=dim - 1, keepdims=True) ** (1 / p)
+                else:
+                    ref = a.var(axis=dim - 1, ddof=0 if arg else 1, keepdims=True)
+                    ref = np.sqrt(ref) if op == "std" else ref
+                np.testing.assert_allclose(want, ref, rtol=1e-5 if name == "Cuda" else 1e-10)
+    assert fallbacks(rt) == {}
+
+
+def test_whole_tensor_var_std_dist_and_single_element_slices(gpu, rng):
+    rt = gpu
+    for name in FTYPES:
+        d, h = pair(rt, rng, (5, 7), name)
+        e, g = pair(rt, rng, (5, 7), name)
+        for form in ("function(x, y) return x:var() end", "function(x, y) return x:t():std(true) end",
+                     "function(x, y) return torch.std(x:narrow(2, 2, 3)) end",
+                     "function(x, y) return x:var(false) end",
+                     "function(x, y) return x:dist(y) end", "function(x, y) return torch.dist(x:t(), y:t(), 3) end",
+                     "function(x, y) return x:dist(y, 0) end", "function(x, y) return x:dist(y, math.huge) end"):
+            f = rt.eval(form)
+            np.testing.assert_allclose(f(d, e), f(h, g), rtol=1e-12, err_msg=form)
+        x = host_np(rt, h).astype(np.float64)
+        np.testing.assert_allclose(rt.eval("function(x) return x:var() end")(d), x.var(ddof=1), rtol=1e-10)
+        # long contiguous slices: a block per slice
+        d2, h2 = pair(rt, rng, (3, 300), name)
+        for form in ("function(x) return x:var(2) end", "function(x) return x:std(2, true) end",
+                     "function(x) return x:norm(3, 2) end", "function(x) return x:norm(0, 2) end",
+                     "function(x) return x:norm(math.huge, 2) end"):
+            f = rt.eval(form)
+            close(to_host(rt, f(d2)), host_np(rt, f(h2)), name)
+        # one element per slice: NaN unbiased, 0 biased (as Torch7)
+        one = rt.eval("function(x) return x:narrow(2, 1, 1) end")(d)
+        assert np.isnan(to_host(rt, rt.eval("function(x) return x:var(2) end")(one))).all()
+        np.testing.assert_array_equal(to_host(rt, rt.eval("function(x) return x:std(2, true) end")(one)), 0)
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("layout", sorted(VIEWS3))
+def test_renorm_matches_the_cpu(gpu, rng, view3, layout):
+    rt = gpu
+    view = view3[layout]
+    for name in FTYPES:
+        for dim in (1, 2, 3):
+            for form in ("function(x, p, d, m) x:renorm(p, d, m) return x end",
+                         "function(x, p, d, m) return torch.renorm(x, p, d, m) end",
+                         "function(x, p, d, m) local r = x.new(x:size(3), x:size(2), x:size(1)):zero():transpose(1, 3) "
+                         "r:renorm(x, p, d, m) return r end"):
+                for p in (1, 2, 3):
+                    d, h = pair(rt, rng, (4, 6, 5), name)
+                    dv, hv = view(d), view(h)
+                    norms = host_np(rt, rt.eval("function(x, p, d) return x:norm(p, d) end")(hv, p, dim))
+                    m = float(np.median(norms))      # some sub-tensors above, some not
+                    f = rt.eval(form)
+                    want = host_np(rt, f(hv, p, dim, m))
+                    close(to_host(rt, f(dv, p, dim, m)), want, name)
+                    close(to_host(rt, d), host_np(rt, h), name)
+                    a = np.moveaxis(host_np(rt, hv).astype(np.float64), dim - 1, 0)
+                    if "x:renorm" not in form:
+                        got = np.moveaxis(to_host(rt, f(dv, p, dim, m)), dim - 1, 0).reshape(a.shape[0], -1)
+                        nrm = (np.abs(a.reshape(a.shape[0], -1)) ** p).sum(1) ** (1 / p)
+                        scale = np.where(nrm > m, m / (nrm + 1e-7), 1)
+                        np.testing.assert_allclose(got, a.reshape(a.shape[0], -1) * scale[:, None], rtol=1e-5)
+    assert fallbacks(rt) == {}

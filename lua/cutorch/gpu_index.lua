@@ -144,4 +144,84 @@ return function(D, H)
    end
    D.scatter = scatterLike(false)
    D.scatterAdd = scatterLike(true)
+
+   -- ------------------------------------------------------------ norm, var, std, dist, renorm (stats.cu)
+
+   local FLOAT2 = {[C.LT_CUDA_FLOAT] = true, [C.LT_CUDA_DOUBLE] = true}
+   local whole = ffi.new('double[1]')
+
+   -- op over all elements (a number), or along dim into res (a new tensor when res is nil)
+   local function stat(op, res, x, dim, p, biased)
+      if not (live(x) and FLOAT2[x._c.type]) then return false end
+      if dim == nil then
+         check(C.lt_cuops_stat(opsOf(x), nil, op, nil, x._c, -1, p, biased and 1 or 0, whole), 4)
+         return true, whole[0]
+      end
+      if not validDim(dim, x) then return false end
+      res = res or x.new()
+      if not deviceTensor(res) or res._c.type ~= x._c.type then return false end
+      local size = M.size(x)
+      size[dim] = 1
+      resizeTo(res, size)
+      if not onDeviceOf(x, res) then return false end
+      check(C.lt_cuops_stat(opsOf(x), nil, op, res._c, x._c, dim - 1, p, biased and 1 or 0, whole), 4)
+      return true, res
+   end
+
+   -- var, std: ([biased]) -> a number; (dim [, biased]) -> a new tensor; (x, dim [, biased]) into self
+   for _, op in ipairs {'var', 'std'} do
+      D[op] = function(self, a, b, c, extra)
+         if extra ~= nil then return false end
+         if a == nil or type(a) == 'boolean' then
+            if b ~= nil then return false end
+            return stat(op, nil, self, nil, 0, a)
+         end
+         if isT(a) then
+            if c ~= nil and type(c) ~= 'boolean' then return false end
+            return stat(op, self, a, b, 0, c)
+         end
+         if c ~= nil or (b ~= nil and type(b) ~= 'boolean') then return false end
+         return stat(op, nil, self, a, 0, b)
+      end
+   end
+
+   -- norm: ([p]) over all elements (gpu_math's); (p, dim) -> a new tensor; (x, p, dim) into self
+   local normAll = D.norm
+   D.norm = function(self, a, b, c, extra)
+      if extra ~= nil then return false end
+      if isT(a) then
+         if not (b == nil or isNum(b)) or not isNum(c) then return false end
+         return stat('norm', self, a, c, b or 2, false)
+      end
+      if b == nil then return normAll(self, a, c) end
+      if c ~= nil or not (a == nil or isNum(a)) or not isNum(b) then return false end
+      return stat('norm', nil, self, b, a or 2, false)
+   end
+
+   -- dist(other [, p]): the p-norm of self - other, in double
+   D.dist = function(self, other, p, extra)
+      if extra ~= nil or (p ~= nil and not isNum(p)) or not (live(self) and live(other)) then return false end
+      if other._c.type ~= self._c.type or M.nElement(other) ~= M.nElement(self) then return false end
+      local diff = self.new()
+      if not D.add(diff, self, -1, other) then return false end
+      return stat('norm', nil, diff, nil, p or 2, false)
+   end
+
+   -- renorm: (p, dim, maxnorm) in place; (x, p, dim, maxnorm) into self
+   D.renorm = function(self, a, b, c, d, extra)
+      local x = self
+      if isT(a) then x, a, b, c, d = a, b, c, d, nil end
+      if extra ~= nil or d ~= nil or not (isNum(a) and isNum(c) and live(x) and FLOAT2[x._c.type]) then
+         return false
+      end
+      if not (a > 0) or x._c.ndim < 2 or not validDim(b, x) or not deviceTensor(self) or self._c.type ~= x._c.type then
+         return false
+      end
+      if self ~= x then
+         if not (self._c.storage ~= nil and M.isSameSizeAs(self, x)) then M.resizeAs(self, x) end
+         if not onDeviceOf(x, self) then return false end
+      end
+      check(C.lt_cuops_renorm(opsOf(x), nil, self._c, x._c, b - 1, a, c), 3)
+      return true, self
+   end
 end

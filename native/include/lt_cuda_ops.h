@@ -337,3 +337,12 @@ int lt_cuops_gather(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_
                     const lt_tensor *index, int *bad);
 int lt_cuops_scatter(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
                      const lt_tensor *src, int add, double value, int *bad);
+/* Float and Double, accumulated in double (kernels: native/cuda/stats.cu). op "norm" (p: 0 counts non-zeros, inf
+ * is max |x|), "var" or "std" (biased: divided by n, else by n - 1; two passes). dim >= 0: along dimension dim
+ * into out (x's shape with 1 there); dim < 0: over all elements into *result (out unused). */
+int lt_cuops_stat(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, const lt_tensor *x, int dim,
+                  double p, int biased, double *result);
+/* Torch7's renorm: out = x with each sub-tensor along dim whose p-norm (p > 0) exceeds maxnorm scaled by
+ * maxnorm / (norm + 1e-7); out (x's shape) may be x. */
+int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, double p,
+                    double maxnorm);

@@ -241,3 +241,98 @@ int lt_cuops_scatter(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, c
   if (check_device_indices(ops, stream, index, t->size[dim], bad) || *bad) return *bad ? 0 : -1;
   return gather_scatter(ops, stream, t, src ? src : t, index, dim, src ? (add ? 1 : 0) : 2, value);
 }
+
+/* ---------------------------------------------------------------- norm, var, std along a dimension; renorm */
+
+static int stat_kind(const char *fn, const char *op) {
+  static const char *const names[] = {"norm", "var", "std"};
+  for (int k = 0; k < 3; k++)
+    if (op && !strcmp(op, names[k])) return k;
+  return lt_fail("%s: no statistic '%s' (norm, var, std)", fn, op ? op : "(null)");
+}
+
+static int check_float_pair(const char *fn, const lt_tensor *x) {
+  const int host = lt_host_type(x->type);
+  if (host != LT_FLOAT && host != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(host));
+  return 0;
+}
+
+int lt_cuops_stat(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, const lt_tensor *x, int dim,
+                  double p, int biased, double *result) {
+  static const char fn[] = "cuda norm/var/std";
+  const int k = stat_kind(fn, op);
+  if (k < 0 || check_ops(ops, fn) || check_float_pair(fn, x)) return -1;
+  lt_cu_tensor dout, dxs;
+  int64_t n, x_stride, nslices, off[2] = {0, 0};
+  const void *data = NULL;
+  void *copy = NULL, *whole = NULL;
+  int rc = 0;
+  if (dim < 0) {   /* the whole tensor as one contiguous slice, the result in double */
+    n = lt_tensor_nelement(x), x_stride = 1, nslices = 1, off[1] = n;
+    if (contiguous_input(ops, stream, x, &data, &copy)) return -1;
+    memset(&dxs, 0, sizeof dxs);
+    dxs.data = (void *)data, dxs.sizes[0] = 1, dxs.strides[0] = 1, dxs.dims = 1;
+    dout = dxs;
+    rc = scratch(ops, stream, 8, &whole);
+  } else {
+    if (check_dim(fn, x, dim) || same_type(fn, out, x, "the input")) return -1;
+    int ok = out->ndim == x->ndim;
+    for (int d = 0; ok && d < x->ndim; d++) ok = out->size[d] == (d == dim ? 1 : x->size[d]);
+    if (!ok) return lt_fail("%s: the output must have the input's shape with 1 along dimension %d", fn, dim + 1);
+    n = x->size[dim], nslices = slice_count(x, dim);
+    if (slices_view(x, dim, &dxs, &x_stride, &off[1]) || lt_cuops_describe(out, &dout, &off[0])) return -1;
+    if (nslices == 0) return 0;
+  }
+  if (rc == 0) {
+    /* a block per slice when its elements are neighbours and many (and for the whole tensor), else a thread */
+    const int blk = x_stride == 1 && (n >= threads(ops) || dim < 0);
+    const unsigned grid = blk ? (unsigned)(nslices < block_cap(ops) ? nslices : block_cap(ops)) : grid_for(ops, nslices);
+    char kernel[64];
+    snprintf(kernel, sizeof kernel, "lt_dim_stat%s_%s_%s", blk ? "" : "1", tname(x->type),
+             index_kind(ops, nslices > n ? nslices : n, off, 2, grid));
+    int iop = k, ib = biased ? 1 : 0;
+    args_t a = {0};
+    add_tensor(&a, &dout);
+    add_raw(&a, &whole, "p");
+    add_tensor(&a, &dxs);
+    add_count(&a, nslices);
+    add_count(&a, n);
+    add_count(&a, x_stride);
+    add_raw(&a, &iop, "i");
+    add_raw(&a, &p, "d");
+    add_raw(&a, &ib, "i");
+    rc = launch(ops, stream, "stats", kernel, grid, &a);
+  }
+  if (rc == 0 && whole) rc = ops->to_host(ops->ctx, result, whole, 8, stream);
+  rc = scratch_free(ops, copy, rc);
+  return scratch_free(ops, whole, rc);
+}
+
+int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, double p,
+                    double maxnorm) {
+  static const char fn[] = "renorm";
+  if (check_ops(ops, fn) || check_float_pair(fn, x) || check_dim(fn, x, dim) || same_type(fn, out, x, "the input"))
+    return -1;
+  if (!(p > 0)) return lt_fail("%s: the norm's p must be positive (got %g)", fn, p);
+  int ok = out->ndim == x->ndim;
+  for (int d = 0; ok && d < x->ndim; d++) ok = out->size[d] == x->size[d];
+  if (!ok) return lt_fail("%s: the output must have the input's shape", fn);
+  lt_cu_tensor dout, dx;
+  int64_t ostride, xstride, off[2];
+  if (slices_view(out, dim, &dout, &ostride, &off[0]) || slices_view(x, dim, &dx, &xstride, &off[1])) return -1;
+  const int64_t n = x->size[dim], nslices = slice_count(x, dim);
+  if (n == 0 || nslices == 0) return 0;
+  const unsigned grid = (unsigned)(n < block_cap(ops) ? n : block_cap(ops));
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_renorm_%s_%s", tname(x->type), index_kind(ops, nslices > n ? nslices : n, off, 2, grid));
+  args_t a = {0};
+  add_tensor(&a, &dout);
+  add_tensor(&a, &dx);
+  add_count(&a, nslices);
+  add_count(&a, n);
+  add_count(&a, ostride);
+  add_count(&a, xstride);
+  add_raw(&a, &p, "d");
+  add_raw(&a, &maxnorm, "d");
+  return launch(ops, stream, "stats", kernel, grid, &a);
+}
