@@ -198,6 +198,8 @@ def expected_kernels(resolve=True):
             k["index"]["lt_gather_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5)
             k["index"]["lt_scatter_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5 + [I, a])
         k["index"]["lt_index_check_Long_%s" % idx] = ",".join([T, Q, Q, P])
+        for t in TYPES:
+            k["scan"]["lt_scan_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, I])
         for t in ("Float", "Double"):
             k["stats"]["lt_dim_stat_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
             k["stats"]["lt_dim_stat1_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])

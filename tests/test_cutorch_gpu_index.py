@@ -330,3 +330,32 @@ def test_renorm_matches_the_cpu(gpu, rng, view3, layout):
                         scale = np.where(nrm > m, m / (nrm + 1e-7), 1)
                         np.testing.assert_allclose(got, a.reshape(a.shape[0], -1) * scale[:, None], rtol=1e-5)
     assert fallbacks(rt) == {}
+
+
+# ----------------------------------------------------------------------------- cumsum, cumprod
+@pytest.mark.parametrize("layout", sorted(VIEWS3))
+def test_cumsum_cumprod_match_the_cpu(gpu, rng, view3, layout):
+    rt = gpu
+    view = view3[layout]
+    forms = ["function(x, d) return x:%s(d) end", "function(x, d) return torch.%s(x, d) end",
+             "function(x, d) local r = x.new(x:size(3), x:size(2), x:size(1)):zero():transpose(1, 3) "
+             "r:%s(x, d) return r end"]
+    for k, name in enumerate(TYPES):
+        d, h = pair(rt, rng, (4, 6, 5), name)
+        if HOST_OF[name] in ("Float", "Double"):   # factors near 1 keep products in range
+            rt.eval("function(d, h) d:div(40):add(1) h:div(40):add(1) end")(d, h)
+        dv, hv = view(d), view(h)
+        for op in ("cumsum", "cumprod"):
+            for dim in (1, 2, 3):
+                f = rt.eval(forms[(k + dim) % 3] % op)
+                want = host_np(rt, f(hv, dim))
+                np.testing.assert_array_equal(to_host(rt, f(dv, dim)), want, err_msg="%s %s %d" % (name, op, dim))
+                if op == "cumsum" and HOST_OF[name] in ("Long", "Int"):
+                    np.testing.assert_array_equal(want, np.cumsum(host_np(rt, hv), axis=dim - 1))
+        # the default dimension (1), in place (the result is the input), and wrap-around of Byte products
+        np.testing.assert_array_equal(to_host(rt, rt.eval("function(x) return x:cumsum() end")(dv)),
+                                      host_np(rt, rt.eval("function(x) return x:cumsum() end")(hv)))
+        f = rt.eval("function(x) x:cumprod(x, 2) return x end")
+        np.testing.assert_array_equal(to_host(rt, f(dv)), host_np(rt, f(hv)))
+        np.testing.assert_array_equal(to_host(rt, d), host_np(rt, h))
+    assert fallbacks(rt) == {}

@@ -224,4 +224,24 @@ return function(D, H)
       check(C.lt_cuops_renorm(opsOf(x), nil, self._c, x._c, b - 1, a, c), 3)
       return true, self
    end
+
+   -- ------------------------------------------------------------ cumsum, cumprod (scan.cu)
+
+   -- ([dim = 1]) -> a new tensor; (x [, dim = 1]) into self
+   for prod, op in pairs {[0] = 'cumsum', [1] = 'cumprod'} do
+      D[op] = function(self, a, b, extra)
+         local res, x, dim = self.new(), self, a
+         if isT(a) then res, x, dim = self, a, b elseif b ~= nil then return false end
+         dim = dim == nil and 1 or dim
+         if extra ~= nil or not (live(x) and deviceTensor(res)) or res._c.type ~= x._c.type or not validDim(dim, x) then
+            return false
+         end
+         if res ~= x then
+            if not (res._c.storage ~= nil and M.isSameSizeAs(res, x)) then M.resizeAs(res, x) end
+            if not onDeviceOf(x, res) then return false end
+         end
+         check(C.lt_cuops_scan(opsOf(x), nil, res._c, x._c, dim - 1, prod), 3)
+         return true, res
+      end
+   end
 end

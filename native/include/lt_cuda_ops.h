@@ -346,3 +346,7 @@ int lt_cuops_stat(const lt_cuops *ops, void *stream, const char *op, lt_tensor *
  * maxnorm / (norm + 1e-7); out (x's shape) may be x. */
 int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, double p,
                     double maxnorm);
+/* Torch7's cumsum (prod 0) and cumprod (prod 1) along dimension dim into out (x's shape; may be x), any of the 8
+ * types, accumulated as the CPU kernel does (double for the floating types, wrapping int64 for the others); a
+ * thread per slice (kernels: native/cuda/scan.cu). */
+int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, int prod);

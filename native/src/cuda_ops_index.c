@@ -308,31 +308,62 @@ int lt_cuops_stat(const lt_cuops *ops, void *stream, const char *op, lt_tensor *
   return scratch_free(ops, whole, rc);
 }
 
-int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, double p,
-                    double maxnorm) {
-  static const char fn[] = "renorm";
-  if (check_ops(ops, fn) || check_float_pair(fn, x) || check_dim(fn, x, dim) || same_type(fn, out, x, "the input"))
-    return -1;
-  if (!(p > 0)) return lt_fail("%s: the norm's p must be positive (got %g)", fn, p);
+/* out and x of one shape, seen along dim: their slices views and strides there, dim's size n and the slice count */
+typedef struct {
+  lt_cu_tensor out, x;
+  int64_t ostride, xstride, off[2], n, nslices;
+} pair_views;
+
+static int pair_views_of(const char *fn, const lt_tensor *out, const lt_tensor *x, int dim, pair_views *v) {
+  if (check_dim(fn, x, dim) || same_type(fn, out, x, "the input")) return -1;
   int ok = out->ndim == x->ndim;
   for (int d = 0; ok && d < x->ndim; d++) ok = out->size[d] == x->size[d];
   if (!ok) return lt_fail("%s: the output must have the input's shape", fn);
-  lt_cu_tensor dout, dx;
-  int64_t ostride, xstride, off[2];
-  if (slices_view(out, dim, &dout, &ostride, &off[0]) || slices_view(x, dim, &dx, &xstride, &off[1])) return -1;
-  const int64_t n = x->size[dim], nslices = slice_count(x, dim);
-  if (n == 0 || nslices == 0) return 0;
-  const unsigned grid = (unsigned)(n < block_cap(ops) ? n : block_cap(ops));
-  char kernel[64];
-  snprintf(kernel, sizeof kernel, "lt_renorm_%s_%s", tname(x->type), index_kind(ops, nslices > n ? nslices : n, off, 2, grid));
+  if (slices_view(out, dim, &v->out, &v->ostride, &v->off[0]) || slices_view(x, dim, &v->x, &v->xstride, &v->off[1]))
+    return -1;
+  v->n = x->size[dim], v->nslices = slice_count(x, dim);
+  return 0;
+}
+
+/* the kernel name's index kind, and the launch's first arguments: out, x, nslices, n, ostride, xstride */
+static const char *add_pair_views(const lt_cuops *ops, args_t *a, pair_views *v, unsigned grid) {
+  add_tensor(a, &v->out);
+  add_tensor(a, &v->x);
+  add_count(a, v->nslices);
+  add_count(a, v->n);
+  add_count(a, v->ostride);
+  add_count(a, v->xstride);
+  return index_kind(ops, v->nslices > v->n ? v->nslices : v->n, v->off, 2, grid);
+}
+
+int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, double p,
+                    double maxnorm) {
+  static const char fn[] = "renorm";
+  pair_views v;
+  if (check_ops(ops, fn) || check_float_pair(fn, x) || pair_views_of(fn, out, x, dim, &v)) return -1;
+  if (!(p > 0)) return lt_fail("%s: the norm's p must be positive (got %g)", fn, p);
+  if (v.n == 0 || v.nslices == 0) return 0;
+  const unsigned grid = (unsigned)(v.n < block_cap(ops) ? v.n : block_cap(ops));
   args_t a = {0};
-  add_tensor(&a, &dout);
-  add_tensor(&a, &dx);
-  add_count(&a, nslices);
-  add_count(&a, n);
-  add_count(&a, ostride);
-  add_count(&a, xstride);
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_renorm_%s_%s", tname(x->type), add_pair_views(ops, &a, &v, grid));
   add_raw(&a, &p, "d");
   add_raw(&a, &maxnorm, "d");
   return launch(ops, stream, "stats", kernel, grid, &a);
+}
+
+/* ---------------------------------------------------------------- cumsum, cumprod */
+
+int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, int prod) {
+  const char *fn = prod ? "cumprod" : "cumsum";
+  pair_views v;
+  if (check_ops(ops, fn) || pair_views_of(fn, out, x, dim, &v)) return -1;
+  if (v.n == 0 || v.nslices == 0) return 0;
+  const unsigned grid = grid_for(ops, v.nslices);
+  int iprod = prod ? 1 : 0;
+  args_t a = {0};
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_scan_%s_%s", tname(x->type), add_pair_views(ops, &a, &v, grid));
+  add_raw(&a, &iprod, "i");
+  return launch(ops, stream, "scan", kernel, grid, &a);
 }
