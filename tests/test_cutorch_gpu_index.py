@@ -359,3 +359,29 @@ def test_cumsum_cumprod_match_the_cpu(gpu, rng, view3, layout):
         np.testing.assert_array_equal(to_host(rt, f(dv)), host_np(rt, f(hv)))
         np.testing.assert_array_equal(to_host(rt, d), host_np(rt, h))
     assert fallbacks(rt) == {}
+
+
+# ----------------------------------------------------------------------------- trace, all, any
+def test_trace_all_any_match_the_cpu(gpu, rng):
+    rt = gpu
+    for name in TYPES:
+        d, h = pair(rt, rng, (5, 7), name)
+        for form in ("function(x) return x:trace() end", "function(x) return torch.trace(x:t()) end",
+                     "function(x) return x:narrow(2, 3, 4):trace() end",
+                     "function(x) return x:unfold(1, 1, 2):select(3, 1):trace() end"):
+            f = rt.eval(form)
+            np.testing.assert_allclose(f(d), f(h), rtol={"Cuda": 1e-6, "CudaDouble": 1e-12}.get(name, 0), err_msg=form)
+        a = host_np(rt, h)
+        assert rt.eval("function(x) return x:trace() end")(d) == pytest.approx(np.trace(a).item(), rel=1e-6)
+        # all/any on values with and without zeros, and on a view
+        z = np.ones((3, 4))
+        z[1, 2] = 0
+        for x in (z, np.zeros((3, 4)), np.ones((3, 4)), values(rng, (3, 4), name)):
+            d, h = to_device(rt, x, name), rt.from_numpy(np.asarray(x, dtype=host_np(rt, h).dtype))
+            for form in ("function(x) return x:all() end", "function(x) return torch.any(x) end",
+                         "function(x) return x:narrow(2, 4, 1):all() end", "function(x) return x:t():any() end"):
+                f = rt.eval(form)
+                assert f(d) == f(h), (form, x)
+    d = to_device(rt, np.array([0, 0, 1, 0]), "CudaByte")
+    assert rt.eval("function(x) return x:any(), x:all(), x:narrow(1, 1, 2):any() end")(d) == (True, False, False)
+    assert fallbacks(rt) == {}

@@ -244,4 +244,31 @@ return function(D, H)
          return true, res
       end
    end
+
+   -- ------------------------------------------------------------ trace, all, any
+
+   -- trace: the sum of a matrix's diagonal (a strided view of it, summed by gpu_math's device sum)
+   D.trace = function(self, extra)
+      if extra ~= nil or not live(self) or self._c.ndim ~= 2 then return false end
+      local n = math.min(self:size(1), self:size(2))
+      if n == 0 then return false end
+      local diag = self.new():set(M.storage(self), M.storageOffset(self), torch.LongStorage {n},
+                                  torch.LongStorage {self:stride(1) + self:stride(2)})
+      return D.sum(diag)
+   end
+
+   -- all, any: from the count of non-zero elements (norm 0 in double; other types than Float and Double are
+   -- converted to CudaDouble on the device first, which keeps zero and non-zero apart)
+   for any, op in pairs {[0] = 'all', [1] = 'any'} do
+      D[op] = function(self, extra)
+         if extra ~= nil or not live(self) then return false end
+         local x = FLOAT2[self._c.type] and self or cutorch.withDevice(self._c.storage.device + 1, function()
+            return M.type(self, 'torch.CudaDoubleTensor')
+         end)
+         local done, count = stat('norm', nil, x, nil, 0, false)
+         if not done then return false end
+         if any == 1 then return true, count > 0 end
+         return true, count == M.nElement(self)
+      end
+   end
 end
