@@ -197,6 +197,8 @@ def expected_kernels(resolve=True):
             k["index"]["lt_index_fill_%s_%s" % (t, idx)] = ",".join([T, Q, Q, P, Q, a])
             k["index"]["lt_gather_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5)
             k["index"]["lt_scatter_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5 + [I, a])
+            k["index"]["lt_nonzero_count_%s_%s" % (t, idx)] = ",".join([T, Q, Q, P])
+            k["index"]["lt_nonzero_write_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, P, P])
         k["index"]["lt_index_check_Long_%s" % idx] = ",".join([T, Q, Q, P])
         for t in TYPES:
             k["scan"]["lt_scan_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, I])

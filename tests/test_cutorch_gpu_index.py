@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytorch_bridge import LuaError
-from test_cutorch_gpu import HOST_OF, fallbacks, gpu, to_device, to_host  # noqa: F401
+from test_cutorch_gpu import DTYPE as DT, HOST_OF, fallbacks, gpu, to_device, to_host  # noqa: F401
 
 TYPES = ["Cuda", "CudaDouble", "CudaLong", "CudaInt", "CudaByte"]
 
@@ -384,4 +384,30 @@ def test_trace_all_any_match_the_cpu(gpu, rng):
                 assert f(d) == f(h), (form, x)
     d = to_device(rt, np.array([0, 0, 1, 0]), "CudaByte")
     assert rt.eval("function(x) return x:any(), x:all(), x:narrow(1, 1, 2):any() end")(d) == (True, False, False)
+    assert fallbacks(rt) == {}
+
+
+# ----------------------------------------------------------------------------- nonzero
+@pytest.mark.parametrize("layout", sorted(VIEWS3))
+def test_nonzero_matches_the_cpu(gpu, rng, view3, layout):
+    rt = gpu
+    view = view3[layout]
+    nz = rt.eval("function(x) return x:nonzero() end")
+    for k, name in enumerate(TYPES):
+        x = rng.integers(0, 3, (4, 6, 5))        # about a third zeros
+        d, h = to_device(rt, x, name), rt.from_numpy(x.astype(np.dtype(DT[HOST_OF[name]])))
+        dv, hv = view(d), view(h)
+        want = host_np(rt, nz(hv))
+        np.testing.assert_array_equal(want, np.argwhere(host_np(rt, hv) != 0) + 1)
+        got = nz(dv)
+        assert rt.eval("function(r) return r:type() end")(got) == "torch.CudaLongTensor"
+        np.testing.assert_array_equal(to_host(rt, got), want)
+        res = rt.eval("function() return torch.CudaLongTensor(3, 3):fill(-1) end")()
+        rt.eval("function(r, x) torch.nonzero(r, x) end")(res, dv)
+        np.testing.assert_array_equal(to_host(rt, res), want)
+    # no non-zero elements: an empty result; several chunks and tiles, NaN counts as non-zero
+    assert rt.eval("function(x) return x:nonzero():nElement() end")(to_device(rt, np.zeros((3, 4)), "Cuda")) == 0
+    big = (rng.random((90, 150)) < 0.3) * rng.standard_normal((90, 150))
+    big[7, 9] = np.nan
+    np.testing.assert_array_equal(to_host(rt, nz(to_device(rt, big, "CudaDouble"))), np.argwhere(big != 0) + 1)
     assert fallbacks(rt) == {}

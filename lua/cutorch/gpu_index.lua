@@ -271,4 +271,30 @@ return function(D, H)
          return true, count == M.nElement(self)
       end
    end
+
+   -- ------------------------------------------------------------ nonzero
+
+   -- () -> a new CudaLongTensor of 1-based coordinates, one row per non-zero element in row-major order;
+   -- (src) into self (a CudaLongTensor). The count is read back first (the result's size).
+   local count = ffi.new('int64_t[1]')
+   D.nonzero = function(self, src, extra)
+      local res, x = self, src
+      if src == nil then res, x = torch.CudaLongTensor(), self end
+      if extra ~= nil or not (live(x) and deviceTensor(res)) or res._c.type ~= C.LT_CUDA_LONG then return false end
+      if x._c.ndim > 8 or sameStorage(res, x) then return false end
+      local ops = opsOf(x)
+      check(C.lt_cuops_nonzero_count(ops, nil, x._c, count), 3)
+      local n = tonumber(count[0])
+      if n == 0 then   -- the CPU kernel leaves a fresh result empty
+         if res._c.ndim ~= 0 then return false end
+         return true, res
+      end
+      if not (res._c.storage ~= nil and res._c.ndim == 2 and res:size(1) == n and res:size(2) == x._c.ndim
+              and M.isContiguous(res)) then
+         cutorch.withDevice(x._c.storage.device + 1, function() M.resize(res, n, x._c.ndim) end)
+      end
+      if not (M.isContiguous(res) and onDeviceOf(x, res)) then return false end
+      check(C.lt_cuops_nonzero(ops, nil, res._c, x._c), 3)
+      return true, res
+   end
 end

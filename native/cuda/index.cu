@@ -31,7 +31,15 @@
  *   lt_index_check_Long_<idx>(T index, q n, q limit, q* bad)
  *     bad[0] = 1 when some of the n elements of index (Long, 1-based) is outside [1, limit]; otherwise bad[0] is
  *     left alone (the host zeroes it first). Grid-stride.
- * All grid-stride: any launch geometry. Values are moved as T (copies exact); sums in lt_acc_t<T>.
+ *   lt_nonzero_count_<T>_<idx>(T x, q n, q chunk, q* counts) ★
+ *     counts[b] = the number of non-zero elements among x's elements [b·chunk, min(n, (b+1)·chunk)) (row-major);
+ *     a block per chunk (grid-stride over chunks with blockIdx.x).
+ *   lt_nonzero_write_<T>_<idx>(T x, T shape, q n, q chunk, const q* starts, q* out) ★
+ *     chunk b's non-zero elements, in order, get rows starts[b], starts[b] + 1, ... of out (contiguous, shape.dims
+ *     columns): their 1-based coordinates in x's logical shape (shape.sizes, uncollapsed; its strides unused). A
+ *     block per chunk, tiles of blockDim elements ranked by a block-wide prefix sum (shared memory).
+ * All grid-stride: any launch geometry (★: blockDim.x a multiple of 32, at most 1024). Values are moved as T
+ * (copies exact); sums in lt_acc_t<T>.
  */
 #include "lt_cuda_common.cuh"
 
@@ -112,6 +120,54 @@ LT_D void lt_index_check_impl(lt_cu_tensor index, long long n, long long limit, 
   }
 }
 
+template <typename T, typename I>
+LT_D void lt_nonzero_count_impl(lt_cu_tensor x, long long n, long long chunk, long long *counts) {
+  const T *px = (const T *)x.data;
+  const long long nchunks = (n + chunk - 1) / chunk;
+  for (long long b = blockIdx.x; b < nchunks; b += gridDim.x) {
+    const long long end = (b + 1) * chunk < n ? (b + 1) * chunk : n;
+    long long c = 0;
+    for (long long i = b * chunk + threadIdx.x; i < end; i += blockDim.x) c += lt_cast<lt_acc_t<T>>(px[lt_offset<I>(x, (I)i)]) != 0;
+    c = lt_block_reduce(c, lt_op_sum(), 0ll);
+    if (threadIdx.x == 0) counts[b] = c;
+  }
+}
+
+template <typename T, typename I>
+LT_D void lt_nonzero_write_impl(lt_cu_tensor x, lt_cu_tensor shape, long long n, long long chunk,
+                                const long long *starts, long long *out) {
+  __shared__ long long lt_nz_rank[1024];
+  const T *px = (const T *)x.data;
+  const long long nchunks = (n + chunk - 1) / chunk;
+  const unsigned t = threadIdx.x;
+  for (long long b = blockIdx.x; b < nchunks; b += gridDim.x) {
+    const long long end = (b + 1) * chunk < n ? (b + 1) * chunk : n;
+    long long row = starts[b];
+    for (long long tile = b * chunk; tile < end; tile += blockDim.x) {
+      const long long i = tile + t;
+      const long long flag = i < end && lt_cast<lt_acc_t<T>>(px[lt_offset<I>(x, (I)i)]) != 0;
+      lt_nz_rank[t] = flag;
+      __syncthreads();
+      for (unsigned d = 1; d < blockDim.x; d <<= 1) {   /* inclusive prefix sum over the tile */
+        const long long v = t >= d ? lt_nz_rank[t - d] : 0;
+        __syncthreads();
+        lt_nz_rank[t] += v;
+        __syncthreads();
+      }
+      if (flag) {
+        long long *o = out + (row + lt_nz_rank[t] - 1) * shape.dims;
+        long long rest = i;
+        for (int d = shape.dims - 1; d >= 0; --d) {
+          o[d] = rest % shape.sizes[d] + 1;
+          rest /= shape.sizes[d];
+        }
+      }
+      row += lt_nz_rank[blockDim.x - 1];
+      __syncthreads();   /* the ranks are read before the next tile writes them */
+    }
+  }
+}
+
 #define LT_INDEX1(T, N, IDX)                                                                                    \
   extern "C" __global__ void lt_index_rows_##N##_##IDX(lt_cu_tensor dst, lt_cu_tensor src, long long nslices,  \
                                                        long long dstride, long long sstride,                   \
@@ -138,7 +194,18 @@ LT_D void lt_index_check_impl(lt_cu_tensor index, long long n, long long limit, 
                                                     lt_acc_t<T> value) {                                       \
     lt_scatter_impl<T, lt_##IDX>(dst, src, index, nslices, len, dstride, sstride, istride, mode, value);        \
   }                                                                                                             \
-  LT_EXPORT(lt_scatter_##N##_##IDX)
+  LT_EXPORT(lt_scatter_##N##_##IDX)                                                                             \
+  extern "C" __global__ void lt_nonzero_count_##N##_##IDX(lt_cu_tensor x, long long n, long long chunk,        \
+                                                          long long *counts) {                                 \
+    lt_nonzero_count_impl<T, lt_##IDX>(x, n, chunk, counts);                                                    \
+  }                                                                                                             \
+  LT_EXPORT(lt_nonzero_count_##N##_##IDX)                                                                       \
+  extern "C" __global__ void lt_nonzero_write_##N##_##IDX(lt_cu_tensor x, lt_cu_tensor shape, long long n,     \
+                                                          long long chunk, const long long *starts,            \
+                                                          long long *out) {                                    \
+    lt_nonzero_write_impl<T, lt_##IDX>(x, shape, n, chunk, starts, out);                                        \
+  }                                                                                                             \
+  LT_EXPORT(lt_nonzero_write_##N##_##IDX)
 
 #define LT_INDEX(T, N) LT_INDEX1(T, N, i32) LT_INDEX1(T, N, i64)
 

@@ -350,3 +350,8 @@ int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_
  * types, accumulated as the CPU kernel does (double for the floating types, wrapping int64 for the others); a
  * thread per slice (kernels: native/cuda/scan.cu). */
 int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, int prod);
+/* Torch7's nonzero: lt_cuops_nonzero_count gives the number of non-zero elements of x (read back); lt_cuops_nonzero
+ * writes their 1-based coordinates, in row-major order, into out (a contiguous Long tensor of that many rows and
+ * x's dimension count, 1 to 8, columns). Each counts per chunk on the device and reads the counts back. */
+int lt_cuops_nonzero_count(const lt_cuops *ops, void *stream, const lt_tensor *x, int64_t *count);
+int lt_cuops_nonzero(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x);

@@ -367,3 +367,92 @@ int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_te
   add_raw(&a, &iprod, "i");
   return launch(ops, stream, "scan", kernel, grid, &a);
 }
+
+/* ---------------------------------------------------------------- nonzero */
+
+/* x's elements in chunks of a multiple of the block (at most 65536 chunks); *counts (malloc'ed, nchunks) the
+ * number of non-zero elements of each, read back from lt_nonzero_count. */
+static int nonzero_counts(const lt_cuops *ops, void *stream, const lt_tensor *x, int64_t *chunk, int64_t *nchunks,
+                          int64_t **counts, const char **kind) {
+  lt_cu_tensor d;
+  int64_t off;
+  const int64_t n = lt_tensor_nelement(x), b = threads(ops);
+  if (lt_cuops_describe(x, &d, &off)) return -1;
+  *chunk = 16 * b;
+  if ((n + *chunk - 1) / *chunk > 65536) *chunk = ((n + 65535) / 65536 + b - 1) / b * b;
+  *nchunks = (n + *chunk - 1) / *chunk;
+  const unsigned grid = (unsigned)(*nchunks < block_cap(ops) ? *nchunks : block_cap(ops));
+  *kind = index_kind(ops, n, &off, 1, grid);
+  *counts = malloc((size_t)(*nchunks > 0 ? *nchunks : 1) * 8);
+  if (!*counts) return lt_fail("nonzero: out of host memory");
+  void *dev = NULL;
+  int rc = scratch(ops, stream, *nchunks * 8, &dev);
+  if (rc == 0) {
+    char kernel[64];
+    snprintf(kernel, sizeof kernel, "lt_nonzero_count_%s_%s", tname(x->type), *kind);
+    args_t a = {0};
+    add_tensor(&a, &d);
+    add_count(&a, n);
+    add_count(&a, *chunk);
+    add_raw(&a, &dev, "p");
+    rc = launch(ops, stream, "index", kernel, grid, &a);
+  }
+  if (rc == 0) rc = ops->to_host(ops->ctx, *counts, dev, *nchunks * 8, stream);
+  rc = scratch_free(ops, dev, rc);
+  if (rc) free(*counts), *counts = NULL;
+  return rc;
+}
+
+int lt_cuops_nonzero_count(const lt_cuops *ops, void *stream, const lt_tensor *x, int64_t *count) {
+  int64_t chunk, nchunks, *counts;
+  const char *kind;
+  *count = 0;
+  if (check_ops(ops, "nonzero")) return -1;
+  if (lt_tensor_nelement(x) == 0) return 0;
+  if (nonzero_counts(ops, stream, x, &chunk, &nchunks, &counts, &kind)) return -1;
+  for (int64_t b = 0; b < nchunks; b++) *count += counts[b];
+  free(counts);
+  return 0;
+}
+
+int lt_cuops_nonzero(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x) {
+  static const char fn[] = "nonzero";
+  if (check_ops(ops, fn)) return -1;
+  if (x->ndim < 1 || x->ndim > 8) return lt_fail("%s: 1 to 8 dimensions, not %d", fn, x->ndim);
+  int64_t chunk, nchunks, *counts, total = 0;
+  const char *kind;
+  if (lt_tensor_nelement(x) == 0) return 0;
+  if (nonzero_counts(ops, stream, x, &chunk, &nchunks, &counts, &kind)) return -1;
+  for (int64_t b = 0; b < nchunks; b++) {   /* the chunks' first rows */
+    const int64_t c = counts[b];
+    counts[b] = total, total += c;
+  }
+  if (lt_host_type(out->type) != LT_LONG || out->ndim != 2 || out->size[0] != total || out->size[1] != x->ndim ||
+      !lt_tensor_is_contiguous(out)) {
+    free(counts);
+    return lt_fail("%s: the result must be a contiguous Long tensor of %lld x %d", fn, (long long)total, x->ndim);
+  }
+  lt_cu_tensor d, shape;
+  memset(&shape, 0, sizeof shape);
+  for (int k = 0; k < x->ndim; k++) shape.sizes[k] = x->size[k], shape.strides[k] = 1;
+  shape.dims = x->ndim;
+  void *starts = NULL, *o = lt_tensor_data(out);
+  int rc = lt_cuops_describe(x, &d, NULL);
+  if (rc == 0 && total > 0) rc = scratch(ops, stream, nchunks * 8, &starts);
+  if (rc == 0 && total > 0) rc = ops->to_device(ops->ctx, starts, counts, nchunks * 8, stream);
+  free(counts);
+  if (rc == 0 && total > 0) {
+    const int64_t n = lt_tensor_nelement(x);
+    char kernel[64];
+    snprintf(kernel, sizeof kernel, "lt_nonzero_write_%s_%s", tname(x->type), kind);
+    args_t a = {0};
+    add_tensor(&a, &d);
+    add_tensor(&a, &shape);
+    add_count(&a, n);
+    add_count(&a, chunk);
+    add_raw(&a, &starts, "p");
+    add_raw(&a, &o, "p");
+    rc = launch(ops, stream, "index", kernel, (unsigned)(nchunks < block_cap(ops) ? nchunks : block_cap(ops)), &a);
+  }
+  return scratch_free(ops, starts, rc);
+}
