@@ -196,6 +196,12 @@ def expected_kernels(resolve=True):
             k["sort"]["lt_sort_tiles_%s_%s" % (t, idx)] = ",".join([T, Q, Q, Q, I, P, P])
             k["sort"]["lt_sort_write_%s_%s" % (t, idx)] = ",".join([T, Q, T, Q, P, P, Q, Q, Q, Q])
             k["sort"]["lt_sort_mode_%s_%s" % (t, idx)] = ",".join([T, T, P, P, Q, Q])
+            k["index"]["lt_index_rows_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, P, P, P, Q, I])
+            k["index"]["lt_index_fill_%s_%s" % (t, idx)] = ",".join([T, Q, Q, P, Q, a])
+            k["index"]["lt_gather_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5)
+            k["index"]["lt_scatter_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5 + [I, a])
+            k["index"]["lt_nonzero_count_%s_%s" % (t, idx)] = ",".join([T, Q, Q, P])
+            k["index"]["lt_nonzero_write_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, P, P])
         for t in TYPES[:-1]:  # compare.cu: every type but Half
             a = sc(t)
             k["compare"]["lt_cmp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I])
@@ -207,6 +213,13 @@ def expected_kernels(resolve=True):
             if t in ("Float", "Double"):
                 k["compare"]["lt_unop_%s_%s" % (t, idx)] = ",".join([T, T, Q, I])
                 k["compare"]["lt_lerp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, a])
+        k["index"]["lt_index_check_Long_%s" % idx] = ",".join([T, Q, Q, P])
+        for t in TYPES:
+            k["scan"]["lt_scan_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, I])
+        for t in ("Float", "Double"):
+            k["stats"]["lt_dim_stat_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
+            k["stats"]["lt_dim_stat1_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
+            k["stats"]["lt_renorm_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, D, D])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])

@@ -323,6 +323,16 @@ function M.dist(a, b, p)
    return norm(torch.add(a, -1, b), p or 2)
 end
 torch.dist = M.dist
+-- var, std, norm, dist, all and any call their first tensor's method (torch._throughMethods: cutorch's device
+-- versions)
+for _, name in ipairs {'var', 'std', 'norm', 'dist', 'all', 'any'} do
+   local fn = torch[name]
+   torch[name] = function(t, ...)
+      if isTensor(t) then return t[name](t, ...) end
+      return fn(t, ...)
+   end
+   torch._throughMethods[name] = true
+end
 
 -- max, min: x:max() -> number; x:max(dim) -> values, indices (LongTensor,
 -- 1-based); torch.max(values, indices, x, dim) fills them; with two tensors
@@ -419,6 +429,11 @@ function M.trace(self)
    return out[0]
 end
 torch.trace = M.trace
+torch.trace = function(t, ...)
+   if isTensor(t) then return t:trace(...) end
+   return M.trace(t, ...)
+end
+torch._throughMethods.trace = true
 
 -- ---------------------------------------------------------------- operators
 

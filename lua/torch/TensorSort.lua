@@ -114,6 +114,7 @@ end
 
 -- Scans: torch.cumsum([res,] x, [dim]); x:cumsum([dim]) returns a new
 -- tensor, res:cumsum(x, [dim]) writes res.
+torch._throughMethods = torch._throughMethods or {}
 local function scan(name, cfn)
    torch[name] = function(a, b, c)
       local r, x, dim
@@ -127,6 +128,12 @@ local function scan(name, cfn)
    end
    local f = torch[name]
    M[name] = function(self, ...) return f(self, ...) end
+   -- the functional form calls its first tensor's method (torch._throughMethods: cutorch's device versions)
+   torch[name] = function(a, ...)
+      if isTensor(a) then return a[name](a, ...) end
+      return f(a, ...)
+   end
+   torch._throughMethods[name] = true
 end
 
 scan('cumsum', C.lt_cumsum)

@@ -347,3 +347,42 @@ int lt_cuops_lerp(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_te
 /* tril (upper 0: the elements with j - i <= k) or triu (upper 1: j - i >= k) of the matrix x into out (x's shape and
  * type; may be x), the others 0; every type but Half. */
 int lt_cuops_tri(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t k, int upper);
+/* Torch7's index family along dimension dim (0-based), any of the 8 element types, any strides (kernels:
+ * native/cuda/index.cu). index is a 1-D host LongTensor of 1-based positions, checked here with the CPU kernels'
+ * messages. index_select: dst (already src's shape with #index along dim) = src's rows index. index_copy:
+ * t's rows index = src's rows (add 0: the last of repeated indices wins), or += them in order (add 1: indexAdd),
+ * through per-destination row lists built on the host (no atomics, deterministic); src's slices have as many
+ * elements as t's and must not overlap t. index_fill: t's rows index = value. */
+int lt_cuops_index_select(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src, int dim,
+                          const lt_tensor *index);
+int lt_cuops_index_copy(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
+                        const lt_tensor *src, int add);
+int lt_cuops_index_fill(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
+                        double value);
+/* gather: dst (already index's shape) = src at the 1-based positions index gives along dim. scatter: t at those
+ * positions = src (add 0), += src (add 1: scatterAdd), or = value (src NULL); repeated targets as the CPU kernel
+ * leaves them (the last wins; sums in order). index is a device LongTensor with the other tensors' sizes except
+ * along dim; a kernel checks its values and the verdict is read back (the call waits for the stream): *bad = 1,
+ * and nothing written, when one is out of range (the caller then reports it). */
+int lt_cuops_gather(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src, int dim,
+                    const lt_tensor *index, int *bad);
+int lt_cuops_scatter(const lt_cuops *ops, void *stream, lt_tensor *t, int dim, const lt_tensor *index,
+                     const lt_tensor *src, int add, double value, int *bad);
+/* Float and Double, accumulated in double (kernels: native/cuda/stats.cu). op "norm" (p: 0 counts non-zeros, inf
+ * is max |x|), "var" or "std" (biased: divided by n, else by n - 1; two passes). dim >= 0: along dimension dim
+ * into out (x's shape with 1 there); dim < 0: over all elements into *result (out unused). */
+int lt_cuops_stat(const lt_cuops *ops, void *stream, const char *op, lt_tensor *out, const lt_tensor *x, int dim,
+                  double p, int biased, double *result);
+/* Torch7's renorm: out = x with each sub-tensor along dim whose p-norm (p > 0) exceeds maxnorm scaled by
+ * maxnorm / (norm + 1e-7); out (x's shape) may be x. */
+int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, double p,
+                    double maxnorm);
+/* Torch7's cumsum (prod 0) and cumprod (prod 1) along dimension dim into out (x's shape; may be x), any of the 8
+ * types, accumulated as the CPU kernel does (double for the floating types, wrapping int64 for the others); a
+ * thread per slice (kernels: native/cuda/scan.cu). */
+int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, int prod);
+/* Torch7's nonzero: lt_cuops_nonzero_count gives the number of non-zero elements of x (read back); lt_cuops_nonzero
+ * writes their 1-based coordinates, in row-major order, into out (a contiguous Long tensor of that many rows and
+ * x's dimension count, 1 to 8, columns). Each counts per chunk on the device and reads the counts back. */
+int lt_cuops_nonzero_count(const lt_cuops *ops, void *stream, const lt_tensor *x, int64_t *count);
+int lt_cuops_nonzero(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x);

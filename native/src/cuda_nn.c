@@ -702,44 +702,6 @@ int lt_cuda_nn_lookup_forward(const lt_tensor *input, lt_tensor *weight, lt_tens
   return rc;
 }
 
-/* (row, position) pairs ordered by row, then position */
-static int by_row(const void *a, const void *b) {
-  const int64_t *x = a, *y = b;
-  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
-}
-
-/* The distinct rows (0-based, ascending, padding_value's left out unless keep_padding) and, per row, the positions
- * naming it: one host buffer rows[m] | first[m + 1] | positions[...], uploaded to *dev (scratch). */
-static int row_lists(const char *fn, const lt_cuops *ops, const int64_t *idx, int64_t n, int64_t padding, int keep_padding,
-                     void **dev, int64_t *m) {
-  int64_t (*pairs)[2] = malloc((size_t)(n > 0 ? n : 1) * sizeof *pairs);
-  int64_t *buf = malloc((size_t)(3 * n + 1) * sizeof *buf);
-  if (!pairs || !buf) {
-    free(pairs), free(buf);
-    return lt_fail("%s: out of host memory", fn);
-  }
-  int64_t k = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (keep_padding || idx[i] != padding) pairs[k][0] = idx[i] - 1, pairs[k][1] = i, k++;
-  qsort(pairs, (size_t)k, sizeof *pairs, by_row);
-  int64_t u = 0;
-  for (int64_t i = 0; i < k; i++) u += i == 0 || pairs[i][0] != pairs[i - 1][0];
-  int64_t *rows = buf, *first = buf + u, *positions = buf + 2 * u + 1;
-  for (int64_t i = 0, r = -1; i < k; i++) {
-    if (i == 0 || pairs[i][0] != pairs[i - 1][0]) rows[++r] = pairs[i][0], first[r] = i;
-    positions[i] = pairs[i][1];
-  }
-  first[u] = k;
-  free(pairs);
-  *m = u;
-  const int64_t bytes = (2 * u + 1 + k) * 8;
-  int rc = scratch(ops, NULL, bytes, dev);
-  if (rc == 0) rc = ops->to_device(ops->ctx, *dev, buf, bytes, NULL);
-  free(buf);
-  if (rc) rc = scratch_free(ops, *dev, rc), *dev = NULL;
-  return rc;
-}
-
 int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight, int scale_by_freq,
                           int64_t padding_value, double scale) {
   static const char fn[] = "LookupTable_accGradParameters";
@@ -759,7 +721,7 @@ int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tens
   }
   void *lists = NULL, *copy = NULL;
   const void *go = NULL;
-  int rc = row_lists(fn, ops, idx, n, padding_value, 0, &lists, &m);
+  int rc = row_lists(fn, ops, NULL, idx, n, padding_value, 0, &lists, &m);
   free(idx);
   if (rc == 0 && m > 0 && dim > 0) rc = contiguous_input(ops, NULL, gradOutput, &go, &copy);
   if (rc == 0 && m > 0 && dim > 0) {
@@ -791,7 +753,7 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
   int64_t *idx, n, m = 0;
   if (!ops || lookup_rows(fn, input, weight->size[0], &idx, &n)) return -1;
   void *lists = NULL;
-  int rc = row_lists(fn, ops, idx, n, 0, 1, &lists, &m);
+  int rc = row_lists(fn, ops, NULL, idx, n, 0, 1, &lists, &m);
   free(idx);
   if (rc == 0 && m > 0) {
     void *w = lt_tensor_data(weight);

@@ -6,6 +6,9 @@
 
 #include "lt_internal.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 enum { ACC_INT = 0, ACC_FLOAT = 1, ACC_DOUBLE = 2 };   /* the compute type lt_acc_t<T> of an element type */
 
 static inline int acc_kind(int host) { return host == LT_DOUBLE ? ACC_DOUBLE : host >= LT_FLOAT ? ACC_FLOAT : ACC_INT; }
@@ -160,6 +163,46 @@ static inline int check_contiguous_output(const char *fn, const lt_tensor *o, co
                    lt_shape_str(like, a, sizeof a), tname(o->type), lt_shape_str(o, b, sizeof b));
   if (!lt_tensor_is_contiguous(o)) return lt_fail("%s: %s must be contiguous", fn, what);
   return 0;
+}
+
+
+/* (row, position) pairs ordered by row, then position */
+static inline int by_row(const void *a, const void *b) {
+  const int64_t *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The distinct rows named by the 1-based idx (0-based, ascending, padding's left out unless keep_padding) and, per
+ * row, the positions naming it, in order: one host buffer rows[m] | first[m + 1] | positions[...], uploaded to *dev
+ * (scratch on stream). */
+static inline int row_lists(const char *fn, const lt_cuops *ops, void *stream, const int64_t *idx, int64_t n,
+                            int64_t padding, int keep_padding, void **dev, int64_t *m) {
+  int64_t (*pairs)[2] = malloc((size_t)(n > 0 ? n : 1) * sizeof *pairs);
+  int64_t *buf = malloc((size_t)(3 * n + 1) * sizeof *buf);
+  if (!pairs || !buf) {
+    free(pairs), free(buf);
+    return lt_fail("%s: out of host memory", fn);
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (keep_padding || idx[i] != padding) pairs[k][0] = idx[i] - 1, pairs[k][1] = i, k++;
+  qsort(pairs, (size_t)k, sizeof *pairs, by_row);
+  int64_t u = 0;
+  for (int64_t i = 0; i < k; i++) u += i == 0 || pairs[i][0] != pairs[i - 1][0];
+  int64_t *rows = buf, *first = buf + u, *positions = buf + 2 * u + 1;
+  for (int64_t i = 0, r = -1; i < k; i++) {
+    if (i == 0 || pairs[i][0] != pairs[i - 1][0]) rows[++r] = pairs[i][0], first[r] = i;
+    positions[i] = pairs[i][1];
+  }
+  first[u] = k;
+  free(pairs);
+  *m = u;
+  const int64_t bytes = (2 * u + 1 + k) * 8;
+  int rc = scratch(ops, stream, bytes, dev);
+  if (rc == 0) rc = ops->to_device(ops->ctx, *dev, buf, bytes, stream);
+  free(buf);
+  if (rc) rc = scratch_free(ops, *dev, rc), *dev = NULL;
+  return rc;
 }
 
 #endif /* LT_CUDA_OPS_INTERNAL_H */

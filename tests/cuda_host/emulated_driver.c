@@ -66,7 +66,7 @@ typedef int (*simt_launch_fn)(const char *, const char *, unsigned, unsigned, un
 typedef int (*simt_count_fn)(void);
 typedef const char *(*simt_info_fn)(int, int);
 
-static struct { void *handle; simt_launch_fn launch; simt_count_fn count; simt_info_fn info; } libs[32];
+static struct { void *handle; simt_launch_fn launch; simt_count_fn count; simt_info_fn info; } libs[64];
 static int nlibs = -1;
 
 static void load_kernels(void) {
@@ -75,7 +75,12 @@ static void load_kernels(void) {
   const char *list = getenv("LT_EMULATED_CUDA_KERNELS");
   char buf[8192];
   snprintf(buf, sizeof buf, "%s", list ? list : "");
-  for (char *save = NULL, *p = strtok_r(buf, ":", &save); p && nlibs < (int)(sizeof libs / sizeof libs[0]); p = strtok_r(NULL, ":", &save)) {
+  for (char *save = NULL, *p = strtok_r(buf, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+    if (nlibs == (int)(sizeof libs / sizeof libs[0])) {
+      fprintf(stderr, "emulated driver: more than %d kernel libraries in LT_EMULATED_CUDA_KERNELS; %s and later ones left out\n",
+              nlibs, p);
+      break;
+    }
     void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       fprintf(stderr, "emulated driver: %s\n", dlerror());
