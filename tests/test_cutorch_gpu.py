@@ -567,6 +567,12 @@ CONVOLUTIONS = {
     "full 1x1 without bias": ("nn.SpatialFullConvolution(3, 5, 1, 1):noBias()", (2, 3, 4, 4)),
     "cudnn full, a noncontiguous input": ("cudnn.SpatialFullConvolution(3, 4, 3, 3, 2, 2, 1, 1)",
                                           "transposed (2, 3, 5, 4)"),
+    "map, random table": ("nn.SpatialConvolutionMap(nn.tables.random(4, 5, 2), 3, 2, 1, 2)", (2, 4, 7, 6)),
+    "map, one to one, one image": ("nn.SpatialConvolutionMap(nn.tables.oneToOne(3), 2, 2, 2, 1)", (3, 6, 5)),
+    "map, a pair connected twice": ("nn.SpatialConvolutionMap(torch.Tensor{{1, 1}, {2, 1}, {1, 1}, {2, 2}}, 3, 3)",
+                                    (2, 2, 5, 5)),
+    "full map, random table": ("nn.SpatialFullConvolutionMap(nn.tables.random(3, 4, 2), 3, 3, 2, 2)", (2, 3, 4, 5)),
+    "full map, full table, one image": ("nn.SpatialFullConvolutionMap(nn.tables.full(2, 3), 2, 3)", (2, 4, 3)),
 }
 
 
