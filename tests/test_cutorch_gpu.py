@@ -574,6 +574,12 @@ CONVOLUTIONS = {
     "temporal rows": ("nn.TemporalRowConvolution(4, 3)", (2, 7, 4)),
     "temporal rows, stride 2, features first": ("nn.TemporalRowConvolution(3, 2, 2, true)", (2, 3, 8)),
     "temporal rows, one sequence, no bias": ("nn.TemporalRowConvolution(5, 4, 3):noBias()", (11, 5)),
+    "map, random table": ("nn.SpatialConvolutionMap(nn.tables.random(4, 5, 2), 3, 2, 1, 2)", (2, 4, 7, 6)),
+    "map, one to one, one image": ("nn.SpatialConvolutionMap(nn.tables.oneToOne(3), 2, 2, 2, 1)", (3, 6, 5)),
+    "map, a pair connected twice": ("nn.SpatialConvolutionMap(torch.Tensor{{1, 1}, {2, 1}, {1, 1}, {2, 2}}, 3, 3)",
+                                    (2, 2, 5, 5)),
+    "full map, random table": ("nn.SpatialFullConvolutionMap(nn.tables.random(3, 4, 2), 3, 3, 2, 2)", (2, 3, 4, 5)),
+    "full map, full table, one image": ("nn.SpatialFullConvolutionMap(nn.tables.full(2, 3), 2, 3)", (2, 4, 3)),
 }
 
 

@@ -891,6 +891,56 @@ do
    end)
 end
 
+-- ---------------------------------------------------------------- convolutions through a connection table
+
+-- nn.SpatialConvolutionMap and nn.SpatialFullConvolutionMap (the LeNet-era layers of Torch7's tutorials): the
+-- dense (full) convolution whose weight holds each connection's kernel at its pair of planes and zeros elsewhere,
+-- run by the GPU versions above; the kernels' gradients are read back out of the dense gradient at the same
+-- places. Kernels repeated for one pair of planes add up, as in the map. The rows of the flattened dense weight
+-- the connections take are worked out on the host once per connection table.
+local function mapDense(self, full)
+   local nIn, nOut = self.nInputPlane, self.nOutputPlane
+   local d = self._dense
+   if not d or torch.type(d.weight) ~= torch.type(self.weight) or d.connTable ~= self.connTable then
+      local rng = torch.getRNGState()   -- the dense module's reset must not move the program's random stream
+      d = (full and nn.SpatialFullConvolution or nn.SpatialConvolution)(nIn, nOut, self.kW, self.kH, self.dW, self.dH)
+      torch.setRNGState(rng)
+      d:type(torch.type(self.weight))
+      local conn = self.connTable:long()
+      local rows = torch.LongTensor(conn:size(1))
+      for k = 1, conn:size(1) do
+         local i, o = conn[k][1], conn[k][2]
+         rows[k] = full and (i - 1) * nOut + o or (o - 1) * nIn + i   -- weight nOut x nIn (full: nIn x nOut)
+      end
+      d.connTable, d.rows = self.connTable, rows:cudaLong()
+      self._dense = d
+   end
+   local k2 = self.kH * self.kW
+   d.weight:zero():view(nIn * nOut, k2):indexAdd(1, d.rows, self.weight:contiguous():view(-1, k2))
+   d.bias:copy(self.bias)
+   return d
+end
+for class, full in pairs {[nn.SpatialConvolutionMap] = false, [nn.SpatialFullConvolutionMap] = true} do
+   onDevice(class, 'updateOutput', function(self, input)
+      self.output = mapDense(self, full):updateOutput(input)
+      return self.output
+   end)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+      if not self.gradInput then return end
+      self.gradInput = mapDense(self, full):updateGradInput(input, gradOutput)
+      return self.gradInput
+   end)
+   onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+      local d = mapDense(self, full)
+      d.gradWeight:zero()
+      d.gradBias:zero()
+      d:accGradParameters(input, gradOutput, scale)
+      local k2 = self.kH * self.kW
+      self.gradWeight:view(-1, k2):add(d.gradWeight:view(-1, k2):index(1, d.rows))
+      self.gradBias:add(d.gradBias)
+   end)
+end
+
 -- ---------------------------------------------------------------- through cuDNN
 
 -- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
