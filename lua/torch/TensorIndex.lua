@@ -245,6 +245,17 @@ for _, fname in ipairs {'index', 'indexCopy', 'indexAdd', 'indexFill', 'gather',
    end
 end
 
+-- The mask methods' functional forms call their first tensor's method (the result of torch.maskedSelect(res, x,
+-- mask), else the tensor), so that cutorch's device versions take GPU tensors (torch._throughMethods).
+torch._throughMethods = torch._throughMethods or {}
+for _, fname in ipairs {'maskedSelect', 'maskedFill', 'maskedCopy'} do
+   torch[fname] = function(t, ...)
+      checkTensor(t, fname, 'tensor', 2)
+      return t[fname](t, ...)
+   end
+   torch._throughMethods[fname] = true
+end
+
 -- ---------------------------------------------------------------- t[...]
 
 -- Narrow/select `view` (an alias we own) following the entries of key k.
