@@ -166,12 +166,14 @@ def expected_kernels(resolve=True):
     else:
         sc = lambda t: "A"  # noqa: E731
     k = {m: {} for m in MODULES if not m.startswith("simt_")}
+    k["masked"]["lt_mask_scan"] = ",".join([P, Q, P, P])
     for idx in ("i32", "i64"):
         for d in TYPES:
             for s in TYPES:
                 k["copy"]["lt_copy_%s_%s_%s" % (d, s, idx)] = ",".join([T, T, Q])
             k["fill"]["lt_fill_%s_%s" % (d, idx)] = ",".join([T, Q, sc(d)])
             k["dropout"]["lt_random_%s_%s" % (d, idx)] = ",".join([T, Q, I, D, D, U, U])
+        k["masked"]["lt_mask_count_%s" % idx] = ",".join([T, Q, Q, P, P])
         for t in TYPES:
             a = sc(t)
             ops = {"adds": [T, T, Q, a], "muls": [T, T, Q, a], "clamp": [T, T, Q, a, a],
@@ -204,6 +206,8 @@ def expected_kernels(resolve=True):
             k["compare"]["lt_binops_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
             k["compare"]["lt_masked_fill_%s_%s" % (t, idx)] = ",".join([T, T, Q, a])
             k["compare"]["lt_tri_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, I])
+            k["masked"]["lt_masked_select_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, Q, P, Q])
+            k["masked"]["lt_masked_copy_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, Q, P, Q])
             if t in ("Float", "Double"):
                 k["compare"]["lt_unop_%s_%s" % (t, idx)] = ",".join([T, T, Q, I])
                 k["compare"]["lt_lerp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, a])

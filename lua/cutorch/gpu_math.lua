@@ -391,7 +391,7 @@ return function(cutorch, deviceTensor)
    -- these helpers that adds its methods to D).
    local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
               FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch}
-   for _, family in ipairs {'compare', 'sort'} do require('cutorch.gpu_' .. family)(D, H) end
+   for _, family in ipairs {'compare', 'sort', 'masked'} do require('cutorch.gpu_' .. family)(D, H) end
 
    return D
 end

@@ -347,3 +347,15 @@ int lt_cuops_lerp(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_te
 /* tril (upper 0: the elements with j - i <= k) or triu (upper 1: j - i >= k) of the matrix x into out (x's shape and
  * type; may be x), the others 0; every type but Half. */
 int lt_cuops_tri(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t k, int upper);
+/* maskedSelect and maskedCopy (native/cuda/masked.cu), every type but Half; the mask a Byte tensor with as many
+ * elements as x (out for maskedCopy), any shapes and strides, paired in row-major order; a mask element is set when
+ * it is not 0. lt_cuops_mask_count: *ones = the set elements, *above = the elements above 1 (Torch7 refuses such
+ * masks); it reads the two counts back (synchronous). lt_cuops_masked_select: out (x's type, sized by the caller to
+ * the mask's count) = x's elements where the mask is set, in row-major order. lt_cuops_masked_copy: out's set
+ * elements, in row-major order, = src's first elements (src holds at least the mask's count: the caller checks;
+ * elements past src's end are never read). Both count the mask again on the device (no read back). */
+int lt_cuops_mask_count(const lt_cuops *ops, void *stream, const lt_tensor *mask, int64_t *ones, int64_t *above);
+int lt_cuops_masked_select(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x,
+                           const lt_tensor *mask);
+int lt_cuops_masked_copy(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask,
+                         const lt_tensor *src);
