@@ -1,7 +1,8 @@
 -- cutorch's maskedSelect and maskedCopy on the device (native/cuda/masked.cu through native/src/cuda_ops_masked.c):
--- a compaction over the Byte mask. Each returns true and the method's results when it ran on the device, or false
--- for a form it does not take (the call then runs staged, which also gives Torch7's errors: masks of another type
--- or element count, mask values above 1, a source too small).
+-- a compaction over the Byte mask; and the random fills beyond uniform, normal and bernoulli (random, exponential,
+-- cauchy, logNormal, geometric: dropout.cu's lt_random). Each returns true and the method's results when it ran on
+-- the device, or false for a form it does not take (the call then runs staged, which also gives Torch7's errors:
+-- masks of another type or element count, mask values above 1, a source too small, bad parameters).
 local ffi = require 'ffi'
 local C = torch.C
 local check = torch._check
@@ -88,5 +89,35 @@ return function(D, H)
       if sameStorage(mask, self) then mask = M.clone(mask) end
       check(C.lt_cuops_masked_copy(opsOf(self), nil, self._c, mask._c, src._c), 3)
       return true, self
+   end
+
+   -- ------------------------------------------------------------ random fills on cutorch's Philox stream
+
+   local isNum, randomFill = H.isNum, H.randomFill
+   local function number(v) return isNum(v) and v == v end
+   D.exponential = randomFill(3, nil, 0, function(lambda) return number(lambda) end)
+   D.cauchy = randomFill(4, 0, 1)
+   D.logNormal = randomFill(5, 1, 2, function(_, std) return number(std) and std > 0 end)
+   D.geometric = randomFill(6, nil, 0, function(p) return number(p) and p > 0 and p < 1 end)
+
+   -- random(): [0, top] with the CPU's top per type (one 32-bit draw: Long and Double get [0, 2^32 - 1]);
+   -- random(b): [1, b]; random(a, b): [a, b]; the bounds truncated to integers as the CPU's int64 arguments
+   local TOP = {[C.LT_CUDA_BYTE] = 255, [C.LT_CUDA_CHAR] = 127, [C.LT_CUDA_SHORT] = 32767,
+                [C.LT_CUDA_INT] = 2 ^ 31 - 1, [C.LT_CUDA_LONG] = 2 ^ 32 - 1, [C.LT_CUDA_FLOAT] = 2 ^ 24,
+                [C.LT_CUDA_DOUBLE] = 2 ^ 32 - 1}
+   local integers = randomFill(7)
+   local function trunc(v) return v < 0 and math.ceil(v) or math.floor(v) end
+   D.random = function(self, a, b, extra)
+      if extra ~= nil or not live(self) or not TOP[self._c.type] then return false end
+      if a == nil then
+         a, b = 0, TOP[self._c.type]
+      elseif b == nil then
+         if not (number(a) and a > 0) then return false end
+         a, b = 1, a
+      end
+      if not (number(a) and number(b)) or b < a or math.abs(a) >= 2 ^ 63 or math.abs(b) >= 2 ^ 63 then
+         return false
+      end
+      return integers(self, trunc(a), trunc(b))
    end
 end

@@ -365,14 +365,15 @@ return function(cutorch, deviceTensor)
    end
 
    -- uniform([a, b]), normal([mean, std]), bernoulli([p]) with numbers: the Philox stream of cutorch.manualSeed
-   -- (nn.Dropout's), two draws per element, any type and layout (a Generator or a tensor of probabilities: staged)
+   -- (nn.Dropout's), two draws per element, any type and layout (a Generator or a tensor of probabilities: staged).
+   -- check2(a, b) may raise the CPU's error, or return false to run the call staged.
    local function randomFill(kind, da, db, check2)
       return function(self, a, b, extra)
          if not live(self) or extra ~= nil or (a ~= nil and not isNum(a)) or (b ~= nil and not isNum(b)) then
             return false
          end
          a, b = a == nil and da or a, b == nil and db or b
-         if check2 then check2(a, b) end
+         if check2 and check2(a, b) == false then return false end
          local n = M.nElement(self)
          local seed, offset = cutorch._philoxDraws(2 * n)
          check(C.lt_cuops_random(opsOf(self), nil, self._c, kind, a, b, seed, offset), 3)
@@ -390,7 +391,8 @@ return function(cutorch, deviceTensor)
    -- The other families of device methods, one file each (lua/cutorch/gpu_<family>.lua: a function of D and
    -- these helpers that adds its methods to D).
    local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
-              FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch}
+              FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch,
+              randomFill = randomFill}
    for _, family in ipairs {'compare', 'sort', 'masked'} do require('cutorch.gpu_' .. family)(D, H) end
 
    return D

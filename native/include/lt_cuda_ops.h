@@ -144,7 +144,9 @@ int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt
                                    const lt_tensor *grad_output, const lt_tensor *ref, double a, double b);
 /* cutorch's uniform (kind 0: [a, b)), normal (1: mean a, std b) and bernoulli (2: probability a) fills of out, any
  * type and layout, from the Philox stream (seed) at draw number offset, two draws per element (the caller
- * reserves 2 * nElement). */
+ * reserves 2 * nElement). Also exponential (3: rate a), cauchy (4: median a, sigma b), logNormal (5: mean a, std b
+ * of the log), geometric (6: Torch7's, P(x > k) = a^k) and integers in [a, b] (7: a <= b integers; the first draw
+ * modulo b - a + 1, plus a). The caller checks the parameters. */
 int lt_cuops_random(const lt_cuops *ops, void *stream, lt_tensor *out, int kind, double a, double b, uint64_t seed,
                     uint64_t offset);
 /* nn's elementwise criterions (lt_nn_criterion.h's LT_CRIT_* kinds; native/cuda/nn_criterion.cu): *loss = the
