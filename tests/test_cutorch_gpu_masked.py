@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytorch_bridge import LuaError
-from test_cutorch_gpu import LAYOUTS, fallbacks, gpu, to_device, to_host, view_of  # noqa: F401 (gpu: a fixture)
+from test_cutorch_gpu import LAYOUTS, fallbacks, gpu, to_device, to_host, two_gpus, view_of  # noqa: F401 (fixtures)
 
 # Cuda type -> (numpy type of its values, Cuda type its test values are made in)
 TYPES = {"Cuda": (np.float32, "Cuda"), "CudaDouble": (np.float64, "CudaDouble"), "CudaLong": (np.int64, "CudaLong"),
@@ -229,6 +229,31 @@ def test_masked_select_and_copy_with_other_launch_geometries(gpu, rng, threads, 
        assert(ok, a)
        return {a, b}
     end""")(to_device(rt, x, "CudaDouble"), byte_mask(rt, m), to_device(rt, src, "CudaDouble"), threads, blocks)
+    np.testing.assert_array_equal(to_host(rt, got[1]), x[m])
+    want = x.copy()
+    want[m] = src[:m.sum()]
+    np.testing.assert_array_equal(to_host(rt, got[2]), want)
+    assert fallbacks(rt) == {}
+
+
+
+def test_masked_select_and_copy_on_the_second_gpu(two_gpus, rng):
+    """Tensors and masks on GPU 2, with GPU 2 current: the compaction runs there (the new result too); a host mask
+    is copied there."""
+    rt = two_gpus
+    x = rng.standard_normal((9, 40))
+    m = rng.random(x.shape) < 0.5
+    src = rng.standard_normal(x.size)
+    got = rt.eval("""function(x, m, hm, s)
+       cutorch.setDevice(2)
+       x, m, s = x:clone(), m:clone(), s:clone()
+       local r = x:maskedSelect(m)
+       local c = x:clone():maskedCopy(hm, s)
+       local devices = {x:getDevice(), m:getDevice(), r:getDevice(), c:getDevice()}
+       cutorch.setDevice(1)
+       return {r, c, devices}
+    end""")(to_device(rt, x, "CudaDouble"), byte_mask(rt, m), host_mask(rt, m), to_device(rt, src, "CudaDouble"))
+    assert list(got[3].values()) == [2, 2, 2, 2]
     np.testing.assert_array_equal(to_host(rt, got[1]), x[m])
     want = x.copy()
     want[m] = src[:m.sum()]
