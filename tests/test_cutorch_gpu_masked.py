@@ -1,11 +1,13 @@
 """cutorch's maskedSelect and maskedCopy on the device (lua/cutorch/gpu_masked.lua, native/src/cuda_ops_masked.c,
-native/cuda/masked.cu): a compaction over the Byte mask (per-block counts, a one-block scan, a scatter).
+native/cuda/masked.cu): a compaction over the Byte mask (per-block counts, a one-block scan, a scatter); and the
+random fills random, exponential, cauchy, logNormal and geometric (native/cuda/dropout.cu's lt_random).
 
 Like tests/test_cutorch_gpu.py these need the GPU backend and skip without it; in CI
 test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory runs this file on the emulated driver (2
-multiprocessors: 16 blocks of 256 threads, so the 10,000-element cases take several blocks of several tiles each). Oracles: numpy's
-boolean indexing on the same values (row-major, as Torch7's), and the CPU methods for shapes and errors; every call
-that should run on the device must (cutorch.hostFallbacks() stays empty)."""
+multiprocessors: 16 blocks of 256 threads, so the 10,000-element cases take several blocks of several tiles
+each). Oracles: numpy's boolean indexing on the same values (row-major, as Torch7's), the CPU methods for shapes
+and errors, and the distributions' moments and quantiles; every call that should run on the device must
+(cutorch.hostFallbacks() stays empty)."""
 import numpy as np
 import pytest
 
@@ -100,8 +102,9 @@ def test_masked_select_across_blocks_and_tiles(gpu, rng, density):
 
 
 def test_masked_select_edge_cases(gpu, rng):
-    """Empty tensors, results sharing storage with the source or the mask (the CPU's take through a copy), and what
-    runs staged with Torch7's errors: masks with values above 1, of another element count or of another type."""
+    """Empty tensors, results sharing storage with the source or the mask (the CPU's take through a copy),
+    torch.maskedFill, and what runs staged with Torch7's errors: masks with values above 1, of another element count
+    or type."""
     rt = gpu
     x = rng.standard_normal((5, 6)).astype(np.float32)
     m = rng.random((5, 6)) < 0.5
@@ -111,11 +114,13 @@ def test_masked_select_edge_cases(gpu, rng):
        a:maskedSelect(a, m)                      -- the result is the source
        local mm = m:clone()
        mm:maskedSelect(mm, mm)                   -- the mask selects itself
-       return {e:nElement(), e:dim(), torch.FloatTensor():maskedSelect(torch.ByteTensor()):dim(), a, mm}
+       local f = torch.maskedFill(t:clone(), m, 3)   -- the functional form of compare's maskedFill, on the device too
+       return {e:nElement(), e:dim(), torch.FloatTensor():maskedSelect(torch.ByteTensor()):dim(), a, mm, f}
     end""")(to_device(rt, x, "Cuda"), byte_mask(rt, m))
     assert got[1] == 0 and got[2] == got[3]
     np.testing.assert_array_equal(to_host(rt, got[4]), x[m])
     np.testing.assert_array_equal(to_host(rt, got[5]), np.ones(m.sum(), np.uint8))
+    np.testing.assert_array_equal(to_host(rt, got[6]), np.where(m, 3, x))
     assert fallbacks(rt) == {}
     bad = np.where(m, 2, 0)
     with pytest.raises(LuaError, match="Mask tensor can take 0 and 1 values only"):
