@@ -166,12 +166,14 @@ def expected_kernels(resolve=True):
     else:
         sc = lambda t: "A"  # noqa: E731
     k = {m: {} for m in MODULES if not m.startswith("simt_")}
+    k["masked"]["lt_mask_scan"] = ",".join([P, Q, P, P])
     for idx in ("i32", "i64"):
         for d in TYPES:
             for s in TYPES:
                 k["copy"]["lt_copy_%s_%s_%s" % (d, s, idx)] = ",".join([T, T, Q])
             k["fill"]["lt_fill_%s_%s" % (d, idx)] = ",".join([T, Q, sc(d)])
             k["dropout"]["lt_random_%s_%s" % (d, idx)] = ",".join([T, Q, I, D, D, U, U])
+        k["masked"]["lt_mask_count_%s" % idx] = ",".join([T, Q, Q, P, P])
         for t in TYPES:
             a = sc(t)
             ops = {"adds": [T, T, Q, a], "muls": [T, T, Q, a], "clamp": [T, T, Q, a, a],
@@ -210,6 +212,8 @@ def expected_kernels(resolve=True):
             k["compare"]["lt_binops_%s_%s" % (t, idx)] = ",".join([T, T, Q, a, I])
             k["compare"]["lt_masked_fill_%s_%s" % (t, idx)] = ",".join([T, T, Q, a])
             k["compare"]["lt_tri_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, I])
+            k["masked"]["lt_masked_select_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, Q, P, Q])
+            k["masked"]["lt_masked_copy_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, Q, P, Q])
             if t in ("Float", "Double"):
                 k["compare"]["lt_unop_%s_%s" % (t, idx)] = ",".join([T, T, Q, I])
                 k["compare"]["lt_lerp_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, a])
@@ -1243,3 +1247,51 @@ def test_dropout_mask_statistics(simt, rng, p):
     assert near(both, q * q, n - 1), both
     both4 = (kept[:-4] & kept[4:]).mean()
     assert near(both4, q * q, n - 4), both4
+
+
+# ----------------------------------------------------------------------------- masked.cu
+@pytest.mark.parametrize("t", ["Byte", "Char", "Long", "Float", "Double"])
+def test_masked_compaction_by_hand(simt, rng, t):
+    """masked.cu's three launches as the host makes them (the chunk a multiple of the block), both index kinds, a
+    transposed source and mask, then one launch under schedule jitter: the per-chunk counts and counts above 1,
+    the scan of more counts than threads (several tiles of the block), the scatter of maskedSelect (nothing past
+    limit written) and maskedCopy (nothing past limit read; the unset elements kept)."""
+    lib = simt.get("masked")
+    x = random_values(rng, t, (37, 29)).T
+    m = (rng.random((29, 37)) < 0.45).astype(np.uint8)
+    m[0, :5] = 2   # set too, and counted above 1
+    n, block, grid, chunk = x.size, 64, 4, 320
+    order = m.ravel() != 0
+    for idx, jitter in (("i32", 0), ("i64", 0), ("i32", 3000)):
+        lib.dll.simt_set_jitter(jitter)
+        try:
+            counts, big, totals = np.full(grid, -1, np.int64), np.full(grid, -1, np.int64), np.zeros(2, np.int64)
+            lib.launch("lt_mask_count_" + idx, grid, block, tinfo(m), ctypes.c_int64(n), ctypes.c_int64(chunk),
+                       ptr(counts), ptr(big))
+            pieces = [m.ravel()[b * chunk:(b + 1) * chunk] for b in range(grid)]
+            assert_exact(counts, [(p != 0).sum() for p in pieces], "counts " + idx)
+            assert_exact(big, [(p > 1).sum() for p in pieces], "above 1 " + idx)
+            lib.launch("lt_mask_scan", 1, block, ptr(counts), ctypes.c_int64(grid), ptr(big), ptr(totals))
+            k = int(order.sum())
+            assert_exact(counts, np.cumsum([0] + [(p != 0).sum() for p in pieces[:-1]]), "offsets " + idx)
+            assert_exact(totals, [k, 5], "totals " + idx)
+            out = np.full(k + 3, 99, x.dtype)
+            lib.launch("lt_masked_select_%s_%s" % (t, idx), grid, block, tinfo(out), tinfo(x), tinfo(m),
+                       ctypes.c_int64(n), ctypes.c_int64(chunk), ptr(counts), ctypes.c_int64(k - 2))
+            assert_exact(out, np.concatenate([x[order.reshape(x.shape)][:k - 2], np.full(5, 99, x.dtype)]),
+                         "select " + idx)
+            dst = np.array(x.T).T                       # a transposed destination
+            src = random_values(rng, t, (k,))
+            lib.launch("lt_masked_copy_%s_%s" % (t, idx), grid, block, tinfo(dst), tinfo(src), tinfo(m),
+                       ctypes.c_int64(n), ctypes.c_int64(chunk), ptr(counts), ctypes.c_int64(k - 1))
+            want = np.array(x, order="C")
+            want.reshape(-1)[np.flatnonzero(order)[:k - 1]] = src[:k - 1]
+            assert_exact(dst, want, "copy " + idx)
+        finally:
+            lib.dll.simt_set_jitter(0)
+    many = rng.integers(0, 50, 200).astype(np.int64)
+    zeros, totals = np.zeros(200, np.int64), np.zeros(2, np.int64)
+    scanned = many.copy()
+    lib.launch("lt_mask_scan", 1, 64, ptr(scanned), ctypes.c_int64(200), ptr(zeros), ptr(totals))
+    assert_exact(scanned, np.cumsum(many) - many, "scan in tiles")
+    assert_exact(totals, [many.sum(), 0], "scan totals")

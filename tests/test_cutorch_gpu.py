@@ -313,6 +313,27 @@ def test_cat_and_repeat_tensor_copy_on_the_device(gpu, rng):
     assert fallbacks(rt) == {}
 
 
+def test_diag_and_equal_on_the_device(gpu, rng):
+    rt = gpu
+    x, v = rng.standard_normal((4, 6)), rng.standard_normal(5)
+    dx, dv = to_device(rt, x, "CudaDouble"), to_device(rt, v, "CudaDouble")
+    for code, want in [("x:diag()", np.diag(x)), ("x:diag(2)", np.diag(x, 2)), ("x:diag(-3)", np.diag(x, -3)),
+                       ("x:t():diag(1)", np.diag(x.T, 1)), ("torch.diag(x, 1)", np.diag(x, 1)),
+                       ("v:diag()", np.diag(v)), ("v:diag(2)", np.diag(v, 2)), ("v:diag(-1)", np.diag(v, -1)),
+                       ("torch.CudaDoubleTensor(3, 3):fill(7):diag(v, 1)", np.diag(v, 1)),
+                       ("torch.CudaDoubleTensor(9):diag(x)", np.diag(x))]:
+        r = rt.eval("function(x, v) return %s end" % code)(dx, dv)
+        assert on_device(rt, r), code
+        np.testing.assert_array_equal(to_host(rt, r), want, err_msg=code)
+    y = x.copy()
+    y[2, 3] = np.nan
+    dy = to_device(rt, y, "CudaDouble")
+    eq = rt.eval("""function(x, y) return {x:equal(x:clone()), x:equal(y), y:equal(y:clone()), x:equal(x:t()),
+                                         x:equal(x:float():cuda()), torch.equal(x, x:clone())} end""")(dx, dy)
+    assert list(eq.values()) == [True, False, False, False, False, True]
+    assert fallbacks(rt) == {}
+
+
 def test_operators_make_device_results(gpu, rng):
     rt = gpu
     x, y = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)

@@ -329,6 +329,49 @@ return function(cutorch, deviceTensor)
       return true, result[0]
    end
 
+   -- equal: same type and size, and every element equal (a NaN is not), through the device's eq and all
+   D.equal = function(self, other, extra)
+      if extra ~= nil or not live(self) or not isT(other) then return false end
+      if self._c.type ~= other._c.type or not M.isSameSizeAs(self, other) then return true, false end
+      if not live(other) or other._c.storage.device ~= self._c.storage.device then return false end
+      return true, self:eq(other):all()
+   end
+
+   -- diag([k]) and r:diag(x, [k]): a matrix's k-th diagonal copied out of a strided view of it, or a vector laid
+   -- along the k-th diagonal of a zeroed square matrix (copies on the device)
+   D.diag = function(self, a, b, extra)
+      local r, x, k
+      if isT(a) then r, x, k = self, a, b else x, k = self, a end
+      if extra ~= nil or (k ~= nil and not isNum(k)) or not live(x) then return false end
+      k = k or 0
+      if k ~= math.floor(k) then return false end
+      if r and (not deviceTensor(r) or r._c.type ~= x._c.type or (r._c.storage ~= nil and r._c.storage == x._c.storage)) then
+         return false
+      end
+      local function strided(base, offset, n, stride)
+         return base.new():set(base:storage(), base:storageOffset() + offset, torch.LongStorage{n},
+                               torch.LongStorage{stride})
+      end
+      if x._c.ndim == 2 then
+         local n = k >= 0 and math.min(x:size(1), x:size(2) - k) or math.min(x:size(1) + k, x:size(2))
+         if n <= 0 then return false end
+         local view = strided(x, k >= 0 and k * x:stride(2) or -k * x:stride(1), n, x:stride(1) + x:stride(2))
+         r = r or x.new()
+         M.resize(r, n)
+         M.copy(r, view)
+         return true, r
+      elseif x._c.ndim == 1 then
+         local n = x:size(1) + math.abs(k)
+         r = r or x.new()
+         M.resize(r, n, n)
+         if not M.isContiguous(r) then return false end
+         M.zero(r)
+         M.copy(strided(r, k >= 0 and k or -k * n, x:size(1), n + 1), x)
+         return true, r
+      end
+      return false
+   end
+
    -- totable: the values of a host copy in the host type
    D.totable = function(self)
       if not live(self) then return false end
@@ -365,14 +408,15 @@ return function(cutorch, deviceTensor)
    end
 
    -- uniform([a, b]), normal([mean, std]), bernoulli([p]) with numbers: the Philox stream of cutorch.manualSeed
-   -- (nn.Dropout's), two draws per element, any type and layout (a Generator or a tensor of probabilities: staged)
+   -- (nn.Dropout's), two draws per element, any type and layout (a Generator or a tensor of probabilities: staged).
+   -- check2(a, b) may raise the CPU's error, or return false to run the call staged.
    local function randomFill(kind, da, db, check2)
       return function(self, a, b, extra)
          if not live(self) or extra ~= nil or (a ~= nil and not isNum(a)) or (b ~= nil and not isNum(b)) then
             return false
          end
          a, b = a == nil and da or a, b == nil and db or b
-         if check2 then check2(a, b) end
+         if check2 and check2(a, b) == false then return false end
          local n = M.nElement(self)
          local seed, offset = cutorch._philoxDraws(2 * n)
          check(C.lt_cuops_random(opsOf(self), nil, self._c, kind, a, b, seed, offset), 3)
@@ -390,8 +434,9 @@ return function(cutorch, deviceTensor)
    -- The other families of device methods, one file each (lua/cutorch/gpu_<family>.lua: a function of D and
    -- these helpers that adds its methods to D).
    local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
-              FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch}
-   for _, family in ipairs {'compare', 'sort', 'index'} do require('cutorch.gpu_' .. family)(D, H) end
+              FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch,
+              randomFill = randomFill}
+   for _, family in ipairs {'compare', 'sort', 'index', 'masked'} do require('cutorch.gpu_' .. family)(D, H) end
 
    return D
 end

@@ -246,14 +246,9 @@ for _, fname in ipairs {'index', 'indexCopy', 'indexAdd', 'indexFill', 'gather',
 end
 -- These call the method of their first tensor (its result, or the source of the forms without one), so that
 -- cutorch's device versions take GPU tensors (torch._throughMethods).
-torch._throughMethods = torch._throughMethods or {}
 for _, fname in ipairs {'index', 'indexCopy', 'indexAdd', 'indexFill', 'gather', 'scatter', 'scatterAdd',
-                        'nonzero'} do
-   torch[fname] = function(t, ...)
-      checkTensor(t, fname, 'tensor', 2)
-      return t[fname](t, ...)
-   end
-   torch._throughMethods[fname] = true
+                        'nonzero', 'maskedSelect', 'maskedFill', 'maskedCopy'} do
+   torch._throughMethod(fname, function(t) checkTensor(t, fname, 'tensor', 3) end)
 end
 
 -- ---------------------------------------------------------------- t[...]

@@ -82,7 +82,6 @@ end
 -- The add* family: cfn(r, beta, t, alpha, a, b).
 -- The functional forms call their result's method (so that cutorch's device versions take GPU tensors; see
 -- torch._throughMethods in TensorMath.lua).
-torch._throughMethods = torch._throughMethods or {}
 
 local function addFamily(name, cfn, shape)
    local usage = '[res,] [v1,] ' .. shape

@@ -65,7 +65,6 @@ end
 -- numberFn, when given, is torch[name]'s answer for plain numbers. torch[name] calls the result's own method
 -- (M[name] for host tensors; cutorch's device version for GPU tensors), so the functional form runs where its
 -- tensors are: torch._throughMethods lists these forms.
-torch._throughMethods = torch._throughMethods or {}
 local function pointwise(name, sigs, usage, numberFn)
    M[name] = function(self, ...)
       local f = sigs[kinds(...)]
@@ -193,15 +192,7 @@ end
 
 -- ---------------------------------------------------------------- comparisons
 
--- torch.<name>(x, ...) as x's own method (a device version for GPU tensors), fn for a first argument that is not a
--- tensor (its error)
-local function throughMethod(name, fn)
-   torch[name] = function(x, ...)
-      if isTensor(x) then return x[name](x, ...) end
-      return fn(x, ...)
-   end
-   torch._throughMethods[name] = true
-end
+local throughMethod = torch._throughMethod
 
 -- a:eq(b) and torch.eq(a, b) return a new ByteTensor; r:eq(a, b) and
 -- torch.eq(r, a, b) fill r, a ByteTensor or a tensor of a's type (0/1).
@@ -325,14 +316,7 @@ end
 torch.dist = M.dist
 -- var, std, norm, dist, all and any call their first tensor's method (torch._throughMethods: cutorch's device
 -- versions)
-for _, name in ipairs {'var', 'std', 'norm', 'dist', 'all', 'any'} do
-   local fn = torch[name]
-   torch[name] = function(t, ...)
-      if isTensor(t) then return t[name](t, ...) end
-      return fn(t, ...)
-   end
-   torch._throughMethods[name] = true
-end
+for _, name in ipairs {'var', 'std', 'norm', 'dist', 'all', 'any'} do throughMethod(name) end
 
 -- max, min: x:max() -> number; x:max(dim) -> values, indices (LongTensor,
 -- 1-based); torch.max(values, indices, x, dim) fills them; with two tensors
@@ -428,12 +412,7 @@ function M.trace(self)
    check(C.lt_math_trace(self._c, out))
    return out[0]
 end
-torch.trace = M.trace
-torch.trace = function(t, ...)
-   if isTensor(t) then return t:trace(...) end
-   return M.trace(t, ...)
-end
-torch._throughMethods.trace = true
+throughMethod('trace', M.trace)
 
 -- ---------------------------------------------------------------- operators
 

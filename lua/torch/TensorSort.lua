@@ -101,20 +101,14 @@ end
 
 -- torch.sort(a, ...) is a:sort(...) (a the first tensor: the input, or the values result), so that cutorch's
 -- device versions of the methods also take the functional forms (torch._throughMethods).
-torch._throughMethods = torch._throughMethods or {}
 for _, name in ipairs {'sort', 'topk', 'kthvalue', 'median', 'mode'} do
    local f = torch[name]
    M[name] = function(self, ...) return f(self, ...) end
-   torch[name] = function(a, ...)
-      if isTensor(a) then return a[name](a, ...) end
-      return f(a, ...)
-   end
-   torch._throughMethods[name] = true
+   torch._throughMethod(name, f)
 end
 
 -- Scans: torch.cumsum([res,] x, [dim]); x:cumsum([dim]) returns a new
 -- tensor, res:cumsum(x, [dim]) writes res.
-torch._throughMethods = torch._throughMethods or {}
 local function scan(name, cfn)
    torch[name] = function(a, b, c)
       local r, x, dim
@@ -128,12 +122,7 @@ local function scan(name, cfn)
    end
    local f = torch[name]
    M[name] = function(self, ...) return f(self, ...) end
-   -- the functional form calls its first tensor's method (torch._throughMethods: cutorch's device versions)
-   torch[name] = function(a, ...)
-      if isTensor(a) then return a[name](a, ...) end
-      return f(a, ...)
-   end
-   torch._throughMethods[name] = true
+   torch._throughMethod(name, f)   -- the functional form calls its first tensor's method
 end
 
 scan('cumsum', C.lt_cumsum)

@@ -129,7 +129,8 @@ local function num(v, default, fname, what)
 end
 
 -- Each distribution: its parameters' names and defaults, the scalar draw
--- and the tensor fill. A tensor first argument makes torch.<name> the fill.
+-- and the tensor fill. A tensor first argument makes torch.<name> the fill: the tensor's own method, so that
+-- cutorch's device versions take GPU tensors (torch._throughMethods).
 local dists = {
    uniform = {{'a', 0}, {'b', 1}, function(g, a, b) return C.lt_gen_uniform(g, a, b) end, C.lt_tensor_uniform},
    normal = {{'mean', 0}, {'stdv', 1}, C.lt_gen_normal, C.lt_tensor_normal},
@@ -160,10 +161,11 @@ for name, d in pairs(dists) do
       return self
    end
    M[name] = method
+   torch._throughMethods[name] = true
 
    torch[name] = function(...)
       local first = ...
-      if isTensor(first) then return method(...) end
+      if isTensor(first) then return first[name](...) end
       local g, a, b = genArgs(...)
       a = num(a, p1[2], name, p1[1])
       if p2 then b = num(b, p2[2], name, p2[1]) end
@@ -186,6 +188,7 @@ local function rangeArgs(a, b)
    return a, b
 end
 
+torch._throughMethods.random = true
 function M.random(self, ...)
    local g, a, b = genArgs(...)
    a, b = rangeArgs(a, b)
@@ -196,7 +199,7 @@ end
 
 function torch.random(...)
    local first = ...
-   if isTensor(first) then return M.random(...) end
+   if isTensor(first) then return first.random(...) end
    local g, a, b = genArgs(...)
    a, b = rangeArgs(a, b)
    if a == nil then return C.lt_gen_random(g) end

@@ -45,6 +45,19 @@ torch._halfType = {name = 'Half', ctype = 'uint16_t', id = C.LT_HALF, integer = 
                    storagename = 'torch.HalfStorage', elemsize = 2}
 torch._typesById[C.LT_HALF] = torch._halfType
 
+-- torch.<name>(x, ...) as x's own method, so that cutorch's device versions take the functional forms of tensors
+-- in GPU memory; fn (default: torch.<name> as it was) answers a first argument that is not a tensor (its error, or
+-- the plain-number form). torch._throughMethods lists these names (cutorch/gpu.lua leaves them alone).
+torch._throughMethods = {}
+function torch._throughMethod(name, fn)
+   fn = fn or torch[name]
+   torch[name] = function(x, ...)
+      if torch.isTensor(x) then return x[name](x, ...) end
+      return fn(x, ...)
+   end
+   torch._throughMethods[name] = true
+end
+
 -- The element types of index and mask results for a tensor: cutorch gave
 -- CudaLongTensor indices and CudaByteTensor masks for Cuda tensors.
 function torch._indexTypeFor(t) return t._c.type >= C.LT_CUDA_BYTE and C.LT_CUDA_LONG or C.LT_LONG end

@@ -16,9 +16,12 @@
  *   lt_random_<T>_<idx>(lt_cu_tensor out, long long n, int kind, double a, double b, unsigned long long seed,
  *                       unsigned long long offset)
  *     cutorch's random fills from the same Philox stream, element i taking draws offset + 2i and offset + 2i + 1:
- *     kind 0 uniform in [a, b) (a 53-bit fraction from both draws), 1 normal (mean a, std b; Box-Muller on the two
- *     draws as (0, 1] and [0, 1) fractions), 2 bernoulli (1 where the 53-bit fraction is below a, else 0); computed
- *     in double and converted to T. Any type.
+ *     kind 0 uniform in [a, b) (a 53-bit fraction u from both draws), 1 normal (mean a, std b; Box-Muller on the two
+ *     draws as (0, 1] and [0, 1) fractions), 2 bernoulli (1 where u is below a, else 0), 3 exponential
+ *     (-log(1 - u) / a), 4 cauchy (a + b tan(pi (u - 1/2))), 5 logNormal (exp of kind 1's normal), 6 geometric
+ *     (floor(log(1 - u) / log(a)) + 1: Torch7's, P(x > k) = a^k); computed in double and converted to T.
+ *     7: integers in [a, b] (a <= b, both integers): the first draw modulo b - a + 1, plus a, in 64-bit integers
+ *     and converted to T (the CPU's rule: one 32-bit draw, so only [a, a + 2^32) when the range is wider). Any type.
  */
 #include "lt_cuda_common.cuh"
 #include "philox.cuh"
@@ -85,13 +88,27 @@ LT_D void lt_random_impl(lt_cu_tensor out, long long n, int kind, double a, doub
   LT_GRID_LOOP(I, i, n) {
     const unsigned long long k = offset + 2ull * (unsigned long long)i;
     const unsigned int r0 = lt_dropout_draw(seed, k), r1 = lt_dropout_draw(seed, k + 1ull);
+    if (kind == 7) { /* integers in [a, b] from the first draw, the CPU's r mod (b - a + 1) + a */
+      const unsigned long long lo = (unsigned long long)(long long)a;
+      const unsigned long long span = (unsigned long long)(long long)b - lo + 1ull; /* 0: all of 2^64 */
+      const long long r = (long long)((span ? (unsigned long long)r0 % span : (unsigned long long)r0) + lo);
+      po[lt_offset<I>(out, i)] = lt_cast<T>(r);
+      continue;
+    }
     double v;
-    if (kind == 1) {
+    if (kind == 1 || kind == 5) {
       const double u1 = ((double)r0 + 1.0) * (1.0 / 4294967296.0), u2 = (double)r1 * (1.0 / 4294967296.0);
       v = a + b * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+      if (kind == 5) v = exp(v);
     } else {
       const double u = ((double)(r0 >> 5) * 67108864.0 + (double)(r1 >> 6)) * (1.0 / 9007199254740992.0);
-      v = kind == 0 ? a + (b - a) * u : (u < a ? 1.0 : 0.0);
+      switch (kind) {
+        case 0: v = a + (b - a) * u; break;
+        case 2: v = u < a ? 1.0 : 0.0; break;
+        case 3: v = -1.0 / a * log(1.0 - u); break;
+        case 4: v = a + b * tan(3.141592653589793 * (u - 0.5)); break;
+        default: v = floor(log(1.0 - u) / log(a)) + 1.0; break; /* 6 */
+      }
     }
     po[lt_offset<I>(out, i)] = lt_cast<T>(v);
   }

@@ -144,7 +144,9 @@ int lt_cuops_nn_pointwise_backward(const lt_cuops *ops, void *stream, int op, lt
                                    const lt_tensor *grad_output, const lt_tensor *ref, double a, double b);
 /* cutorch's uniform (kind 0: [a, b)), normal (1: mean a, std b) and bernoulli (2: probability a) fills of out, any
  * type and layout, from the Philox stream (seed) at draw number offset, two draws per element (the caller
- * reserves 2 * nElement). */
+ * reserves 2 * nElement). Also exponential (3: rate a), cauchy (4: median a, sigma b), logNormal (5: mean a, std b
+ * of the log), geometric (6: Torch7's, P(x > k) = a^k) and integers in [a, b] (7: a <= b integers; the first draw
+ * modulo b - a + 1, plus a). The caller checks the parameters. */
 int lt_cuops_random(const lt_cuops *ops, void *stream, lt_tensor *out, int kind, double a, double b, uint64_t seed,
                     uint64_t offset);
 /* nn's elementwise criterions (lt_nn_criterion.h's LT_CRIT_* kinds; native/cuda/nn_criterion.cu): *loss = the
@@ -386,3 +388,15 @@ int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_te
  * x's dimension count, 1 to 8, columns). Each counts per chunk on the device and reads the counts back. */
 int lt_cuops_nonzero_count(const lt_cuops *ops, void *stream, const lt_tensor *x, int64_t *count);
 int lt_cuops_nonzero(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x);
+/* maskedSelect and maskedCopy (native/cuda/masked.cu), every type but Half; the mask a Byte tensor with as many
+ * elements as x (out for maskedCopy), any shapes and strides, paired in row-major order; a mask element is set when
+ * it is not 0. lt_cuops_mask_count: *ones = the set elements, *above = the elements above 1 (Torch7 refuses such
+ * masks); it reads the two counts back (synchronous). lt_cuops_masked_select: out (x's type, sized by the caller to
+ * the mask's count) = x's elements where the mask is set, in row-major order. lt_cuops_masked_copy: out's set
+ * elements, in row-major order, = src's first elements (src holds at least the mask's count: the caller checks;
+ * elements past src's end are never read). Both count the mask again on the device (no read back). */
+int lt_cuops_mask_count(const lt_cuops *ops, void *stream, const lt_tensor *mask, int64_t *ones, int64_t *above);
+int lt_cuops_masked_select(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x,
+                           const lt_tensor *mask);
+int lt_cuops_masked_copy(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask,
+                         const lt_tensor *src);

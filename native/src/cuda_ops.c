@@ -400,7 +400,9 @@ int lt_cuops_random(const lt_cuops *ops, void *stream, lt_tensor *out, int kind,
                     uint64_t offset) {
   static const char fn[] = "cuda random fill";
   if (check_ops(ops, fn)) return -1;
-  if (kind < 0 || kind > 2) return lt_fail("%s: kind %d is not uniform (0), normal (1) or bernoulli (2)", fn, kind);
+  if (kind < 0 || kind > 7)
+    return lt_fail("%s: kind %d is not uniform (0), normal (1), bernoulli (2), exponential (3), cauchy (4), "
+                   "logNormal (5), geometric (6) or integers (7)", fn, kind);
   lt_cu_tensor d;
   int64_t off;
   if (lt_cuops_describe(out, &d, &off)) return -1;
