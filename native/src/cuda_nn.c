@@ -384,6 +384,11 @@ static int resize_on(lt_tensor *t, int ndim, const int64_t *sizes, int dev) {
   return rc;
 }
 
+/* The least and greatest value of a device tensor (two device reductions), for the CPU kernels' range checks. */
+static int value_range(const lt_cuops *ops, const lt_tensor *t, double *lo, double *hi) {
+  return lt_cuops_reduce(ops, NULL, "min", t, 0, lo) || lt_cuops_reduce(ops, NULL, "max", t, 0, hi) ? -1 : 0;
+}
+
 /* The ops of the GPU holding input, for a layer defined for Float and Double only. (Its caller checked that
  * input is in GPU memory and gradOutput, if any, of its type.) */
 static const lt_cuops *float_layer_ops(const char *fn, const lt_tensor *input) {
@@ -433,8 +438,7 @@ int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input
   const int64_t n = lt_tensor_nelement(input);
   if (kind == LT_CRIT_BCE && n > 0) {   /* NaN fails both comparisons, as in the CPU kernel's test */
     double lo = 0, hi = 0;
-    if (lt_cuops_reduce(ops, NULL, "min", input, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", input, 0, &hi))
-      return -1;
+    if (value_range(ops, input, &lo, &hi)) return -1;
     if (!(lo >= 0 && lo <= 1)) return lt_fail("BCECriterion: input value should be between 0 and 1, but got %g", lo);
     if (!(hi >= 0 && hi <= 1)) return lt_fail("BCECriterion: input value should be between 0 and 1, but got %g", hi);
   }
@@ -804,6 +808,25 @@ int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
 
 /* ---------------------------------------------------------------- plane-indexed scatter and gather, dilated max */
 
+/* A max pooling's kernel that keeps its own index layout: forward (output, indices, input, sizes...) or backward
+ * (gradInput, gradOutput, indices, sizes...), the tensor it reads (src) through a contiguous copy when it is not
+ * contiguous; n threads' worth of blocks. */
+static int index_pool_launch(const lt_cuops *ops, const char *file, const char *kernel, int backward,
+                             const lt_tensor *src, lt_tensor *result, lt_tensor *indices, const int64_t *sizes,
+                             int nsizes, int64_t n) {
+  const void *s;
+  void *copy;
+  if (contiguous_input(ops, NULL, src, &s, &copy)) return -1;
+  void *dst = lt_tensor_data(result), *ind = lt_tensor_data(indices);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (backward) add_raw(&a, (void *)&s, "p");
+  add_raw(&a, &ind, "p");
+  if (!backward) add_raw(&a, (void *)&s, "p");
+  for (int i = 0; i < nsizes; i++) add_count(&a, sizes[i]);
+  return scratch_free(ops, copy, launch(ops, NULL, file, kernel, grid_for(ops, n), &a));
+}
+
 int lt_cuda_nn_plane_index(const char *fn, int scatter, lt_tensor *src, lt_tensor *indices, lt_tensor *dst, int ndim,
                            const int64_t *dst_sizes, int64_t planes, int64_t L, int64_t other, const char *plane) {
   const int dev = src->storage->device, type = lt_host_type(src->type);
@@ -815,9 +838,7 @@ int lt_cuda_nn_plane_index(const char *fn, int scatter, lt_tensor *src, lt_tenso
   if (lt_tensor_nelement(dst) == 0) return 0;
   /* the positions checked as the CPU kernel checks them, from their least and greatest */
   double lo = 0, hi = 0;
-  if (lt_tensor_nelement(indices) > 0 &&
-      (lt_cuops_reduce(ops, NULL, "min", indices, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", indices, 0, &hi)))
-    return -1;
+  if (lt_tensor_nelement(indices) > 0 && value_range(ops, indices, &lo, &hi)) return -1;
   if (lo < 0 || hi > (double)other) return lt_fail("%s: indices hold a position outside %s", fn, plane);
   const void *s = NULL, *ind = NULL;
   void *copies[2] = {NULL, NULL};
@@ -900,25 +921,14 @@ int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gra
       if (w > side) side = w;
     }
     double lo, hi;
-    if (lt_cuops_reduce(ops, NULL, "min", indices, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", indices, 0, &hi))
-      return -1;
+    if (value_range(ops, indices, &lo, &hi)) return -1;
     if (lo < 1 || hi > (double)side) return lt_fail("%s: indices hold a position outside their window", fn);
   }
-  const void *src;
-  void *copy;
-  if (contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy)) return -1;
-  void *dst = lt_tensor_data(result), *ind = lt_tensor_data(indices);
-  args_t a = {0};
-  add_raw(&a, &dst, "p");
-  if (backward) add_raw(&a, (void *)&src, "p");
-  add_raw(&a, &ind, "p");
-  if (!backward) add_raw(&a, (void *)&src, "p");
   const int64_t sizes[5] = {planes, iH, iW, oH, oW};
-  for (int i = 0; i < 5; i++) add_count(&a, sizes[i]);
   char kernel[48];
   snprintf(kernel, sizeof kernel, "lt_adaptive_maxpool_%s_%s", backward ? "bwd" : "fwd", tname(type));
-  return scratch_free(ops, copy, launch(ops, NULL, "adaptive_pooling", kernel,
-                                        grid_for(ops, lt_tensor_nelement(result)), &a));
+  return index_pool_launch(ops, "adaptive_pooling", kernel, backward, backward ? gradOutput : input, result, indices,
+                           sizes, 5, lt_tensor_nelement(result));
 }
 
 /* ---------------------------------------------------------------- class-score criterions */
@@ -1011,23 +1021,12 @@ int lt_cuda_nn_temporal_maxpool(const char *fn, lt_tensor *input, lt_tensor *gra
   if (lt_tensor_nelement(result) == 0) return 0;
   if (backward && lt_tensor_nelement(indices) > 0) {   /* the CPU kernel's check: a frame within the window */
     double lo, hi;
-    if (lt_cuops_reduce(ops, NULL, "min", indices, 0, &lo) || lt_cuops_reduce(ops, NULL, "max", indices, 0, &hi))
-      return -1;
+    if (value_range(ops, indices, &lo, &hi)) return -1;
     if (lo < 0 || hi >= kW) return lt_fail("%s: indices hold an offset outside the window", fn);
   }
-  const void *src;
-  void *copy;
-  if (contiguous_input(ops, NULL, backward ? gradOutput : input, &src, &copy)) return -1;
-  void *dst = lt_tensor_data(result), *ind = lt_tensor_data(indices);
-  args_t a = {0};
-  add_raw(&a, &dst, "p");
-  if (backward) add_raw(&a, (void *)&src, "p");
-  add_raw(&a, &ind, "p");
-  if (!backward) add_raw(&a, (void *)&src, "p");
   const int64_t sizes[6] = {N, T, F, oT, kW, dW};
-  for (int i = 0; i < 6; i++) add_count(&a, sizes[i]);
   char kernel[48];
   snprintf(kernel, sizeof kernel, "lt_tmaxpool_%s_%s", backward ? "bwd" : "fwd", tname(type));
-  return scratch_free(ops, copy, launch(ops, NULL, "pooling", kernel, grid_for(ops, backward ? N * F : N * oT * F),
-                                        &a));
+  return index_pool_launch(ops, "pooling", kernel, backward, backward ? gradOutput : input, result, indices, sizes, 6,
+                           backward ? N * F : N * oT * F);
 }
