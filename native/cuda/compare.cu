@@ -76,40 +76,6 @@ template <> LT_D long long lt_b_atan2(long long x, long long) { return x; }
 
 #define LT_FOR_COMPARE_TYPES(M) LT_FOR_INT_TYPES(M) LT_IF_Float(M(float, Float)) LT_IF_Double(M(double, Double))
 
-/* ---------------------------------------------------------------- apply loops (out of type O, inputs of T) */
-template <bool Flat, typename O, typename T, typename I, typename F>
-LT_D void lt_map1_as(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
-  typedef lt_acc_t<T> A;
-  typedef decltype(f(A())) R;
-  O *po = (O *)out.data;
-  const T *px = (const T *)x.data;
-  lt_elementwise<Flat, I>(n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)])); },
-                          [&](I i, R v) { po[lt_off<Flat>(out, i)] = lt_cast<O>(v); });
-}
-
-template <bool Flat, typename O, typename T, typename I, typename F>
-LT_D void lt_map2_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
-  typedef lt_acc_t<T> A;
-  typedef decltype(f(A(), A())) R;
-  O *po = (O *)out.data;
-  const T *px = (const T *)x.data, *py = (const T *)y.data;
-  lt_elementwise<Flat, I>(
-      n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)]), lt_cast<A>(py[lt_off<Flat>(y, i)])); },
-      [&](I i, R v) { po[lt_off<Flat>(out, i)] = lt_cast<O>(v); });
-}
-
-template <typename O, typename T, typename I, typename F>
-LT_D void lt_map1(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
-  if (out.dims == 1 && x.dims == 1) lt_map1_as<true, O, T, I>(out, x, n, f);
-  else lt_map1_as<false, O, T, I>(out, x, n, f);
-}
-
-template <typename O, typename T, typename I, typename F>
-LT_D void lt_map2(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
-  if (out.dims == 1 && x.dims == 1 && y.dims == 1) lt_map2_as<true, O, T, I>(out, x, y, n, f);
-  else lt_map2_as<false, O, T, I>(out, x, y, n, f);
-}
-
 /* ---------------------------------------------------------------- operations */
 struct lt_f_compare {
   int op;

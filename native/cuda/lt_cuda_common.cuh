@@ -226,6 +226,41 @@ LT_D void lt_elementwise(long long n, Value value, Put put) {
   }
 }
 
+/* Elementwise loops over strided operands: out (of type O) = f(x[, y]) with the inputs of type T loaded into the
+ * compute type lt_acc_t<T>, f's result converted to O once (pointwise.cu, compare.cu). */
+template <bool Flat, typename O, typename T, typename I, typename F>
+LT_D void lt_map1_as(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
+  typedef lt_acc_t<T> A;
+  typedef decltype(f(A())) R;
+  O *po = (O *)out.data;
+  const T *px = (const T *)x.data;
+  lt_elementwise<Flat, I>(n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)])); },
+                          [&](I i, R v) { po[lt_off<Flat>(out, i)] = lt_cast<O>(v); });
+}
+
+template <bool Flat, typename O, typename T, typename I, typename F>
+LT_D void lt_map2_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
+  typedef lt_acc_t<T> A;
+  typedef decltype(f(A(), A())) R;
+  O *po = (O *)out.data;
+  const T *px = (const T *)x.data, *py = (const T *)y.data;
+  lt_elementwise<Flat, I>(
+      n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)]), lt_cast<A>(py[lt_off<Flat>(y, i)])); },
+      [&](I i, R v) { po[lt_off<Flat>(out, i)] = lt_cast<O>(v); });
+}
+
+template <typename O, typename T, typename I, typename F>
+LT_D void lt_map1(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
+  if (out.dims == 1 && x.dims == 1) lt_map1_as<true, O, T, I>(out, x, n, f);
+  else lt_map1_as<false, O, T, I>(out, x, n, f);
+}
+
+template <typename O, typename T, typename I, typename F>
+LT_D void lt_map2(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
+  if (out.dims == 1 && x.dims == 1 && y.dims == 1) lt_map2_as<true, O, T, I>(out, x, y, n, f);
+  else lt_map2_as<false, O, T, I>(out, x, y, n, f);
+}
+
 /* The kernels NAME_i32 and NAME_i64 (pointwise.cu, compare.cu) with parameter list PARAMS, each running CALL with I
  * the index type */
 #define LT_PW_BOTH(NAME, PARAMS, CALL)                   \

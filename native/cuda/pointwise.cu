@@ -25,26 +25,8 @@
  */
 #include "lt_cuda_common.cuh"
 
-/* ---------------------------------------------------------------- apply loops */
-template <bool Flat, typename T, typename I, typename F>
-LT_D void lt_apply1_as(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
-  typedef lt_acc_t<T> A;
-  T *po = (T *)out.data;
-  const T *px = (const T *)x.data;
-  lt_elementwise<Flat, I>(n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)])); },
-                          [&](I i, A v) { po[lt_off<Flat>(out, i)] = lt_cast<T>(v); });
-}
-
-template <bool Flat, typename T, typename I, typename F>
-LT_D void lt_apply2_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
-  typedef lt_acc_t<T> A;
-  T *po = (T *)out.data;
-  const T *px = (const T *)x.data, *py = (const T *)y.data;
-  lt_elementwise<Flat, I>(
-      n, [&](I i) { return f(lt_cast<A>(px[lt_off<Flat>(x, i)]), lt_cast<A>(py[lt_off<Flat>(y, i)])); },
-      [&](I i, A v) { po[lt_off<Flat>(out, i)] = lt_cast<T>(v); });
-}
-
+/* ---------------------------------------------------------------- apply loops (one and two operands: lt_map1 and
+ * lt_map2 of lt_cuda_common.cuh) */
 template <bool Flat, typename T, typename I, typename F>
 LT_D void lt_apply3_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor z, long long n, F f) {
   typedef lt_acc_t<T> A;
@@ -57,18 +39,6 @@ LT_D void lt_apply3_as(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, lt_cu_t
                  lt_cast<A>(pz[lt_off<Flat>(z, i)]));
       },
       [&](I i, A v) { po[lt_off<Flat>(out, i)] = lt_cast<T>(v); });
-}
-
-template <typename T, typename I, typename F>
-LT_D void lt_apply1(lt_cu_tensor out, lt_cu_tensor x, long long n, F f) {
-  if (out.dims == 1 && x.dims == 1) lt_apply1_as<true, T, I>(out, x, n, f);
-  else lt_apply1_as<false, T, I>(out, x, n, f);
-}
-
-template <typename T, typename I, typename F>
-LT_D void lt_apply2(lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, F f) {
-  if (out.dims == 1 && x.dims == 1 && y.dims == 1) lt_apply2_as<true, T, I>(out, x, y, n, f);
-  else lt_apply2_as<false, T, I>(out, x, y, n, f);
 }
 
 template <typename T, typename I, typename F>
@@ -114,24 +84,24 @@ template <typename A> struct lt_f_addcdiv {
 /* ---------------------------------------------------------------- kernel definitions */
 #define LT_PW_SCALAR(OP, T, N)                                                            \
   LT_PW_BOTH(lt_##OP##_##N, (lt_cu_tensor out, lt_cu_tensor x, long long n, lt_acc_t<T> a), \
-             (lt_apply1<T, I>(out, x, n, lt_f_##OP<lt_acc_t<T>>{a})))
+             (lt_map1<T, T, I>(out, x, n, lt_f_##OP<lt_acc_t<T>>{a})))
 
 #define LT_PW_CLAMP(T, N)                                                                    \
   LT_PW_BOTH(lt_clamp_##N,                                                                   \
              (lt_cu_tensor out, lt_cu_tensor x, long long n, lt_acc_t<T> lo, lt_acc_t<T> hi), \
-             (lt_apply1<T, I>(out, x, n, lt_f_clamp<lt_acc_t<T>>{lo, hi})))
+             (lt_map1<T, T, I>(out, x, n, lt_f_clamp<lt_acc_t<T>>{lo, hi})))
 
 #define LT_PW_UNARY(OP, T, N) \
-  LT_PW_BOTH(lt_##OP##_##N, (lt_cu_tensor out, lt_cu_tensor x, long long n), (lt_apply1<T, I>(out, x, n, lt_f_##OP())))
+  LT_PW_BOTH(lt_##OP##_##N, (lt_cu_tensor out, lt_cu_tensor x, long long n), (lt_map1<T, T, I>(out, x, n, lt_f_##OP())))
 
 #define LT_PW_CADD(T, N)                                                                        \
   LT_PW_BOTH(lt_cadd_##N,                                                                       \
              (lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n, lt_acc_t<T> a),     \
-             (lt_apply2<T, I>(out, x, y, n, lt_f_cadd<lt_acc_t<T>>{a})))
+             (lt_map2<T, T, I>(out, x, y, n, lt_f_cadd<lt_acc_t<T>>{a})))
 
 #define LT_PW_BINARY(OP, T, N)                                                               \
   LT_PW_BOTH(lt_##OP##_##N, (lt_cu_tensor out, lt_cu_tensor x, lt_cu_tensor y, long long n), \
-             (lt_apply2<T, I>(out, x, y, n, lt_f_##OP())))
+             (lt_map2<T, T, I>(out, x, y, n, lt_f_##OP())))
 
 #define LT_PW_TERNARY(OP, T, N)                                                                   \
   LT_PW_BOTH(lt_##OP##_##N,                                                                       \
