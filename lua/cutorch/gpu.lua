@@ -425,10 +425,7 @@ return function(cutorch)
    for name, fn in pairs(torch) do
       if type(fn) == 'function' and M[name] and not direct[name] and not torch._throughMethods[name] then
          local fallback = staged('torch.' .. name, fn)
-         torch[name] = rawequal(fn, M[name]) and function(a, ...)
-            if deviceTensor(a) then return a[name](a, ...) end
-            return fallback(a, ...)
-         end or fallback
+         if rawequal(fn, M[name]) then torch._throughMethod(name, fallback) else torch[name] = fallback end
       end
    end
    for name, fn in pairs(torch._tensorOps) do
