@@ -1566,3 +1566,31 @@ def test_pointwise_functional_forms_run_on_the_device(gpu, rng):
         np.testing.assert_allclose(rt.to_numpy(dev[i]), rt.to_numpy(host[i]), rtol=1e-13, atol=1e-13, err_msg=str(i))
     assert dev[12] == "torch.CudaDoubleTensor" and host[12] == "torch.DoubleTensor"
     assert fallbacks(rt) == {}
+
+
+def test_indexing_operators_read_and_write_device_memory_through_the_driver(gpu, rng):
+    """t[{i, j}], t[mask], t[indices] and their assignments on tensors in GPU memory: element reads and writes go
+    through the driver and the masks and index lists through the tensor's own (device) methods. These read
+    the device pointer on the host (a crash under guarded memory) until 2026-12-05."""
+    rt = gpu
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    t = to_device(rt, x, "Cuda")
+    elem, view, masked, rows = rt.eval("""function(t)
+        return t[{2, 3}], t[{{1, 2}, 3}], t[t:gt(0)], t[torch.CudaLongTensor({4, 1, 4})]
+    end""")(t)
+    assert elem == x[1, 2]
+    np.testing.assert_array_equal(to_host(rt, view), x[0:2, 2])
+    np.testing.assert_array_equal(to_host(rt, masked), x[x > 0])
+    np.testing.assert_array_equal(to_host(rt, rows), x[[3, 0, 3]])
+    rt.eval("""function(t)
+        t[{5, 6}] = 42
+        t[t:lt(-1)] = -1
+        t[torch.CudaLongTensor({2})] = 7
+        t[torch.CudaLongTensor({3})] = torch.CudaTensor(1, 6):fill(8)
+    end""")(t)
+    want = x.copy()
+    want[4, 5] = 42
+    want[want < -1] = -1
+    want[1], want[2] = 7, 8
+    np.testing.assert_array_equal(to_host(rt, t), want)
+    assert not {k for k in fallbacks(rt) if "mask" in k or "index" in k}

@@ -779,6 +779,7 @@ local function elementOffset(self, idx)
    return off
 end
 torch._elementOffset = elementOffset   -- HalfTensor's indexing (Half.lua)
+torch._elementAt, torch._setElementAt = elementAt, setElementAt   -- t[{i, j}] (TensorIndex.lua)
 
 local function indexGet(self, k)
    if torch.isStorage(k) then

@@ -322,12 +322,12 @@ function torch._indexTable(t, k)
    if type(k) == 'table' then
       local v, off = walk(t, k, 'index')
       if v then return v end
-      local x = ffi.cast(torch._typesById[t._c.type].ptr, t._c.storage.data)[off]
-      return tonumber(x)
+      return torch._elementAt(t, off - tonumber(t._c.offset))   -- GPU memory reads go through the driver
    end
    local ty = k._c.type
-   if ty == BYTE or ty == CUDA_BYTE then return M.maskedSelect(t, k) end
-   if ty == LONG or ty == CUDA_LONG then return M.index(t, 1, k) end
+   -- the tensor's own methods: a Cuda tensor's are cutorch's (device versions on the GPU backend)
+   if ty == BYTE or ty == CUDA_BYTE then return t:maskedSelect(k) end
+   if ty == LONG or ty == CUDA_LONG then return t:index(1, k) end
    keyError(t, k, 2)
 end
 
@@ -348,18 +348,17 @@ function torch._newindexTable(t, k, v)
       if type(v) ~= 'number' then
          error('newindex: a single element takes a number, got ' .. tname(v), 2)
       end
-      ffi.cast(torch._typesById[t._c.type].ptr, t._c.storage.data)[off] = v
-      return
+      return torch._setElementAt(t, off - tonumber(t._c.offset), v)
    end
    local ty = k._c.type
    if ty == BYTE or ty == CUDA_BYTE then
-      if type(v) == 'number' then return M.maskedFill(t, k, v) end
-      if torch.isTensor(v) and v._c.type == t._c.type then return M.maskedCopy(t, k, v) end
+      if type(v) == 'number' then return t:maskedFill(k, v) end
+      if torch.isTensor(v) and v._c.type == t._c.type then return t:maskedCopy(k, v) end
       error(string.format('newindex: number or %s expected, got %s', torch.typename(t), tname(v)), 2)
    end
    if ty == LONG or ty == CUDA_LONG then
-      if type(v) == 'number' then return M.indexFill(t, 1, k, v) end
-      if torch.isTensor(v) and v._c.type == t._c.type then return M.indexCopy(t, 1, k, v) end
+      if type(v) == 'number' then return t:indexFill(1, k, v) end
+      if torch.isTensor(v) and v._c.type == t._c.type then return t:indexCopy(1, k, v) end
       error(string.format('newindex: number or %s expected, got %s', torch.typename(t), tname(v)), 2)
    end
    keyError(t, k, 2)
