@@ -78,7 +78,6 @@ return function(cutorch)
    function cutorch.getDriverVersion() return C.lt_cuda_version(C.LT_CUDA_DRIVER) end
    function cutorch.getRuntimeVersion() return C.lt_cuda_version(C.LT_CUDA_RUNTIME) end
    function cutorch.isCachingAllocatorEnabled() return true end
-   cutorch.hasHalf = true
    function cutorch.synchronize() check(C.lt_cuda_storage_synchronize(cutorch.getDevice() - 1), 2) end
    function cutorch.synchronizeAll() check(C.lt_cuda_storage_synchronize(-1), 2) end
 
@@ -207,7 +206,7 @@ return function(cutorch)
    end
 
    -- A tensor or storage is on the device its memory is on.
-   for _, ty in ipairs(torch._types) do
+   for _, ty in ipairs({torch._cudaHalfType, unpack(torch._types)}) do
       if ty.cuda then
          rawset(torch.getmetatable(ty.tensorname), 'getDevice', function(t)
             local s = t._c.storage

@@ -34,7 +34,7 @@ torch._cudaEnabled = true
 local converters = {cuda = 'torch.CudaTensor', cudaDouble = 'torch.CudaDoubleTensor',
                     cudaByte = 'torch.CudaByteTensor', cudaChar = 'torch.CudaCharTensor',
                     cudaShort = 'torch.CudaShortTensor', cudaInt = 'torch.CudaIntTensor',
-                    cudaLong = 'torch.CudaLongTensor'}
+                    cudaLong = 'torch.CudaLongTensor', cudaHalf = 'torch.CudaHalfTensor'}
 for method, typename in pairs(converters) do
    torch._tensorMethods[method] = function(self) return self:type(typename) end
 end
@@ -42,7 +42,7 @@ torch._installTensorMethods()
 
 -- A Cuda tensor lives on the device that was current when it was made; on
 -- the CPU every device shares the host memory, so getDevice reports the current one.
-for _, ty in ipairs(torch._types) do
+for _, ty in ipairs({torch._cudaHalfType, unpack(torch._types)}) do
    if ty.cuda then
       local mt = torch.getmetatable(ty.tensorname)
       rawset(mt, 'getDevice', function() return cutorch.getDevice() end)
@@ -124,7 +124,8 @@ function cutorch.isCachingAllocatorEnabled() return false end
 function cutorch.setHeapTracking() end
 function cutorch.isManagedPtr() return false end
 function cutorch.isManaged() return false end
-cutorch.hasHalf = false
+-- torch.CudaHalfTensor exists (its math through float, lua/torch/Half.lua); no half instructions are used
+cutorch.hasHalf = true
 function cutorch.hasHalfInstructions() return false end
 function cutorch.hasFastHalfInstructions() return false end
 
@@ -215,6 +216,14 @@ if torch._cutorchTriesGpu() then
       io.stderr:write("cutorch: a GPU is present but the GPU backend does not start, so the Cuda types are in " ..
                       "host memory (the CPU backend): " .. tostring(why) .. " (LUATORCH_CUTORCH=cpu says so " ..
                       "quietly, LUATORCH_CUTORCH=gpu makes it an error)\n")
+   end
+end
+
+-- torch.sum(x, 1) and the other functional forms that are their method: x's own method, so that a
+-- CudaHalfTensor's (through float) serves them (the GPU backend routes these so already, gpu.lua).
+if cutorch.backend == 'cpu' then
+   for name, fn in pairs(torch) do
+      if type(fn) == 'function' and rawequal(fn, torch._tensorMethods[name]) then torch._throughMethod(name) end
    end
 end
 

@@ -769,10 +769,10 @@ local definingPackage = {['nn.gModule'] = 'nngraph', ['nn.ModuleFromCriterion'] 
 -- offset; storage data copied to the host). Once `require 'cutorch'` has run, they load
 -- as the Cuda types, as in Torch7; before that, a model saved from the GPU loads as
 -- the CPU type of the same element (what :float() would have given), which Torch7
--- without cutorch could not do. Half has no CPU type here and stays an error then.
+-- without cutorch could not do (CudaHalf loads as torch.HalfTensor).
 local cudaAliases = {}
 for _, t in ipairs {{'', 'Float'}, {'Double', 'Double'}, {'Long', 'Long'}, {'Int', 'Int'}, {'Short', 'Short'},
-                    {'Char', 'Char'}, {'Byte', 'Byte'}} do
+                    {'Char', 'Char'}, {'Byte', 'Byte'}, {'Half', 'Half'}} do
    cudaAliases['torch.Cuda' .. t[1] .. 'Tensor'] = 'torch.' .. t[2] .. 'Tensor'
    cudaAliases['torch.Cuda' .. t[1] .. 'Storage'] = 'torch.' .. t[2] .. 'Storage'
 end

@@ -26,6 +26,7 @@ local elementBuf = ffi.new('double[1]')
 
 local storageTypes = {unpack(torch._types)}
 storageTypes[#storageTypes + 1] = torch._halfType
+storageTypes[#storageTypes + 1] = torch._cudaHalfType
 
 for _, ty in ipairs(storageTypes) do
    local mt = {}       -- the class table (torch.getmetatable(name)): methods

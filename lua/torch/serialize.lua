@@ -17,6 +17,7 @@ local geomType = ffi.typeof('int64_t[16]')
 
 local serializedTypes = {unpack(torch._types)}
 serializedTypes[#serializedTypes + 1] = torch._halfType
+serializedTypes[#serializedTypes + 1] = torch._cudaHalfType
 
 for _, ty in ipairs(serializedTypes) do
    local kind = kinds[ty.hostName or ty.name]   -- cutorch wrote its types' elements as the host type's

@@ -44,6 +44,12 @@ torch._halfType = {name = 'Half', ctype = 'uint16_t', id = C.LT_HALF, integer = 
                    ptr = ffi.typeof('uint16_t*'), tensorname = 'torch.HalfTensor',
                    storagename = 'torch.HalfStorage', elemsize = 2}
 torch._typesById[C.LT_HALF] = torch._halfType
+-- cutorch's torch.CudaHalfTensor: binary16 in GPU memory (in host memory on the CPU backend). Not in
+-- torch._types either: its math runs through float (lua/torch/Half.lua), as cutorch computed half in float.
+torch._cudaHalfType = {name = 'CudaHalf', ctype = 'uint16_t', id = C.LT_CUDA_HALF, integer = false, half = true,
+                       cuda = true, hostName = 'Half', ptr = ffi.typeof('uint16_t*'),
+                       tensorname = 'torch.CudaHalfTensor', storagename = 'torch.CudaHalfStorage', elemsize = 2}
+torch._typesById[C.LT_CUDA_HALF] = torch._cudaHalfType
 
 -- torch.<name>(x, ...) as x's own method, so that cutorch's device versions take the functional forms of tensors
 -- in GPU memory; fn (default: torch.<name> as it was) answers a first argument that is not a tensor (its error, or
