@@ -269,3 +269,97 @@ def test_index_linear_errors_on_the_gpu(gpu):
     with pytest.raises(LuaError, match="max-normalization .* has no GPU version yet"):
         rt.execute("nn.IndexLinear(10, 2, false, 0, nil, nil, true):cuda()"
                    ":forward({torch.CudaLongTensor{3}, torch.CudaTensor(1):zero()})")
+
+
+# a VolumetricMaxPooling -> VolumetricMaxUnpooling pair (or the pooling alone, keeping its indices) on both sides
+VOLUMETRIC_PAIR_ON_BOTH = """function(x, g, args, ceil, pair)
+   local pool = nn.VolumetricMaxPooling(table.unpack(args))
+   if ceil then pool:ceil() end
+   local net = pair and nn.Sequential():add(pool):add(nn.VolumetricMaxUnpooling(pool)) or pool
+   pool.keepIndices = true
+   net:double()
+   local dev = net:clone():type('torch.CudaDoubleTensor')
+   local out = {}
+   for k, m in ipairs {net, dev} do
+      local input = k == 1 and x:clone() or x:cudaDouble()
+      local grad = k == 1 and g:clone() or g:cudaDouble()
+      local p = pair and m.modules[1] or m
+      for pass = 1, 2 do
+         m:forward(input)
+         m:backward(input, grad)
+      end
+      out[k] = {m.output:double(), m.gradInput:double(), p.output:double(), p.indices:double()}
+   end
+   return out, dev
+end"""
+
+
+@pytest.mark.parametrize("args,ceil,pair,shape", [
+    ((2, 2, 3), False, True, (2, 3, 5, 7, 9)),                    # batch; sizes not multiples of the kernel
+    ((3, 2, 2, 3, 2, 2, 1, 1, 1), False, True, (3, 7, 6, 5)),     # padding
+    ((2, 3, 2), True, True, (2, 5, 7, 5)),                         # ceil mode
+    ((2, 2, 2, 3, 1, 2), True, False, (2, 6, 5, 7)),              # the pooling alone: overlaps, a window past the end
+])
+def test_volumetric_max_unpooling_on_the_gpu_against_the_cpu_in_double(gpu, rng, args, ceil, pair, shape):
+    """nn.VolumetricMaxUnpooling after its nn.VolumetricMaxPooling, both in GPU memory (the pooling keeps its
+    indices on the GPU for the unpooling, in Torch7's packed layout): the unpooled output, the gradInput through
+    both, the pooled output and the indices, against the CPU modules in double, with padding, ceil mode, ties (the
+    first maximum wins) and a NaN, twice; and the pooling alone with overlapping windows (gradients add up) and a
+    last window past the volume (no index); nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x = np.round(rng.standard_normal(shape) * 2) / 2
+    x.reshape(-1)[3] = np.nan
+    size = rt.eval("""function(x, args, ceil)
+       local m = nn.VolumetricMaxPooling(table.unpack(args)) if ceil then m:ceil() end
+       return m:forward(x):size():totable() end""")
+    pooled = list(size(rt.from_numpy(x), rt.eval("function(...) return {...} end")(*args), ceil).values())
+    g = rng.standard_normal(shape if pair else pooled)
+    out, dev = rt.eval(VOLUMETRIC_PAIR_ON_BOTH)(rt.from_numpy(x), rt.from_numpy(g),
+                                                rt.eval("function(...) return {...} end")(*args), ceil, pair)
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "pooled output"), (4, "indices")):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), err_msg=what, equal_nan=True,
+                                   **TOL)
+    if not pair:
+        assert np.any(rt.to_numpy(out[1][4]) == 0xFFFFFF)   # the case has a window without cells
+    assert fallbacks(rt) == {}
+
+
+def test_volumetric_max_unpooling_names_missing_indices_on_the_gpu(gpu):
+    """A pooling that ran on the GPU without keeping its indices (a module from before its unpooling existed) is
+    named, and keeps them from then on; an index outside the volume is the host kernel's error."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    with pytest.raises(LuaError, match="kept no indices for this input on the GPU"):
+        rt.execute("""pool = nn.VolumetricMaxPooling(2, 2, 2):cuda()
+                      unpool = nn.VolumetricMaxUnpooling(pool):cuda()
+                      pool.keepIndices = nil
+                      x = torch.CudaTensor(2, 4, 4, 4):uniform()
+                      pool:forward(x:double():cuda())   -- (on cuDNN)
+                      pool.itime = 4                     -- (as a pooling that ran before on the CPU)
+                      unpool:forward(pool.output)""")
+    rt.execute("assert(unpool:forward(pool:forward(x)):nElement() == 128)")
+    with pytest.raises(LuaError, match="VolumetricMaxUnpooling_updateOutput: indices hold a position outside the "
+                                       "output volume"):
+        rt.execute("pool.indices:fill(5) unpool:forward(pool.output)")
+    assert fallbacks(rt) == {}
+
+
+def test_volumetric_max_pooling_runs_composed_where_cudnn_is_off(gpu, rng):
+    """Without cuDNN nn.VolumetricMaxPooling (undilated) runs cunn's composed version instead of refusing GPU memory:
+    output, indices and gradInput are the CPU module's; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn' require 'cudnn' cudnn.enabled = false")
+    x = rng.standard_normal((2, 3, 5, 6, 7))
+    r = rt.eval("""function(x)
+       local cpu = nn.VolumetricMaxPooling(2, 3, 2, 2, 2, 1, 1, 1, 0):double()
+       local dev = cpu:clone():type('torch.CudaDoubleTensor')
+       local y, yd = cpu:forward(x), dev:forward(x:cudaDouble())
+       local g = torch.randn(y:size())
+       local gi, gid = cpu:backward(x, g), dev:backward(x:cudaDouble(), g:cudaDouble())
+       return {(yd:double() - y):abs():max(), (dev.indices:long() - cpu.indices):abs():max(),
+               (gid:double() - gi):abs():max()}
+    end""")(rt.from_numpy(x))
+    rt.execute("cudnn.enabled = true")
+    assert list(r.values()) == [0, 0, 0]
+    assert fallbacks(rt) == {}

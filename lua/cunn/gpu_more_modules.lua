@@ -404,4 +404,178 @@ do
    end)
 end
 
+-- ---------------------------------------------------------------- VolumetricMaxUnpooling
+
+-- nn.VolumetricMaxUnpooling reads its VolumetricMaxPooling's indices (Torch7's layout: the maximum's offset in its
+-- window, t | h << 8 | w << 16, 0xFFFFFF for a window with no cell of the volume). On the GPU nn's pooling runs on
+-- cuDNN, which keeps none, so a pooling module that an unpooling reads (keepIndices, set by the unpooling) runs
+-- composed here instead: the input padded with -inf, its windows unfolded (P, L, kT·kH·kW), max over each window,
+-- its offset packed. The maximum's place in the volume of every pooled cell (targets) then gives the pooling's
+-- backward and the unpooling's forward (scatterAdd), and the unpooling's backward (gather); windows do not overlap
+-- in an unpooling pair, and scatterAdd adds up where they do. A window whose in-volume values are all -inf may name
+-- a padding cell here where the host kernel names the first of them.
+do
+   local NONE = 0xFFFFFF
+   local VMP, VMU = nn.VolumetricMaxPooling, nn.VolumetricMaxUnpooling
+   local NAMES = {'T', 'H', 'W'}
+   local function geometryOf(m)   -- kernel, stride, padding in (T, H, W) order
+      return {m.kT, m.kH, m.kW}, {m.dT, m.dH, m.dW}, {m.padT or 0, m.padH or 0, m.padW or 0}
+   end
+   local function volumeOf(input)   -- planes and the (T, H, W) sizes of a 4-D or 5-D input, or nil
+      local d = input:dim()
+      if d ~= 4 and d ~= 5 then return nil end
+      return input:nElement() / (input:size(d - 2) * input:size(d - 1) * input:size(d)),
+             {input:size(d - 2), input:size(d - 1), input:size(d)}
+   end
+   local function withVolume(input, v)   -- input's size with its last three replaced by v
+      local size = input:size()
+      for i = 1, 3 do size[input:dim() - 3 + i] = v[i] end
+      return size
+   end
+   -- the pooled sizes as the host kernel computes them, or its error
+   local function pooledSizes(self, fn, input)
+      local planes, ins = volumeOf(input)
+      if not planes then
+         error(string.format('%s: 4D or 5D (batch mode) tensor expected for input, but got: %s', fn, shapeOf(input)), 4)
+      end
+      local k, d, pad = geometryOf(self)
+      local outs = {}
+      for i = 1, 3 do
+         if pad[i] < 0 or pad[i] > math.floor(k[i] / 2) then
+            error(string.format('%s: pad should be smaller than half of kernel size, but got k%s: %d, pad%s: %d', fn,
+                                NAMES[i], k[i], NAMES[i], pad[i]), 4)
+         end
+         local span = ins[i] + 2 * pad[i] - k[i]
+         outs[i] = span < 0 and 0 or (self.ceil_mode and math.ceil(span / d[i]) or math.floor(span / d[i])) + 1
+      end
+      if pad[1] + pad[2] + pad[3] > 0 then
+         for i = 1, 3 do   -- the last window starts inside the volume or its front padding
+            if outs[i] > 0 and (outs[i] - 1) * d[i] >= ins[i] + pad[i] then outs[i] = outs[i] - 1 end
+         end
+      end
+      if outs[1] < 1 or outs[2] < 1 or outs[3] < 1 then
+         error(string.format('%s: given input size %dx%dx%d per plane, calculated output size %dx%dx%d is too small',
+                             fn, ins[1], ins[2], ins[3], outs[1], outs[2], outs[3]), 4)
+      end
+      return planes, ins, outs
+   end
+
+   -- (P, L) 1-based places in the (ins) volume of the maxima that indices (P, L over outs) name, nil where a
+   -- window had none (NONE), and a (P, L) 0/1 mask of those that name one, in like's type; an index naming a cell
+   -- outside the volume is the host kernel's error
+   local function targets(like, indices, planes, ins, outs, k, d, pad, fn, volume)
+      local n = planes * outs[1] * outs[2] * outs[3]
+      local packed = like.new(n):copy(indices:view(n))
+      local named = like.new(n):ne(packed, NONE)
+      local offset = {}                                    -- the offsets in the window: t, h, w
+      local rest = like.new(n):copy(packed):cmul(named)    -- (NONE counts as offset 0)
+      for i = 1, 3 do
+         local shifted = like.new(n):div(rest, 256):floor()
+         offset[i] = rest:csub(shifted:clone():mul(256))
+         rest = shifted
+      end
+      local place = like.new(planes, outs[1], outs[2], outs[3]):zero()
+      local outside = like.new(n):zero()
+      for i = 1, 3 do
+         local one = {1, 1, 1, 1}
+         one[1 + i] = outs[i]
+         local start = counting(like, outs[i]):mul(d[i]):add(-pad[i]):view(torch.LongStorage(one)):expandAs(place)
+         local at = like.new(planes, outs[1], outs[2], outs[3]):copy(start):add(offset[i]:viewAs(place))
+         outside:add(like.new(n):lt(at:view(n), 0)):add(like.new(n):ge(at:view(n), ins[i]))
+         place:mul(ins[i]):add(at)
+      end
+      if outside:cmul(named):sum() > 0 then
+         error(string.format('%s: indices hold a position outside the %s volume', fn, volume), 4)
+      end
+      place = place:view(planes, -1):cmul(named:view(planes, -1)):add(1)   -- NONE -> 1, its value masked off
+      return torch.CudaLongTensor(place:size()):copy(place), named:view(planes, -1)
+   end
+
+   local function undilated(self) local t, w, h = self:_dilation() return t == 1 and w == 1 and h == 1 end
+   local host = {updateOutput = VMP.updateOutput, updateGradInput = VMP.updateGradInput}
+   onDevice(VMP, 'updateOutput', function(self, input)
+      if not undilated(self) then return host.updateOutput(self, input) end
+      local fn = 'VolumetricDilatedMaxPooling_updateOutput'
+      local dims = input:dim()
+      local planes, ins, outs = pooledSizes(self, fn, input)
+      self.itime, self.iheight, self.iwidth = ins[1], ins[2], ins[3]
+      local k, d, pad = geometryOf(self)
+      local size = {planes}
+      for i = 1, 3 do size[1 + i] = math.max(ins[i] + 2 * pad[i], (outs[i] - 1) * d[i] + k[i]) end
+      local padded = input.new(torch.LongStorage(size)):fill(-math.huge)
+      padded:narrow(2, pad[1] + 1, ins[1]):narrow(3, pad[2] + 1, ins[2]):narrow(4, pad[3] + 1, ins[3])
+            :copy(input:contiguous():view(planes, ins[1], ins[2], ins[3]))
+      local windows = padded:unfold(2, k[1], d[1]):unfold(3, k[2], d[2]):unfold(4, k[3], d[3])
+                            :narrow(2, 1, outs[1]):narrow(3, 1, outs[2]):narrow(4, 1, outs[3])
+      local best, at = windows:contiguous():view(planes, -1, k[1] * k[2] * k[3]):max(3)
+      -- the window's 0-based offset m = (t·kH + h)·kW + w, packed as t | h << 8 | w << 16
+      local m = input.new(at:nElement()):copy(at):add(-1)
+      local w = m.new():fmod(m, k[3])
+      local th = m.new():csub(m, w):div(k[3])
+      local h = m.new():fmod(th, k[2])
+      local t = m.new():csub(th, h):div(k[2])
+      local packed = t:add(h:mul(256)):add(w:mul(65536))
+      self.indices = nn.utils.indicesFor(input, self.indices)
+      self.indices:resize(withVolume(input, outs)):copy(packed)
+      for i = 1, 3 do   -- a last window past the volume (ceil mode) holds none of its cells
+         if (outs[i] - 1) * d[i] - pad[i] >= ins[i] then self.indices:select(dims - 3 + i, outs[i]):fill(NONE) end
+      end
+      self.output:resize(withVolume(input, outs)):copy(best)
+      return self.output
+   end)
+   onDevice(VMP, 'updateGradInput', function(self, input, gradOutput)
+      if not undilated(self) then return host.updateGradInput(self, input, gradOutput) end
+      local fn = 'VolumetricDilatedMaxPooling_updateGradInput'
+      local planes, ins, outs = pooledSizes(self, fn, input)
+      if not gradOutput:isSize(withVolume(input, outs)) then
+         error(string.format('%s: gradOutput %s does not match the expected size (%d x %d x %d per plane)', fn,
+                             shapeOf(gradOutput), outs[1], outs[2], outs[3]), 3)
+      end
+      local k, d, pad = geometryOf(self)
+      local place, named = targets(input, self.indices, planes, ins, outs, k, d, pad, fn, 'input')
+      local g = gradOutput:contiguous():view(planes, -1):clone():cmul(named)
+      self.gradInput:resizeAs(input):zero()
+      self.gradInput:view(planes, -1):scatterAdd(2, place, g)
+      return self.gradInput
+   end)
+
+   -- the unpooling's geometry: its input is the pooled volume, its output the pooling's input volume
+   local function unpooling(self, fn, input)
+      local planes, outs = volumeOf(input)
+      if not planes then
+         error(string.format('%s: 4D or 5D (batch mode) tensor expected for input, but got: %s', fn, shapeOf(input)), 4)
+      end
+      local kept = self.pooling.indices
+      if self.pooling.itime and not (torch.type(kept) == 'torch.CudaLongTensor' and kept:isSize(input:size())) then
+         self.pooling.keepIndices = true
+         error('nn.VolumetricMaxUnpooling: its VolumetricMaxPooling kept no indices for this input on the GPU '
+               .. '(cuDNN keeps none); it keeps them from now on: run its forward again', 4)
+      end
+      self:setParams()
+      local _, d, pad = geometryOf(self)
+      return planes, {self.otime, self.oheight, self.owidth}, outs, d, pad
+   end
+   onDevice(VMU, 'updateOutput', function(self, input)
+      local fn = 'VolumetricMaxUnpooling_updateOutput'
+      local planes, ins, outs, d, pad = unpooling(self, fn, input)
+      local place, named = targets(input, self.indices, planes, ins, outs, d, d, pad, fn, 'output')
+      local x = input:contiguous():view(planes, -1):clone():cmul(named)
+      self.output:resize(withVolume(input, ins)):zero()
+      self.output:view(planes, -1):scatterAdd(2, place, x)
+      return self.output
+   end)
+   onDevice(VMU, 'updateGradInput', function(self, input, gradOutput)
+      local fn = 'VolumetricMaxUnpooling_updateGradInput'
+      local planes, ins, outs, d, pad = unpooling(self, fn, input)
+      if not gradOutput:isSize(withVolume(input, ins)) then
+         error(string.format('%s: gradOutput %s does not match the expected size (%d x %d x %d per plane)', fn,
+                             shapeOf(gradOutput), ins[1], ins[2], ins[3]), 3)
+      end
+      local place, named = targets(input, self.indices, planes, ins, outs, d, d, pad, fn, 'output')
+      local g = gradOutput:contiguous():view(planes, -1)
+      self.gradInput:resizeAs(input):copy(g.new():gather(g, 2, place):cmul(named):viewAs(input))
+      return self.gradInput
+   end)
+end
+
 end
