@@ -1,5 +1,6 @@
 """cunn's GPU versions of nn's last modules with host kernels (lua/cunn/gpu_more_modules.lua): the fractional max
-poolings, SparseLinear and IndexLinear, composed of cutorch's device methods.
+poolings, VolumetricMaxUnpooling (and the VolumetricMaxPooling that keeps its indices for it), SparseLinear and
+IndexLinear, composed of cutorch's device methods.
 
 Oracle: the same module on the CPU in double, on the same weights, inputs and (for the fractional poolings) random
 samples; results compared to 1e-12, and nothing may run staged. Runs on the emulated driver in CI (the `gpu` fixture
