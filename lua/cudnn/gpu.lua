@@ -518,9 +518,9 @@ local function pooledSize(p, input)
    return torch.LongStorage(size)
 end
 
-local function onCudnnPooling(class, modeOf, volumetric)
+local function onCudnnPooling(class, modeOf, volumetric, hostRunsOnGPU)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput}
-   if volumetric then host = cudnnOnly(host) end
+   if volumetric and not hostRunsOnGPU then host = cudnnOnly(host) end
    local function setup(self, input)
       if not usable() or not cudnnType(input) or self.ceil_mode then return nil end
       local mode = modeOf(self)
@@ -558,13 +558,15 @@ onCudnnPooling(cudnn.VolumetricMaxPooling, maxMode, true)
 onCudnnPooling(cudnn.VolumetricAveragePooling, averageMode, true)
 
 -- nn's volumetric convolution and poolings have no kernels of ours: on the GPU they run on cuDNN as cudnn's
--- subclasses do (nn's max pooling then keeps no indices, as cudnn's does not; a dilated one stays on the host,
--- which refuses GPU memory by name, as everything here does without cuDNN). cunn loads cudnn for them on first use.
+-- subclasses do (nn's max pooling then keeps no indices, as cudnn's does not, unless a VolumetricMaxUnpooling reads
+-- them: then, and without cuDNN, cunn's composed version runs it; a dilated one stays on the host, which refuses GPU
+-- memory by name, as everything else here does without cuDNN). cunn loads cudnn for them on first use.
 local function undilatedMax(self)
+   if self.keepIndices then return nil end   -- a VolumetricMaxUnpooling reads them: cunn's composed version keeps them
    if (self.dilationT or 1) ~= 1 or (self.dilationH or 1) ~= 1 or (self.dilationW or 1) ~= 1 then return nil end
    return maxMode()
 end
-onCudnnPooling(nn.VolumetricMaxPooling, undilatedMax, true)
+onCudnnPooling(nn.VolumetricMaxPooling, undilatedMax, true, true)   -- (cunn composes the undilated ones too)
 onCudnnPooling(nn.VolumetricAveragePooling, averageMode, true)
 onCudnn(nn.VolumetricConvolution, true)
 

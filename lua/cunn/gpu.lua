@@ -941,6 +941,9 @@ for class, full in pairs {[nn.SpatialConvolutionMap] = false, [nn.SpatialFullCon
    end)
 end
 
+-- the fractional max poolings, VolumetricMaxUnpooling, IndexLinear and SparseLinear
+require('cunn.gpu_more_modules')(onDevice)
+
 -- ---------------------------------------------------------------- through cuDNN
 
 -- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU

@@ -62,9 +62,12 @@ function IndexLinear:reset(stdv)
    return self
 end
 
--- A LongTensor for keys and sizes (cutorch's CudaLongTensor on a Cuda module, where there is one).
+-- A LongTensor for keys and sizes (cutorch's CudaLongTensor on a Cuda module, where there is one, and on a
+-- module in GPU memory: cunn's GPU version reads its keys there).
 function IndexLinear:longTensor(...)
-   if self:type() == 'torch.CudaTensor' and torch.CudaLongTensor then return torch.CudaLongTensor(...) end
+   if (self:type() == 'torch.CudaTensor' or torch._onDevice(self.weight)) and torch.CudaLongTensor then
+      return torch.CudaLongTensor(...)
+   end
    return torch.LongTensor(...)
 end
 
@@ -195,7 +198,7 @@ function IndexLinear:updateGradInput(input, gradOutput)
    local go = gradOutput:dim() == 1 and gradOutput:contiguous():view(1, gradOutput:nElement()) or gradOutput
    local gi = torch.mm(go, self.weight:t())
    -- the keys that name rows 1..nIn
-   local keys = self:longTensor(nIn):range(1, nIn):add(-1 - self.offset)
+   local keys = self:longTensor(nIn):copy(torch.range(1, nIn)):add(-1 - self.offset)   -- (range: a host one)
    if self.isFlat then
       self.gradInput[1] = keys:view(1, nIn):expand(gi:size(1), nIn):clone()
       self.gradInput[2] = gi
@@ -237,8 +240,13 @@ function IndexLinear:updateParameters(lr)
       self.updateKeys = self.updateKeysBuffer
       self.gradWeight = self.gradWeightBuffer
    end
+   self:_applyUpdates(lr)
+end
+
+-- gradBias and the gradWeight rows of self.updateKeys, applied (cunn gives it a GPU version)
+function IndexLinear:_applyUpdates(lr)
    check(C.lt_nn_IndexLinear_updateParameters(self.gradWeight._c, self.gradBias._c, self.weight._c, self.bias._c,
-         self.updateKeys._c, self.offset, self.weightDecay or 0, lr), 2)
+         self.updateKeys._c, self.offset, self.weightDecay or 0, lr), 3)
 end
 
 function IndexLinear:zeroGradParameters()

@@ -70,8 +70,7 @@ function SparseLinear:updateOutput(input)
       return self.output
    end
    self:_format(samples, legacyMode)
-   check(C.lt_nn_SparseLinear_updateOutput(self.formatted_input._c, self.output._c, self.weight._c,
-         self.bias._c, n), 2)
+   self:_sparseOutput(n)
    if not batchMode then self.output = self.output[1] end
    return self.output
 end
@@ -87,8 +86,19 @@ function SparseLinear:accGradParameters(input, gradOutput, scale)
       self.sparseUpdate = ACC_MULTIPLE_TIMES
    end
    if not batchMode then gradOutput = gradOutput:view(1, gradOutput:nElement()) end
+   self:_sparseGradients(gradOutput, scale or 1)
+end
+
+-- The kernels on self.formatted_input (cunn gives them GPU versions): output (n x outputSize) = bias + the
+-- entries times weight; gradWeight and gradBias accumulate gradOutput's (n x outputSize) products.
+function SparseLinear:_sparseOutput(n)
+   check(C.lt_nn_SparseLinear_updateOutput(self.formatted_input._c, self.output._c, self.weight._c,
+         self.bias._c, n), 3)
+end
+
+function SparseLinear:_sparseGradients(gradOutput, scale)
    check(C.lt_nn_SparseLinear_accGradParameters(self.formatted_input._c, gradOutput._c, self.gradWeight._c,
-         self.gradBias._c, self.weight._c, self.weightDecay or 0, scale or 1), 2)
+         self.gradBias._c, self.weight._c, self.weightDecay or 0, scale), 3)
 end
 
 function SparseLinear:updateGradInput(input, gradOutput)
@@ -107,10 +117,11 @@ function SparseLinear:updateGradInput(input, gradOutput)
          self.gradInput:select(3, 1):copy(torch.range(1, nIn):view(1, nIn):expand(gi:size(1), nIn))
          self.gradInput:select(3, 2):copy(gi)
       else
+         local columns = torch.range(1, nIn)   -- copied in (a Cuda gradInput's range would run staged)
          for i = 1, gi:size(1) do
             self.gradInput[i] = gradOutput.new(nIn, 2)
             self.gradInput[i]:select(2, 2):copy(gi[i])
-            self.gradInput[i]:select(2, 1):range(1, nIn)
+            self.gradInput[i]:select(2, 1):copy(columns)
          end
       end
    end

@@ -11,6 +11,8 @@ function VolumetricMaxUnpooling:__init(poolingModule)
    assert(poolingModule.kT == poolingModule.dT and poolingModule.kH == poolingModule.dH and
           poolingModule.kW == poolingModule.dW, "The size of pooling module's kernel must be equal to its stride")
    self.pooling = poolingModule
+   -- on the GPU nn's pooling runs on cuDNN, which keeps no indices: cunn's composed one keeps them for this module
+   poolingModule.keepIndices = true
 end
 
 function VolumetricMaxUnpooling:setParams()
