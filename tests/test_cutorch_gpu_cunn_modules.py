@@ -277,9 +277,10 @@ VOLUMETRIC_PAIR_ON_BOTH = """function(x, g, args, ceil, pair)
    local pool = nn.VolumetricMaxPooling(table.unpack(args))
    if ceil then pool:ceil() end
    local net = pair and nn.Sequential():add(pool):add(nn.VolumetricMaxUnpooling(pool)) or pool
-   pool.keepIndices = true
+   nn.VolumetricMaxUnpooling.readPoolings[pool] = true   -- (the pooling alone keeps them as for an unpooling)
    net:double()
    local dev = net:clone():type('torch.CudaDoubleTensor')
+   if not pair then nn.VolumetricMaxUnpooling.readPoolings[dev] = true end   -- (a clone of a pair registers itself)
    local out = {}
    for k, m in ipairs {net, dev} do
       local input = k == 1 and x:clone() or x:cudaDouble()
@@ -334,7 +335,7 @@ def test_volumetric_max_unpooling_names_missing_indices_on_the_gpu(gpu):
     with pytest.raises(LuaError, match="kept no indices for this input on the GPU"):
         rt.execute("""pool = nn.VolumetricMaxPooling(2, 2, 2):cuda()
                       unpool = nn.VolumetricMaxUnpooling(pool):cuda()
-                      pool.keepIndices = nil
+                      nn.VolumetricMaxUnpooling.readPoolings[pool] = nil
                       x = torch.CudaTensor(2, 4, 4, 4):uniform()
                       pool:forward(x:double():cuda())   -- (on cuDNN)
                       pool.itime = 4                     -- (as a pooling that ran before on the CPU)

@@ -562,7 +562,7 @@ onCudnnPooling(cudnn.VolumetricAveragePooling, averageMode, true)
 -- them: then, and without cuDNN, cunn's composed version runs it; a dilated one stays on the host, which refuses GPU
 -- memory by name, as everything else here does without cuDNN). cunn loads cudnn for them on first use.
 local function undilatedMax(self)
-   if self.keepIndices then return nil end   -- a VolumetricMaxUnpooling reads them: cunn's composed version keeps them
+   if nn.VolumetricMaxUnpooling.readPoolings[self] then return nil end   -- a VolumetricMaxUnpooling reads them: cunn's composed version keeps them
    if (self.dilationT or 1) ~= 1 or (self.dilationH or 1) ~= 1 or (self.dilationW or 1) ~= 1 then return nil end
    return maxMode()
 end

@@ -408,7 +408,7 @@ end
 
 -- nn.VolumetricMaxUnpooling reads its VolumetricMaxPooling's indices (Torch7's layout: the maximum's offset in its
 -- window, t | h << 8 | w << 16, 0xFFFFFF for a window with no cell of the volume). On the GPU nn's pooling runs on
--- cuDNN, which keeps none, so a pooling module that an unpooling reads (keepIndices, set by the unpooling) runs
+-- cuDNN, which keeps none, so a pooling module that an unpooling reads (VolumetricMaxUnpooling.readPoolings) runs
 -- composed here instead: the input padded with -inf, its windows unfolded (P, L, kT·kH·kW), max over each window,
 -- its offset packed. The maximum's place in the volume of every pooled cell (targets) then gives the pooling's
 -- backward and the unpooling's forward (scatterAdd), and the unpooling's backward (gather); windows do not overlap
@@ -547,7 +547,7 @@ do
       end
       local kept = self.pooling.indices
       if self.pooling.itime and not (torch.type(kept) == 'torch.CudaLongTensor' and kept:isSize(input:size())) then
-         self.pooling.keepIndices = true
+         VMU.readPoolings[self.pooling] = true
          error('nn.VolumetricMaxUnpooling: its VolumetricMaxPooling kept no indices for this input on the GPU '
                .. '(cuDNN keeps none); it keeps them from now on: run its forward again', 4)
       end

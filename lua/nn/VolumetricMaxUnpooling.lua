@@ -2,6 +2,10 @@
 -- nn.VolumetricMaxPooling whose kernel equals its stride (values back where
 -- the maxima were, zeros elsewhere, the pooling module's last input size).
 local VolumetricMaxUnpooling, parent = torch.class('nn.VolumetricMaxUnpooling', 'nn.Module')
+
+-- The pooling modules an unpooling reads the indices of (weak keys, not a field: the modules stay as Torch7 made
+-- and saved them)
+VolumetricMaxUnpooling.readPoolings = setmetatable({}, {__mode = 'k'})
 local C = torch.C
 local check = torch._check
 
@@ -12,7 +16,13 @@ function VolumetricMaxUnpooling:__init(poolingModule)
           poolingModule.kW == poolingModule.dW, "The size of pooling module's kernel must be equal to its stride")
    self.pooling = poolingModule
    -- on the GPU nn's pooling runs on cuDNN, which keeps no indices: cunn's composed one keeps them for this module
-   poolingModule.keepIndices = true
+   VolumetricMaxUnpooling.readPoolings[poolingModule] = true
+end
+
+-- a loaded or cloned unpooling reads its (loaded or cloned) pooling's indices too
+function VolumetricMaxUnpooling:read(file, version)
+   parent.read(self, file, version)
+   if self.pooling then VolumetricMaxUnpooling.readPoolings[self.pooling] = true end
 end
 
 function VolumetricMaxUnpooling:setParams()
