@@ -126,6 +126,10 @@ EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev) {
   }
   return OK;
 }
+EXPORT int cuDeviceComputeCapability(int *major, int *minor, int dev) {   /* (deprecated; pycuda asks it) */
+  int rc = cuDeviceGetAttribute(major, 75, dev);
+  return rc == OK ? cuDeviceGetAttribute(minor, 76, dev) : rc;
+}
 EXPORT int cuGetErrorString(int rc, const char **s) {
   switch (rc) {
     case OK: *s = "no error"; break;
@@ -157,6 +161,33 @@ EXPORT int cuCtxSetCurrent(void *ctx) {
   if (d < 0 || d >= device_count()) return INVALID_CONTEXT;
   current = (int)d;
   return OK;
+}
+/* The context stack of pycuda's Context.push/pop: the contexts pushed over others, per thread. */
+static __thread int pushed_under[16];
+static __thread int npushed;
+EXPORT int cuCtxPushCurrent_v2(void *ctx) {
+  ptrdiff_t d = (char *)ctx - contexts;
+  if (!ctx || d < 0 || d >= device_count()) return INVALID_CONTEXT;
+  if (npushed == 16) return INVALID_VALUE;
+  pushed_under[npushed++] = current;
+  current = (int)d;
+  return OK;
+}
+EXPORT int cuCtxPopCurrent_v2(void **ctx) {
+  if (current < 0) return INVALID_CONTEXT;
+  if (ctx) *ctx = &contexts[current];
+  current = npushed ? pushed_under[--npushed] : -1;
+  return OK;
+}
+EXPORT int cuCtxGetDevice(int *dev) {
+  if (current < 0) return INVALID_CONTEXT;
+  *dev = current;
+  return OK;
+}
+EXPORT int cuDevicePrimaryCtxRelease_v2(int dev) { return valid(dev) ? OK : INVALID_DEVICE; }
+EXPORT int cuCtxDetach(void *ctx) {   /* (deprecated; pycuda's handle on a context it did not make lets go) */
+  ptrdiff_t d = (char *)ctx - contexts;
+  return ctx && d >= 0 && d < device_count() ? OK : INVALID_CONTEXT;
 }
 EXPORT int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   if (current < 0) return INVALID_CONTEXT;
@@ -584,6 +615,24 @@ EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t 
   stream_t *s = stream_of(stream);
   if (!s) return INVALID_CONTEXT;
   return queue_copy(s, (void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current, -1, !is_pinned(src, n));
+}
+/* The synchronous copies (pycuda's memcpy_dtoh/htod, GPUArray.get/set): on the legacy stream, done on return. */
+static int copy_and_wait(void *dst, const void *src, size_t n, int dev) {
+  stream_t *s = stream_of(NULL);
+  if (!s) return INVALID_CONTEXT;
+  int rc = queue_copy(s, dst, src, n, dev, -1, 0);
+  if (rc != OK) return rc;
+  qlock();
+  run_until(s, s->queued);
+  rc = take_failures();
+  qunlock();
+  return rc;
+}
+EXPORT int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) {
+  return copy_and_wait(dst, (const void *)(uintptr_t)src, n, guarded() ? arena_of(src) : current);
+}
+EXPORT int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
+  return copy_and_wait((void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current);
 }
 /* Between the memories of two contexts' devices (the same one allowed). */
 EXPORT int cuMemcpyPeerAsync(unsigned long long dst, void *dst_ctx, unsigned long long src, void *src_ctx, size_t n,
