@@ -5,6 +5,7 @@
     mpi.allreduce(x, out=y, algorithm="multicolor", colors=2, chunk=1 << 18)
     h = mpi.iallreduce(grad); ...; mpi.wait(h)   # progressed by a communication thread
     mpi.broadcast(params, root=0); mpi.barrier(); mpi.rank(); mpi.size()
+    mpi.cuda_aware()   # (aware, why): whether lua/mpi hands device tensors to MPI without staging
 
 The collectives are C (native/collectives/, one file per algorithm) in their
 own shared library, compiled on first use with the mpicc that belongs to the
@@ -248,7 +249,7 @@ def library_path():
         cc = find_mpicc()
         srcs = sorted(os.path.join(SOURCES, f) for f in os.listdir(SOURCES) if f.endswith(".c"))
         tmp = so + ".%d.tmp" % os.getpid()
-        cmd = [cc, *CFLAGS, "-I", os.path.dirname(HEADER), *srcs, "-o", tmp, "-lm", "-lpthread"]
+        cmd = [cc, *CFLAGS, "-I", os.path.dirname(HEADER), *srcs, "-o", tmp, "-lm", "-lpthread", "-ldl"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise MPIError("luatorch mpi: building the collectives failed:\n%s\n%s" % (" ".join(cmd), r.stderr))
@@ -281,6 +282,57 @@ def lib():
 def _check(rc):
     if rc != 0:
         raise MPIError(_ffi.string(lib().ltc_errmsg()).decode())
+
+
+# ------------------------------------------------------------ CUDA-aware MPI
+
+CUDA_AWARE_VAR = "LUATORCH_MPI_CUDA_AWARE"
+
+
+def decide_cuda_aware(setting, library_answer, library_how, library_version, environ):
+    """Whether device (CUDA) memory may go to this rank's MPI library as it is, and why: (aware, reason).
+
+    setting: LUATORCH_MPI_CUDA_AWARE ('auto' or unset: ask the library; '1'/'0': the user's word);
+    library_answer, library_how: ltc_mpi_cuda_support's answer (1, 0, -1 for no query) and its text;
+    library_version: MPI_Get_library_version, for MVAPICH2, which has no query but a switch, MV2_USE_CUDA=1.
+    An unknown setting raises MPIError."""
+    value = (setting or "auto").strip().lower()
+    if value not in ("auto", "0", "1"):
+        raise MPIError("%s=%r: auto, 0 or 1 expected" % (CUDA_AWARE_VAR, setting))
+    if value != "auto":
+        return value == "1", "%s=%s" % (CUDA_AWARE_VAR, value)
+    if library_answer >= 0:
+        return library_answer == 1, library_how
+    if "MVAPICH" in (library_version or ""):
+        on = environ.get("MV2_USE_CUDA", "0") == "1"
+        return on, "MVAPICH with MV2_USE_CUDA=%s" % environ.get("MV2_USE_CUDA", "(unset)")
+    return False, library_how + ": taken as not CUDA-aware (%s=1 if it is)" % CUDA_AWARE_VAR
+
+
+def agree_cuda_aware(local, gather):
+    """Every rank's (aware, reason, error) from gather (an allgather) into one answer for all: aware only if every
+    rank is, since ranks that stage and ranks that hand device memory to MPI would run different algorithms. An
+    error on any rank raises on every rank."""
+    everyone = gather(local)
+    errors = [e for _, _, e in everyone if e]
+    if errors:
+        raise MPIError(errors[0])
+    aware = [a for a, _, _ in everyone]
+    if all(aware) or not any(aware):
+        return local[0], local[1]
+    return False, "not CUDA-aware on ranks %s (%s)" % (
+        [i for i, (a, _, _) in enumerate(everyone) if not a], next(r for a, r, _ in everyone if not a))
+
+
+def _query_cuda_aware(mpi4py_comm, library_version):
+    how = _ffi.new("char[256]")
+    answer = lib().ltc_mpi_cuda_support(how, 256)
+    try:
+        local = decide_cuda_aware(os.environ.get(CUDA_AWARE_VAR), answer, _ffi.string(how).decode(),
+                                  library_version, os.environ) + (None,)
+    except MPIError as e:
+        local = (False, "", str(e))
+    return agree_cuda_aware(local, mpi4py_comm.allgather)
 
 
 # ------------------------------------------------------------ communicators
@@ -338,6 +390,12 @@ class Communicator:
         if not check:
             lib().ltc_set_check(self._ctx, 0)
         self.library = _ffi.string(lib().ltc_library(self._ctx)).decode()
+        # whether device memory goes to MPI as it is (lua/mpi), the same answer on every rank
+        try:
+            self.cuda_aware, self.cuda_aware_reason = _query_cuda_aware(self.mpi4py_comm, MPI.Get_library_version())
+        except MPIError:
+            self.close()   # every rank raises: the context goes on all of them
+            raise
         # auto's table is keyed by rank 0's host, so that every rank (on emulated or real
         # hosts with a shared file system) loads the same one
         self.host0 = self.mpi4py_comm.bcast(socket.gethostname(), root=0)
@@ -504,7 +562,14 @@ def broadcast(array, root=0):
     return world().broadcast(array, root)
 
 
-def lua_config():
-    """What lua/mpi/init.lua needs: library path, cdef text, address of the world context."""
+def cuda_aware():
+    """(aware, reason): whether the world communicator hands device memory to MPI without staging."""
     w = world()
-    return (lib(), _lib_path)[1], cdef_text(), int(_ffi.cast("uintptr_t", w.ctx))
+    return w.cuda_aware, w.cuda_aware_reason
+
+
+def lua_config():
+    """What lua/mpi/init.lua needs: library path, cdef text, address of the world context, and whether device
+    memory goes to MPI as it is (and why)."""
+    w = world()
+    return (lib(), _lib_path)[1], cdef_text(), int(_ffi.cast("uintptr_t", w.ctx)), w.cuda_aware, w.cuda_aware_reason

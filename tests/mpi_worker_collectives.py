@@ -215,47 +215,20 @@ def lua(args):
         print("OK lua", flush=True)
 
 
-def lua_gpu(args):
-    """The Lua package on tensors in GPU memory (run with cutorch's GPU backend and two GPUs per rank): allreduce,
-    iallreduce and broadcast of Cuda tensors (staged through host memory) give what they give on host tensors and
-    leave the tensors on their GPUs; and nn.DataParallelTable over the rank's two GPUs, its gradient buckets
-    summed across ranks while the backward runs (allreduceGradients), trains as the same table over CPU workers
-    with the same allreduce, each rank on its own data."""
-    from pytorch_bridge import Runtime
-
-    rt = Runtime()
-    res = rt.execute(r"""
+# The start of the Lua scripts of the GPU workers: cutorch's GPU backend with two GPUs, the mpi package, rank and size.
+GPU_PRELUDE_LUA = r"""
         require 'cudnn'
         require 'optim'
         local mpi = require 'mpi'
         assert(cutorch.backend == 'gpu' and cutorch.getDeviceCount() >= 2, 'two GPUs expected')
         local r, p = mpi.rank(), mpi.size()
-        -- collectives on device tensors
-        cutorch.setDevice(2)
-        local t = torch.CudaTensor(3001):fill(r + 1)
-        mpi.allreduce(t, {algorithm = 'multicolor', colors = 2, chunk = 512})
-        assert(t:getDevice() == 2 and t:min() == p * (p + 1) / 2 and t:max() == p * (p + 1) / 2, 'allreduce')
-        local m = torch.CudaDoubleTensor(5, 4):fill(r)
-        local col = m:select(2, 3)
-        local h = mpi.iallreduce(col, {algorithm = 'ring'})
-        mpi.wait(h)
-        assert(col:min() == p * (p - 1) / 2 and m:select(2, 1):max() == r, 'non-contiguous iallreduce')
-        local b = torch.CudaLongTensor(4):fill(r)
-        mpi.broadcast(b, p - 1)
-        assert(b:min() == p - 1 and b:max() == p - 1 and b:getDevice() == 2, 'broadcast')
-        -- several iallreduces in flight at once, waited out of order: each stages in a pinned buffer of its own
-        local hs, ts = {}, {}
-        for i = 1, 4 do
-           ts[i] = torch.CudaTensor(100 * i + 7):fill(r + i)
-           hs[i] = mpi.iallreduce(ts[i])
-        end
-        for i = 4, 1, -1 do mpi.wait(hs[i]) end
-        for i = 1, 4 do
-           local want = p * (p - 1) / 2 + p * i
-           assert(ts[i]:min() == want and ts[i]:max() == want, 'iallreduce in flight ' .. i)
-        end
-        cutorch.setDevice(1)
-        -- DataParallelTable over this rank's GPUs with its buckets allreduced across ranks
+"""
+
+# Lua of the GPU workers (after GPU_PRELUDE_LUA): nn.DataParallelTable over the rank's two GPUs, its gradient buckets
+# allreduced across ranks while the backward runs (allreduceGradients), trained three steps as the same table over
+# CPU workers, each rank on its own data. compareTraining() asserts that both train alike and that the ranks end
+# with the same parameters; it returns mpi.stagingStats() before and after the GPU training.
+DPT_TRAINING_LUA = r"""
         local function train(ty)
            if ty:match('Cuda') then cutorch.setDevice(1) end
            torch.manualSeed(5)
@@ -283,28 +256,225 @@ def lua_gpu(args):
            dpt.impl:close()
            return losses, w:double()
         end
-        local l1, w1 = train('torch.DoubleTensor')
-        local before = mpi.stagingStats()
-        local l2, w2 = train('torch.CudaDoubleTensor')
+        local function compareTraining()
+           local l1, w1 = train('torch.DoubleTensor')
+           local before = mpi.stagingStats()
+           local l2, w2 = train('torch.CudaDoubleTensor')
+           local after = mpi.stagingStats()
+           local worst = 0
+           for i = 1, #l1 do worst = math.max(worst, math.abs(l1[i] - l2[i]) / math.abs(l1[i])) end
+           local dw = (w1 - w2):abs():max()
+           assert(worst < 1e-9 and dw < 1e-9, string.format('GPU training vs CPU: loss %g, parameters %g', worst, dw))
+           -- and the ranks ended with the same parameters
+           local sum = w2:clone()
+           mpi.allreduce(sum)
+           assert((sum / p - w2):abs():max() < 1e-12, 'ranks disagree')
+           return before, after
+        end
+"""
+
+
+def run_gpu_lua(scenario, script):
+    """Run GPU_PRELUDE_LUA, DPT_TRAINING_LUA and then script (which returns rank and size) in a Runtime."""
+    from pytorch_bridge import Runtime
+
+    res = Runtime().execute(GPU_PRELUDE_LUA + DPT_TRAINING_LUA + script)
+    all_ok(tuple(res) == (R, P), "%s: %r" % (scenario, res))
+    if R == 0:
+        print("OK " + scenario, flush=True)
+
+
+def lua_gpu(args):
+    """The Lua package on tensors in GPU memory (run with cutorch's GPU backend and two GPUs per rank): allreduce,
+    iallreduce and broadcast of Cuda tensors (staged through host memory: this MPI says it is not CUDA-aware) give
+    what they give on host tensors and leave the tensors on their GPUs; and nn.DataParallelTable over the rank's two GPUs, its gradient buckets
+    summed across ranks while the backward runs (allreduceGradients), trains as the same table over CPU workers
+    with the same allreduce, each rank on its own data."""
+    run_gpu_lua("lua_gpu", r"""
+        local aware, why = mpi.cudaAware()
+        assert(not aware and why:find('says no'), 'detection: ' .. tostring(aware) .. ', ' .. why)
+        -- collectives on device tensors
+        cutorch.setDevice(2)
+        local t = torch.CudaTensor(3001):fill(r + 1)
+        mpi.allreduce(t, {algorithm = 'multicolor', colors = 2, chunk = 512})
+        assert(t:getDevice() == 2 and t:min() == p * (p + 1) / 2 and t:max() == p * (p + 1) / 2, 'allreduce')
+        local m = torch.CudaDoubleTensor(5, 4):fill(r)
+        local col = m:select(2, 3)
+        local h = mpi.iallreduce(col, {algorithm = 'ring'})
+        mpi.wait(h)
+        assert(col:min() == p * (p - 1) / 2 and m:select(2, 1):max() == r, 'non-contiguous iallreduce')
+        local b = torch.CudaLongTensor(4):fill(r)
+        mpi.broadcast(b, p - 1)
+        assert(b:min() == p - 1 and b:max() == p - 1 and b:getDevice() == 2, 'broadcast')
+        -- several iallreduces in flight at once, waited out of order: each stages in a pinned buffer of its own
+        local hs, ts = {}, {}
+        for i = 1, 4 do
+           ts[i] = torch.CudaTensor(100 * i + 7):fill(r + i)
+           hs[i] = mpi.iallreduce(ts[i])
+        end
+        for i = 4, 1, -1 do mpi.wait(hs[i]) end
+        for i = 1, 4 do
+           local want = p * (p - 1) / 2 + p * i
+           assert(ts[i]:min() == want and ts[i]:max() == want, 'iallreduce in flight ' .. i)
+        end
+        cutorch.setDevice(1)
+        local before, after = compareTraining()
         -- the buckets of three steps staged in pinned buffers allocated in the first one
-        local after = mpi.stagingStats()
         local made, reused = after.buffers - before.buffers, after.reuses - before.reuses
         assert(after.pageable == 0 and made >= 1 and reused >= 2 * made,
                string.format('staging: %d buffers made, %d reuses, %d pageable', made, reused, after.pageable))
-        local worst = 0
-        for i = 1, #l1 do worst = math.max(worst, math.abs(l1[i] - l2[i]) / math.abs(l1[i])) end
-        local dw = (w1 - w2):abs():max()
-        assert(worst < 1e-9 and dw < 1e-9, string.format('GPU training vs CPU: loss %g, parameters %g', worst, dw))
-        -- and the ranks ended with the same parameters
-        local sum = w2:clone()
-        mpi.allreduce(sum)
-        assert((sum / p - w2):abs():max() < 1e-12, 'ranks disagree')
+        assert(mpi.stagingStats().direct == 0, 'device memory went to an MPI that is not CUDA-aware')
         return r, p
     """)
-    ok = tuple(res) == (R, P)
-    all_ok(ok, "lua_gpu: %r" % (res,))
+
+
+def lua_gpu_aware(args):
+    """The Lua package on device tensors with the MPI taken as CUDA-aware (LUATORCH_MPI_CUDA_AWARE=1; the emulated
+    driver's device memory unguarded, so that the host MPI can read it as a CUDA-aware one reads GPU memory):
+    'auto' and 'mpi' hand the device memory to MPI without staging (stagingStats: direct, nothing staged), blocking,
+    non-blocking with several in flight, non-contiguous and broadcast, on values still queued on the device (lazy
+    streams: without the synchronize MPI would read them before they are there), bitwise as the staged path and
+    the sum on the CPU; algorithms asked for by name still stage; and DataParallelTable's bucketed gradient
+    allreduce goes direct and trains as on the CPU."""
+    # auto's choice for host memory: ring, one of our host-reducing algorithms, so that a device tensor that went
+    # to it instead of to MPI's own would show (the agreement check of the mixed 'auto'/'mpi' call below)
+    mpi.world().set_table([(1, "ring", 1)])
+    run_gpu_lua("lua_gpu_aware", r"""
+        local aware, why = mpi.cudaAware()
+        assert(aware == true and why == 'LUATORCH_MPI_CUDA_AWARE=1', 'forced: ' .. tostring(aware) .. ', ' .. why)
+        local function staged(s) return s.buffers + s.reuses + s.pageable end
+        -- moves of device memory since `s`: (direct, staged)
+        local function movesSince(s)
+           local now = mpi.stagingStats()
+           return now.direct - s.direct, staged(now) - staged(s)
+        end
+        local function expectMoves(s, direct, staging, what)
+           local d, st = movesSince(s)
+           assert(d == direct and st == staging,
+                  string.format('%s: %d direct, %d staged; %d, %d expected', what, d, st, direct, staging))
+        end
+        -- rank q's values of case c (every rank can make every rank's), on the host in double
+        local function values(c, q, n)
+           torch.manualSeed(1000 * c + q)
+           return torch.randn(n)
+        end
+        -- the sum over ranks in rank order on the CPU, in the tensor type `host` (MPI's float sum is float)
+        local function cpuSum(c, n, host)
+           local sum = values(c, 0, n):type(host)
+           for q = 1, p - 1 do sum:add(values(c, q, n):type(host)) end
+           return sum
+        end
+        -- a device tensor of this rank's values of case c, doubled on the device: still queued when MPI is called
+        local function onDevice(c, n, ty)
+           return torch.Tensor():type(ty):resize(n):copy(values(c, r, n)):mul(2)
+        end
+        local function maxDiff(a, b) return (a:double() - b:double()):abs():max() end
+        local tol = p <= 2 and 0 or 1e-5   -- two ranks: one addition, the same bits in any order
+
+        -- blocking, 'auto' and 'mpi', on the second GPU
+        cutorch.setDevice(2)
+        for c, case in ipairs{{'auto', 'torch.CudaTensor', 'torch.FloatTensor', 3001},
+                              {'mpi', 'torch.CudaDoubleTensor', 'torch.DoubleTensor', 1237}} do
+           local alg, ty, host, n = case[1], case[2], case[3], case[4]
+           local s = mpi.stagingStats()
+           local t = onDevice(c, n, ty)
+           assert(mpi.allreduce(t, {algorithm = alg}) == t, 'allreduce returns its tensor')
+           expectMoves(s, 1, 0, alg .. ' ' .. ty)
+           local want = cpuSum(c, n, host):mul(2)
+           assert(t:getDevice() == 2 and torch.type(t) == ty, 'stays on its device')
+           assert(maxDiff(t, want) <= tol, alg .. ' ' .. ty .. ': ' .. maxDiff(t, want))
+           -- the staged path (an algorithm of ours, asked for by name) gives the same bits
+           for _, named in ipairs{'ring', 'multicolor'} do
+              s = mpi.stagingStats()
+              local u = onDevice(c, n, ty)
+              mpi.allreduce(u, {algorithm = named, colors = 2, chunk = 512})
+              expectMoves(s, 0, 1, named .. ' ' .. ty)
+              assert(maxDiff(u, t) <= tol, named .. ' vs direct: ' .. maxDiff(u, t))
+           end
+        end
+        -- 'auto' on a device tensor is MPI's algorithm, whatever auto runs on host memory (ring, by the table set
+        -- above): a rank asking 'auto' and one asking 'mpi' agree on the collective
+        local s = mpi.stagingStats()
+        local v = onDevice(4, 99, 'torch.CudaTensor')
+        mpi.allreduce(v, {algorithm = r == 0 and 'auto' or 'mpi'})
+        expectMoves(s, 1, 0, "'auto' beside 'mpi'")
+        assert(maxDiff(v, cpuSum(4, 99, 'torch.FloatTensor'):mul(2)) <= tol, "'auto' beside 'mpi'")
+        -- non-contiguous: a column, through a contiguous copy on its device (not the current one); the other columns
+        -- untouched
+        s = mpi.stagingStats()
+        local m = torch.CudaDoubleTensor(7, 3):copy(values(3, r, 21):view(7, 3)):mul(1)
+        local col = m:select(2, 2)
+        cutorch.setDevice(1)
+        local allocations = cutorch.getAllocatorStats(1).allocs
+        mpi.allreduce(col, {algorithm = 'mpi'})
+        assert(cutorch.getAllocatorStats(1).allocs == allocations, 'non-contiguous: a copy on the current device')
+        cutorch.setDevice(2)
+        expectMoves(s, 1, 0, 'non-contiguous')
+        local want = cpuSum(3, 21, 'torch.DoubleTensor'):view(7, 3)
+        assert(maxDiff(col, want:select(2, 2)) <= tol, 'non-contiguous column')
+        assert(maxDiff(m:select(2, 1), values(3, r, 21):view(7, 3):select(2, 1)) == 0
+               and maxDiff(m:select(2, 3), values(3, r, 21):view(7, 3):select(2, 3)) == 0, 'other columns')
+        -- several iallreduces in flight (direct, a staged one among them), waited out of order, a blocking call
+        -- queued behind them
+        s = mpi.stagingStats()
+        local hs, ts = {}, {}
+        for i = 1, 4 do
+           ts[i] = onDevice(10 + i, 100 * i + 7, 'torch.CudaTensor')
+           hs[i] = mpi.iallreduce(ts[i], {algorithm = i == 3 and 'tree' or 'auto'})
+        end
+        local z = onDevice(20, 55, 'torch.CudaTensor')
+        mpi.allreduce(z)
+        for i = 4, 1, -1 do assert(mpi.wait(hs[i]) == ts[i]) end
+        expectMoves(s, 4, 1, 'in flight')
+        for i = 1, 4 do
+           local d = maxDiff(ts[i], cpuSum(10 + i, 100 * i + 7, 'torch.FloatTensor'):mul(2))
+           assert(d <= tol, 'iallreduce in flight ' .. i .. ': ' .. d)
+        end
+        assert(maxDiff(z, cpuSum(20, 55, 'torch.FloatTensor'):mul(2)) <= tol, 'blocking behind the queued ones')
+        -- broadcast from the last rank, direct
+        s = mpi.stagingStats()
+        local b = torch.CudaLongTensor(5):fill(r):add(10)
+        mpi.broadcast(b, p - 1)
+        expectMoves(s, 1, 0, 'broadcast')
+        assert(b:min() == p + 9 and b:max() == p + 9 and b:getDevice() == 2, 'broadcast')
+        -- host tensors are host tensors
+        s = mpi.stagingStats()
+        local hostT = torch.FloatTensor(9):fill(r + 1)
+        mpi.allreduce(hostT)
+        expectMoves(s, 0, 0, 'host tensor')
+        assert(hostT:min() == p * (p + 1) / 2 and hostT:max() == p * (p + 1) / 2, 'host tensor')
+        cutorch.setDevice(1)
+        -- DataParallelTable's buckets, each an iallreduce of the flat gradient's narrow, go direct
+        local before, after = compareTraining()
+        local made, reused = after.buffers - before.buffers, after.reuses - before.reuses
+        local direct = after.direct - before.direct
+        assert(made == 0 and reused == 0 and after.pageable == before.pageable and direct >= 6,
+               string.format('DPT buckets: %d direct, %d staging buffers made, %d reused', direct, made, reused))
+        return r, p
+    """)
+
+
+def cuda_aware(args):
+    """Detection: this MPI's own answer, the override, and one answer for all ranks."""
+    aware, why = mpi.cuda_aware()
+    ok = aware is False and why.endswith("says no")
+    all_ok(ok, "the MPI library's answer: %s, %s" % (aware, why))
+    answers = []
+    for setting in (["1"] * (P - 1) + ["auto"], ["1"] * P, ["0"] * P, ["1"] * (P - 1) + ["maybe"]):
+        os.environ[mpi.CUDA_AWARE_VAR] = setting[R]
+        try:
+            comm = mpi.Communicator()
+            answers.append((comm.cuda_aware, comm.cuda_aware_reason))
+            comm.close()
+        except mpi.MPIError as e:
+            answers.append(("error", str(e)))
+    del os.environ[mpi.CUDA_AWARE_VAR]
+    ok = answers[0][0] is False and "not CUDA-aware on ranks [%d]" % (P - 1) in answers[0][1]
+    ok = ok and answers[1] == (True, "LUATORCH_MPI_CUDA_AWARE=1") and answers[2] == (False, "LUATORCH_MPI_CUDA_AWARE=0")
+    ok = ok and answers[3] == ("error", "LUATORCH_MPI_CUDA_AWARE='maybe': auto, 0 or 1 expected")
+    all_ok(ok, "overrides: %s" % answers)
     if R == 0:
-        print("OK lua_gpu", flush=True)
+        print("OK cuda_aware: %s | %s" % (why, answers[0][1]), flush=True)
 
 
 def api(args):

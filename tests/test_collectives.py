@@ -112,6 +112,60 @@ def test_lua_package_on_gpu_tensors(simt, tmp_path):
     assert_ok(launch("mpich", 2, "lua_gpu", timeout=900, base_env=env), "lua_gpu")
 
 
+@pytest.mark.slow
+def test_lua_package_on_gpu_tensors_cuda_aware(simt, tmp_path):
+    """With the MPI taken as CUDA-aware (LUATORCH_MPI_CUDA_AWARE=1), device tensors go to MPI without staging: on
+    the emulated driver with unguarded device memory (a host MPI reads it as a CUDA-aware one reads GPU memory;
+    guarded, the PROT_NONE arena would crash it) and lazy streams (a missing synchronize reads values not yet
+    there)."""
+    from simt_emulator import emulated_cuda_env
+
+    env = emulated_cuda_env(simt, tmp_path, guard=False)
+    env.update(LUATORCH_CUTORCH="gpu", LT_EMULATED_CUDA_DEVICES="2", LUATORCH_MPI_CUDA_AWARE="1")
+    env.pop("LT_EMULATED_CUDA_SYNC", None)
+    env.pop("LT_EMULATED_CUDA_GUARD", None)
+    assert_ok(launch("mpich", 2, "lua_gpu_aware", timeout=900, base_env=env), "lua_gpu_aware")
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_cuda_aware_detection(mpi):
+    """Neither MPI here is CUDA-aware, and says so; the override, and one answer for all ranks."""
+    assert_ok(launch(mpi, 2, "cuda_aware"), "cuda_aware")
+
+
+@pytest.mark.parametrize("setting,answer,version,environ,expected", [
+    (None, 1, "MPICH Version: 4.2.0", {}, (True, "how")),
+    ("auto", 0, "MPICH Version: 4.2.0", {"MV2_USE_CUDA": "1"}, (False, "how")),
+    (" AUTO ", -1, "Open MPI v4.1.4", {}, (False, "how: taken as not CUDA-aware (LUATORCH_MPI_CUDA_AWARE=1 if it is)")),
+    ("", -1, "MVAPICH2 Version 2.3.7", {"MV2_USE_CUDA": "1"}, (True, "MVAPICH with MV2_USE_CUDA=1")),
+    ("auto", -1, "MVAPICH2 Version 2.3.7", {}, (False, "MVAPICH with MV2_USE_CUDA=(unset)")),
+    ("auto", 0, "MVAPICH2 Version 2.3.7", {"MV2_USE_CUDA": "1"}, (False, "how")),   # its query, where it has one
+    ("1", 0, "MPICH Version: 4.2.0", {}, (True, "LUATORCH_MPI_CUDA_AWARE=1")),
+    ("0", 1, "Open MPI v5.0.0", {}, (False, "LUATORCH_MPI_CUDA_AWARE=0")),
+])
+def test_cuda_aware_decision(setting, answer, version, environ, expected):
+    from pytorch_bridge import mpi
+
+    assert mpi.decide_cuda_aware(setting, answer, "how", version, environ) == expected
+
+
+def test_cuda_aware_decision_is_the_same_on_every_rank():
+    from pytorch_bridge import mpi
+
+    def gather(everyone):
+        return lambda local: everyone
+    yes, no = (True, "LUATORCH_MPI_CUDA_AWARE=1", None), (False, "MPIX_Query_cuda_support() says no", None)
+    assert mpi.agree_cuda_aware(yes, gather([yes, yes])) == (True, "LUATORCH_MPI_CUDA_AWARE=1")
+    assert mpi.agree_cuda_aware(no, gather([no, no])) == (False, "MPIX_Query_cuda_support() says no")
+    for local in (yes, no):
+        assert mpi.agree_cuda_aware(local, gather([yes, no, yes])) == (
+            False, "not CUDA-aware on ranks [1] (MPIX_Query_cuda_support() says no)")
+    with pytest.raises(mpi.MPIError, match="'maybe': auto, 0 or 1"):
+        mpi.agree_cuda_aware(yes, gather([yes, (False, "", "LUATORCH_MPI_CUDA_AWARE='maybe': auto, 0 or 1 expected")]))
+    with pytest.raises(mpi.MPIError, match="auto, 0 or 1 expected"):
+        mpi.decide_cuda_aware("yes", 1, "how", "", {})
+
+
 def test_hung_rank_times_out_with_a_message():
     """A rank that stops calling: the others print who they waited for and abort the job."""
     r = launch("mpich", 3, "hang", "--timeout", "2", timeout=60)

@@ -7,6 +7,25 @@
 --                       colors=, chunk=}])             -- in place, sum; returns t
 --   local h = mpi.iallreduce(t [, opts]); ...; mpi.wait(h)
 --   mpi.broadcast(t, root)                             -- root is 0-based, like mpi.rank()
+--   mpi.cudaAware()        -- true/false and why: whether device tensors go to MPI without host staging
+--   mpi.stagingStats()     -- how device tensors went to MPI so far (staged, or direct)
+--
+-- Tensors in GPU memory (cutorch's GPU backend). An MPI library that is not CUDA-aware reads host memory
+-- only: a device tensor is copied to a pinned host buffer, reduced there by the algorithm asked for, and
+-- copied back ("staged"). A CUDA-aware one (mpi.cudaAware(): the library's own run-time query, MPICH's
+-- MPIX_GPU_query_support or Open MPI's MPIX_Query_cuda_support, MVAPICH2's MV2_USE_CUDA=1, or the override
+-- LUATORCH_MPI_CUDA_AWARE=auto|0|1; the same answer on every rank, see pytorch_bridge.mpi) gets the device
+-- pointer itself for the algorithms that are the library's own: 'mpi' (MPI_Allreduce, blocking and through
+-- the communication thread for iallreduce) and broadcast (MPI_Bcast); and 'auto' means 'mpi' for device
+-- tensors then, since the library reduces device memory its own way (NCCL/UCX/GPU kernels) while our
+-- algorithms reduce with host loops. An algorithm asked for by name ('ring', 'rhd', 'tree', 'multicolor',
+-- 'multicolor_ring') keeps staging, so that it never runs a host loop over device memory. Before the
+-- pointer goes to MPI the current stream of the tensor's device is synchronized: MPI reads the memory when
+-- it is called and knows nothing of the work still queued for it; what MPI writes is in place when the
+-- call (or wait) returns. A non-contiguous device tensor goes through a contiguous copy on its device.
+-- With a CUDA-aware MPI all ranks must pass device tensors to the same 'auto' collective, or all host
+-- tensors (the agreement check raises 'ranks disagree on the algorithm' otherwise); cutorch's CPU backend
+-- (no device memory) changes nothing.
 --
 -- The C library is the one pytorch_bridge.mpi builds for the MPI that mpi4py
 -- loaded; Python hands over its path, the declarations (the text of
@@ -20,10 +39,11 @@ local cfg = package.loaded['mpi.config']
 if not cfg then
    if type(python) ~= 'table' or not python.eval then
       error("mpi: start Lua through pytorch_bridge (luatorch th, Runtime) under mpiexec, " ..
-            "or set package.loaded['mpi.config'] = {path=, cdef=, ctx=}", 2)
+            "or set package.loaded['mpi.config'] = {path=, cdef=, ctx= [, cudaAware=, cudaAwareReason=]}", 2)
    end
-   local path, cdef, ctx = python.eval('__import__("pytorch_bridge.mpi", fromlist=["mpi"]).lua_config()')
-   cfg = {path = path, cdef = cdef, ctx = ctx}
+   local path, cdef, ctx, aware, reason =
+      python.eval('__import__("pytorch_bridge.mpi", fromlist=["mpi"]).lua_config()')
+   cfg = {path = path, cdef = cdef, ctx = ctx, cudaAware = aware, cudaAwareReason = reason}
 end
 
 ffi.cdef(cfg.cdef)
@@ -42,6 +62,9 @@ function mpi.barrier() check(C.ltc_barrier(ctx), 2) end
 function mpi.library() return ffi.string(C.ltc_library(ctx)) end
 function mpi.setTimeout(seconds) C.ltc_set_timeout(ctx, seconds) end
 
+local cudaAware = cfg.cudaAware == true
+function mpi.cudaAware() return cudaAware, cfg.cudaAwareReason or 'not told (mpi.config)' end
+
 -- Float and Double, and cutorch's Cuda and CudaDouble (their host types': the C side sees host memory)
 local T = torch._types
 local dtypes = {[T.Float.id] = C.LTC_FLOAT, [T.Double.id] = C.LTC_DOUBLE}
@@ -53,7 +76,7 @@ if T.Cuda then dtypes[T.Cuda.id], dtypes[T.CudaDouble.id] = C.LTC_FLOAT, C.LTC_D
 -- the smallest free buffer that holds its tensor, or allocates one, and gives it back when its result is
 -- copied back (at the end of a blocking call, at wait for iallreduce). A training loop's gradient buckets thus
 -- stage in buffers allocated in its first step and reused after, however many are in flight at once.
-local pool, pooled = {}, {buffers = 0, bytes = 0, reuses = 0, pageable = 0}
+local pool, pooled = {}, {buffers = 0, bytes = 0, reuses = 0, pageable = 0, direct = 0}
 
 local function takePinned(host, n)
    local free = pool[host] or {}
@@ -72,7 +95,8 @@ local function takePinned(host, n)
 end
 
 -- How the collectives staged device tensors so far: pinned buffers allocated (and their bytes), stagings that
--- reused a free one, and stagings in pageable memory (no pinned memory to be had: cutorch's CPU fallback).
+-- reused a free one, and stagings in pageable memory (no pinned memory to be had: cutorch's CPU fallback); and
+-- direct: the collectives that handed device memory to a CUDA-aware MPI without staging.
 function mpi.stagingStats()
    local out = {}
    for k, v in pairs(pooled) do out[k] = v end
@@ -95,6 +119,22 @@ local function hostWork(t)
    return t:isContiguous() and t or t:contiguous()
 end
 
+-- Whether t goes to MPI as device memory: a CUDA-aware MPI and one of its own algorithms (see the header).
+local function goesDirect(t, alg)
+   return cudaAware and (alg == C.LTC_MPI or alg == C.LTC_AUTO) and torch._onDevice(t)
+end
+
+-- The device tensor MPI works on: t, or a contiguous copy on t's device to be written back into t; with the
+-- work queued for it on the current stream done, since MPI reads the memory when called. level: the caller's
+-- caller, for errors.
+local function deviceWork(t, level)
+   local device = t:getDevice()
+   local work = t:isContiguous() and t or cutorch.withDevice(device, function() return t:contiguous() end)
+   torch._check(torch.C.lt_cuda_stream_synchronize(device - 1, cutorch.getStream()), level + 1)
+   pooled.direct = pooled.direct + 1
+   return work
+end
+
 -- the result back into t, and the staging buffer back to its pool
 local function release(t, work, staging)
    if work ~= t then t:copy(work) end
@@ -113,7 +153,12 @@ local function prepare(fname, t, opts)
    opts = opts or {}
    local alg = C.ltc_algorithm_id(opts.algorithm or 'auto')
    if alg < 0 then error(fname .. ": unknown algorithm '" .. tostring(opts.algorithm) .. "'", 3) end
-   local work, staging = hostWork(t)
+   local work, staging
+   if goesDirect(t, alg) then
+      work, alg = deviceWork(t, 3), C.LTC_MPI
+   else
+      work, staging = hostWork(t)
+   end
    local data = work:nElement() > 0 and torch.C.lt_tensor_data(work._c) or nil
    return work, staging, data, work:nElement(), dt, alg, opts.colors or 0, opts.chunk or 0
 end
@@ -157,7 +202,8 @@ end
 function mpi.broadcast(t, root)
    if not torch.isTensor(t) then error('broadcast: a Tensor expected, got ' .. torch.type(t), 2) end
    root = root or 0
-   local work, staging = hostWork(t)
+   local work, staging
+   if goesDirect(t, C.LTC_MPI) then work = deviceWork(t, 2) else work, staging = hostWork(t) end
    local nbytes = work:nElement() * torch._typesById[work._c.type].elemsize
    local data = nbytes > 0 and torch.C.lt_tensor_data(work._c) or nil
    local rc = C.ltc_broadcast(ctx, data, nbytes, root)

@@ -80,6 +80,11 @@ int ltc_set_table(ltc_ctx *ctx, int n, const int64_t *nbytes, const int *algorit
 
 const char *ltc_errmsg(void);
 
+/* Whether the MPI library takes CUDA device memory, by its own run-time
+ * query: 1 yes, 0 no, -1 it has none; `how` (cap bytes) says which query
+ * answered. Local (not collective); call after MPI_Init. */
+int ltc_mpi_cuda_support(char *how, int cap);
+
 /* "mpich" or "openmpi": the mpi.h this library was compiled against (their
  * MPI_Comm handles differ: an int for MPICH, a pointer for Open MPI). */
 const char *ltc_mpi_family(void);
