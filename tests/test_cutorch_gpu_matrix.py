@@ -1,0 +1,146 @@
+"""cutorch methods that ran staged and now run on the device: the result-first forms of the reductions
+(lua/cutorch/gpu_math.lua: torch.sum(r, x, d), torch.max(values, indices, x, d), values:max(x, d), ...).
+
+Like tests/test_cutorch_gpu.py these need the GPU backend and skip without it; in CI
+test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory runs this file on the emulated driver. Oracles: numpy
+on the same values, and the CPU methods (in double where rounding could differ) for results and errors; every call
+that should run on the device must (cutorch.hostFallbacks() stays empty)."""
+import numpy as np
+import pytest
+
+from pytorch_bridge import LuaError
+from test_cutorch_gpu import LAYOUTS, fallbacks, gpu, to_device, to_host, view_of  # noqa: F401 (fixtures)
+
+DTYPE = {"Cuda": np.float32, "CudaDouble": np.float64, "CudaLong": np.int64, "CudaInt": np.int32,
+         "CudaByte": np.uint8}
+
+
+def values(rng, name, shape, low=-50, high=50):
+    if np.dtype(DTYPE[name]).kind == "f":
+        return (rng.standard_normal(shape) * 3).astype(DTYPE[name])
+    if name == "CudaByte":
+        low, high = 0, 255
+    return rng.integers(low, high, shape, endpoint=True).astype(DTYPE[name])
+
+
+def tol(name):
+    return {"Cuda": 2e-5, "CudaDouble": 1e-12}.get(name, 0)
+
+
+# ----------------------------------------------------------------------------- result-first reductions
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("name", ["Cuda", "CudaDouble", "CudaLong"])
+def test_sum_prod_mean_into_a_given_result(gpu, rng, layout, name):
+    """torch.op(r, x, d) and r:op(x, d) for sum, prod and mean (Float, Double), on every layout of x, into a fresh
+    result, one of another shape (resized) and a strided view of the right shape (written in place, its other
+    elements kept)."""
+    rt = gpu
+    x = values(rng, name, (7, 10), -3, 3)
+    xv = view_of(x, layout)
+    view = rt.eval(LAYOUTS[layout])
+    ops = [("sum", np.sum), ("prod", np.prod)] + ([("mean", np.mean)] if name != "CudaLong" else [])
+    for op, ref in ops:
+        for dim in (1, 2):
+            want = ref(xv.astype(np.float64), axis=dim - 1, keepdims=True)
+            got = rt.eval("""function(view, t, op, dim)
+               local x = view(t)
+               local r1, r2 = x.new(), x.new(3, 4):fill(9)
+               local size = x:size()
+               size[dim] = 1
+               -- a strided view of the result's shape inside a bigger tensor filled with 7s
+               local big = x.new(size[2], 3 * size[1]):fill(7)
+               local r3 = big:narrow(2, 2, size[1]):t()
+               local same = torch[op](r1, x, dim) == r1 and r2[op](r2, x, dim) == r2
+               torch[op](r3, x, dim)
+               return {r1, r2, r3, big, same}
+            end""")(view, to_device(rt, x, name), op, dim)
+            for k in (1, 2, 3):
+                np.testing.assert_allclose(to_host(rt, got[k]), want, rtol=tol(name) * 10, atol=tol(name) * 10,
+                                           err_msg="%s(%d) form %d" % (op, dim, k))
+            big = to_host(rt, got[4])
+            assert (big[:, 0] == 7).all() and (big[:, want.shape[0] + 1:] == 7).all() and got[5] is True
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("name", ["Cuda", "CudaDouble", "CudaLong", "CudaInt"])
+def test_max_min_into_given_values_and_indices(gpu, rng, layout, name):
+    """torch.max(values, indices, x, d), values:max(indices, x, d), values:max(x, d) (new indices) and the same of
+    min, on every layout; ties (integers) take the first position, as numpy's argmax."""
+    rt = gpu
+    x = values(rng, name, (7, 10), -4, 4)
+    xv = view_of(x, layout)
+    view = rt.eval(LAYOUTS[layout])
+    for op in ("max", "min"):
+        for dim in (1, 2):
+            got = rt.eval("""function(view, t, op, dim)
+               local x = view(t)
+               local v1, i1 = x.new(), torch.CudaLongTensor()
+               local v2, i2 = x.new(2, 2), torch.CudaLongTensor(5)
+               local v3 = x.new()
+               local a, b = torch[op](v1, i1, x, dim)
+               local c, d = v2[op](v2, i2, x, dim)
+               local e, i3 = v3[op](v3, x, dim)
+               return {v1, i1, v2, i2, v3, i3, a == v1 and b == i1 and c == v2 and d == i2 and e == v3,
+                       torch.type(i3)}
+            end""")(view, to_device(rt, x, name), op, dim)
+            want = (np.max if op == "max" else np.min)(xv, axis=dim - 1, keepdims=True)
+            arg = np.expand_dims((np.argmax if op == "max" else np.argmin)(xv, axis=dim - 1), dim - 1) + 1
+            for k in (1, 3, 5):
+                np.testing.assert_array_equal(to_host(rt, got[k]), want, err_msg="%s(%d) values %d" % (op, dim, k))
+                np.testing.assert_array_equal(to_host(rt, got[k + 1]), arg, err_msg="%s(%d) indices %d" % (op, dim, k))
+            assert got[7] is True and got[8] == "torch.CudaLongTensor"
+    assert fallbacks(rt) == {}
+
+
+def test_max_min_of_two_tensors_are_cmax_and_cmin(gpu, rng):
+    """torch.max(x, y) and r:max(x, y) are cmax (min: cmin), as the CPU's."""
+    rt = gpu
+    x, y = rng.standard_normal((2, 5, 6))
+    got = rt.eval("""function(x, y)
+       local r = x.new()
+       return {torch.max(x, y), r:min(x, y), r, x:max(y)}
+    end""")(to_device(rt, x, "CudaDouble"), to_device(rt, y, "CudaDouble"))
+    np.testing.assert_array_equal(to_host(rt, got[1]), np.maximum(x, y))
+    np.testing.assert_array_equal(to_host(rt, got[2]), np.minimum(x, y))
+    np.testing.assert_array_equal(to_host(rt, got[3]), np.minimum(x, y))
+    np.testing.assert_array_equal(to_host(rt, got[4]), np.maximum(x, y))
+    assert fallbacks(rt) == {}
+
+
+def test_result_first_reductions_keep_the_cpus_errors_and_aliasing(gpu, rng):
+    """A dimension out of range or not an integer, a result of another type and a mean of integers give the CPU's
+    errors (they run staged); a result in the input's storage runs staged too, with the CPU's values."""
+    rt = gpu
+    x = rng.standard_normal((4, 6))
+    # {C} is Cuda on the device and empty on the host
+    for code in ["torch.sum(r, x, 3)", "torch.max(r, torch.{C}LongTensor(), x, 0)",
+                 "torch.sum(torch.{C}LongTensor(), x, 1)", "torch.mean(torch.{C}IntTensor(), x:int(), 1)",
+                 "r:min(torch.{C}LongTensor(), x, 1.5)"]:
+        errors = []
+        for conv, prefix in (("cudaDouble", "Cuda"), ("double", "")):
+            fn = rt.eval("""function(x) local x = x:%s() local r = x.new()
+               local ok, e = pcall(function() return %s end) return e end""" % (conv, code.format(C=prefix)))
+            errors.append(fn(rt.from_numpy(x)))
+        assert errors[0] is not None, code
+        assert errors[0].split(": ", 1)[1].replace("Cuda", "") == errors[1].split(": ", 1)[1], code
+    # the result in the input's storage (rows 5 and 6 of the tensor whose rows 1-4 are x): staged, right values
+    both = to_device(rt, np.concatenate([x, np.zeros((2, 6))]), "CudaDouble")
+    rt.eval("function(b) torch.sum(b:narrow(1, 5, 1), b:narrow(1, 1, 4), 1) "
+            "b:narrow(1, 6, 1):max(torch.CudaLongTensor(), b:narrow(1, 1, 4), 1) end")(both)
+    np.testing.assert_allclose(to_host(rt, both), np.concatenate([x, x.sum(0, keepdims=True), x.max(0, keepdims=True)]),
+                               rtol=1e-12)
+    # a result over elements of other slices (r[j] is x's row 2, column 2j): what the CPU's slice order gives
+    overlap = rt.eval("""function(t)
+       local x = t:narrow(2, 1, 6)
+       local r = t.new():set(t:storage(), t:storageOffset() + t:stride(1), torch.LongStorage{1, 6},
+                             torch.LongStorage{t:stride(1), 2})
+       torch.sum(r, x, 1)
+       return t
+    end""")
+    wide = rng.standard_normal((4, 12))
+    np.testing.assert_array_equal(to_host(rt, overlap(to_device(rt, wide, "CudaDouble"))),
+                                  rt.to_numpy(overlap(rt.from_numpy(wide.copy()))))
+    assert set(fallbacks(rt)) <= {"torch.CudaDoubleTensor:sum", "torch.CudaDoubleTensor:max",
+                                  "torch.CudaLongTensor:sum", "torch.CudaDoubleTensor:min", "torch.CudaIntTensor:mean"}
