@@ -1,5 +1,6 @@
 """cutorch methods that ran staged and now run on the device: the result-first forms of the reductions
-(lua/cutorch/gpu_math.lua: torch.sum(r, x, d), torch.max(values, indices, x, d), values:max(x, d), ...).
+(lua/cutorch/gpu_math.lua: torch.sum(r, x, d), torch.max(values, indices, x, d), values:max(x, d), ...) and cross
+(lua/cutorch/gpu_matrix.lua: the device's cmul and cadd on the three slices).
 
 Like tests/test_cutorch_gpu.py these need the GPU backend and skip without it; in CI
 test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory runs this file on the emulated driver. Oracles: numpy
@@ -144,3 +145,66 @@ def test_result_first_reductions_keep_the_cpus_errors_and_aliasing(gpu, rng):
                                   rt.to_numpy(overlap(rt.from_numpy(wide.copy()))))
     assert set(fallbacks(rt)) <= {"torch.CudaDoubleTensor:sum", "torch.CudaDoubleTensor:max",
                                   "torch.CudaLongTensor:sum", "torch.CudaDoubleTensor:min", "torch.CudaIntTensor:mean"}
+
+
+# ----------------------------------------------------------------------------- cross
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("name", ["Cuda", "CudaDouble", "CudaLong", "CudaInt", "CudaByte"])
+def test_cross_in_every_form(gpu, rng, layout, name):
+    """x:cross(y), torch.cross(x, y), torch.cross(r, x, y, dim) and r:cross(x, y) with the default dimension (the
+    first of size 3, also of a 3 x 3 matrix) and a given one, on every layout, into a new result, a resized one, and x itself."""
+    rt = gpu
+    x, y = values(rng, name, (2, 7, 10), -20, 20)
+    # the views' shapes: (7, 10) -> contiguous (7, 10), transposed (10, 7), narrowed (7, 7), strided (4, 10);
+    # make a dimension of size 3 by narrowing the other one
+    xv, yv = view_of(x, layout), view_of(y, layout)
+    view = rt.eval(LAYOUTS[layout])
+    got = rt.eval("""function(view, a, b)
+       local x = view(a):narrow(2, 2, 3)
+       local y = view(b):narrow(2, 1, 3)
+       local r, r2 = x.new(), x.new(3, 3)
+       local xc = x:clone()
+       torch.cross(r, x, y, 2)
+       r2:cross(x, y)
+       local same = torch.cross(xc, xc, y) == xc
+       return {x:cross(y), torch.cross(x, y, 2), r, r2, xc, same, x:t():cross(y:t()), torch.cross(y:t(), x:t(), 1),
+               x:narrow(1, 2, 3):cross(y:narrow(1, 2, 3))}
+    end""")(view, to_device(rt, x, name), to_device(rt, y, name))
+    a, b = xv[:, 1:4], yv[:, 0:3]
+    with np.errstate(over="ignore"):
+        wide = np.int64 if name == "CudaByte" else DTYPE[name]   # Byte wraps around 256 as the CPU's
+        want = np.cross(a.astype(wide), b.astype(wide), axis=1).astype(DTYPE[name])
+    assert 3 not in xv.shape   # so the default dimension is the narrowed one (of size 3)
+    square = np.cross(a[1:4].astype(wide), b[1:4].astype(wide), axis=0).astype(DTYPE[name])   # 3 x 3: dim 1
+    for k, w in [(1, want), (2, want), (3, want), (4, want), (5, want), (7, want.T), (8, -want.T), (9, square)]:
+        if np.dtype(DTYPE[name]).kind == "f":
+            np.testing.assert_allclose(to_host(rt, got[k]), w, rtol=tol(name), atol=tol(name) * 50,
+                                       err_msg="form %d" % k)
+        else:
+            np.testing.assert_array_equal(to_host(rt, got[k]), w.astype(DTYPE[name]), err_msg="form %d" % k)
+    assert got[6] is True
+    assert fallbacks(rt) == {}
+
+
+def test_cross_of_float_against_the_cpu_in_double(gpu, rng):
+    """Float cross of large values across many slices: within a few float roundings of the products (cancellation
+    included) of the CPU's DoubleTensor cross on the same values."""
+    rt = gpu
+    x, y = (rng.standard_normal((2, 3, 257)) * 1e3).astype(np.float32)
+    got = rt.eval("function(x, y) return x:cross(y) end")(to_device(rt, x, "Cuda"), to_device(rt, y, "Cuda"))
+    want = rt.to_numpy(rt.eval("function(x, y) return x:double():cross(y:double()) end")(rt.from_numpy(x),
+                                                                                      rt.from_numpy(y)))
+    scale = np.abs(x).max(0) * np.abs(y).max(0) * 2
+    assert (np.abs(to_host(rt, got) - want) <= 4 * np.finfo(np.float32).eps * scale).all()
+    assert fallbacks(rt) == {}
+
+
+def test_cross_keeps_the_cpus_errors(gpu, rng):
+    """Sizes that differ, no dimension of size 3, a dimension of another size: the CPU's messages (staged)."""
+    rt = gpu
+    for code in ["torch.cross(x.new(3, 4), x.new(3, 5))", "torch.cross(x.new(2, 4), x.new(2, 4))",
+                 "torch.cross(x.new(3, 4), x.new(3, 4), 2)"]:
+        msgs = [rt.eval("function(x) local ok, e = pcall(function() return %s end) return e end" % code)(
+            rt.eval("torch.%s()" % t)) for t in ("CudaTensor", "FloatTensor")]
+        assert msgs[0] is not None and msgs[0].split(": ", 1)[1] == msgs[1].split(": ", 1)[1], code
