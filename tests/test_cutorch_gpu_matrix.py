@@ -1,6 +1,7 @@
 """cutorch methods that ran staged and now run on the device: the result-first forms of the reductions
-(lua/cutorch/gpu_math.lua: torch.sum(r, x, d), torch.max(values, indices, x, d), values:max(x, d), ...) and cross
-(lua/cutorch/gpu_matrix.lua: the device's cmul and cadd on the three slices).
+(lua/cutorch/gpu_math.lua: torch.sum(r, x, d), torch.max(values, indices, x, d), values:max(x, d), ...), cross
+(lua/cutorch/gpu_matrix.lua: the device's cmul and cadd on the three slices) and histc (native/cuda/histc.cu through
+native/src/cuda_ops_histc.c: per-block counts, then their sums).
 
 Like tests/test_cutorch_gpu.py these need the GPU backend and skip without it; in CI
 test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory runs this file on the emulated driver. Oracles: numpy
@@ -153,7 +154,8 @@ def test_result_first_reductions_keep_the_cpus_errors_and_aliasing(gpu, rng):
 @pytest.mark.parametrize("name", ["Cuda", "CudaDouble", "CudaLong", "CudaInt", "CudaByte"])
 def test_cross_in_every_form(gpu, rng, layout, name):
     """x:cross(y), torch.cross(x, y), torch.cross(r, x, y, dim) and r:cross(x, y) with the default dimension (the
-    first of size 3, also of a 3 x 3 matrix) and a given one, on every layout, into a new result, a resized one, and x itself."""
+    first of size 3, also of a 3 x 3 matrix) and a given one, on every layout, into a new result, a resized one, and
+    x itself."""
     rt = gpu
     x, y = values(rng, name, (2, 7, 10), -20, 20)
     # the views' shapes: (7, 10) -> contiguous (7, 10), transposed (10, 7), narrowed (7, 7), strided (4, 10);
@@ -208,3 +210,108 @@ def test_cross_keeps_the_cpus_errors(gpu, rng):
         msgs = [rt.eval("function(x) local ok, e = pcall(function() return %s end) return e end" % code)(
             rt.eval("torch.%s()" % t)) for t in ("CudaTensor", "FloatTensor")]
         assert msgs[0] is not None and msgs[0].split(": ", 1)[1] == msgs[1].split(": ", 1)[1], code
+
+
+# ----------------------------------------------------------------------------- histc
+
+def histc_oracle(v, nbins, lo, hi):
+    """numpy's counts by the CPU kernel's formula, in v's type: bin (v - lo) / (hi - lo) * nbins truncated, v = hi in
+    the last bin, values outside [lo, hi] (and NaN) nowhere; lo == hi means the data's range (widened by 1 when it
+    is one value; a NaN in the data counts nothing)."""
+    t = v.dtype.type
+    v = v.ravel()
+    lo, hi = t(lo), t(hi)
+    if lo == hi:
+        if v.size and np.isnan(v).any():
+            return np.zeros(nbins)
+        lo, hi = (v.min(), v.max()) if v.size else (lo, hi)
+        if lo == hi:
+            lo, hi = t(lo - t(1)), t(hi + t(1))
+    inside = v[(v >= lo) & (v <= hi)]
+    bins = ((inside - lo) / (hi - lo) * t(nbins)).astype(np.int64)
+    return np.bincount(np.minimum(bins, nbins - 1), minlength=nbins).astype(np.float64)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("name", ["Cuda", "CudaDouble"])
+def test_histc_in_every_form(gpu, rng, layout, name):
+    """x:histc(), x:histc(nbins), x:histc(nbins, min, max), torch.histc(x, ...), r:histc(x, ...) and torch.histc(r, x,
+    ...) on every layout of 23 x 41 values, with the data's range and given ranges that leave values out; bins fewer
+    and more than a block's threads; the value max itself in the last bin; a strided result written in place;
+    against the CPU kernel's formula in numpy and the CPU method."""
+    rt = gpu
+    x = (rng.standard_normal((23, 41)) * 2).astype(DTYPE[name])
+    x[3, 5], x[4, 6] = 1.5, -1.0   # exactly the max and min of a given range below
+    xv = view_of(x, layout)
+    view = rt.eval(LAYOUTS[layout])
+    forms = [("x:histc()", 100, 0, 0), ("x:histc(7)", 7, 0, 0), ("torch.histc(x, 300, -1, 1.5)", 300, -1, 1.5),
+             ("r:histc(x, 1, -0.5, 1)", 1, -0.5, 1), ("torch.histc(r, x, 33, -10, 10)", 33, -10, 10),
+             ("torch.histc(x, 5, 2, 2)", 5, 0, 0)]   # min == max: the data's range
+    for code, nbins, lo, hi in forms:
+        # the same call on the device and on the host (the CPU's result)
+        run = rt.eval("""function(view, t)
+           local x, r = view(t), t.new(3):fill(5)
+           return {%s, r}
+        end""" % code)
+        got, cpu = run(view, to_device(rt, x, name)), run(view, rt.from_numpy(x))
+        want = histc_oracle(xv, nbins, lo, hi)
+        np.testing.assert_array_equal(to_host(rt, got[1]), want, err_msg=code)
+        np.testing.assert_array_equal(rt.to_numpy(cpu[1]), want, err_msg=code + " (the CPU's)")
+        assert want.sum() > 50, code
+        if "(r" in code or "r:" in code:
+            np.testing.assert_array_equal(to_host(rt, got[2]), want, err_msg=code + " into r")
+    # into a strided vector of the right size: written in place
+    got = rt.eval("""function(view, t)
+       local big = t.new(20):fill(-1)
+       local r = big:narrow(1, 2, 18):unfold(1, 1, 2):select(2, 1)   -- 9 elements, stride 2
+       r:histc(view(t), 9, -2, 2)
+       return big
+    end""")(view, to_device(rt, x, name))
+    big = to_host(rt, got)
+    np.testing.assert_array_equal(big[1:19:2], histc_oracle(xv, 9, -2, 2))
+    assert (big[0::2] == -1).all() and big[19] == -1
+    assert fallbacks(rt) == {}
+
+
+def test_histc_of_many_blocks_of_many_tiles(gpu, rng):
+    """60,000 values (each block's chunk several tiles long) in 700 bins (three rounds of a block's threads), a
+    transposed view: every count against the CPU kernel's formula."""
+    rt = gpu
+    x = rng.standard_normal((150, 400)).astype(np.float32)
+    got = rt.eval("function(t) return t:t():histc(700, -2, 2) end")(to_device(rt, x, "Cuda"))
+    np.testing.assert_array_equal(to_host(rt, got), histc_oracle(x.T, 700, -2, 2))
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("name", ["Cuda", "CudaDouble"])
+def test_histc_of_one_value_nan_and_empty_data(gpu, rng, name):
+    """One value throughout (its range widened by 1: all in the middle bin), a NaN with the data's range (nothing
+    counted, as the CPU's) and with a given range (the NaN left out), an empty tensor (zeros), large values whose
+    float bins round as the CPU's formula in float, bounds that are one value as floats (the data's range)."""
+    rt = gpu
+    dt = DTYPE[name]
+    nan = rng.standard_normal(50).astype(dt)
+    nan[rng.integers(50)] = np.nan
+    big = (rng.standard_normal(1000) * 1e7).astype(dt)
+    cases = [(np.full(37, 3.25, dt), 5, 0, 0), (nan, 10, 0, 0), (nan, 10, -1, 1), (np.zeros(0, dt), 4, 0, 0),
+             (np.zeros(0, dt), 4, -1, 1), (big, 1000, -3e7, 3e7),
+             (nan[~np.isnan(nan)], 6, 1, 1 + 1e-9)]   # one bound in float: the data's range (Float only)
+    for values_, nbins, lo, hi in cases:
+        fn = rt.eval("function(x, n, lo, hi) return x:histc(n, lo, hi) end")
+        host = rt.from_numpy(values_) if values_.size else rt.eval("torch.%sTensor()" % name.replace("Cuda", "Float", 1)
+                                                                    .replace("FloatDouble", "Double"))
+        want = histc_oracle(values_, nbins, lo, hi)
+        np.testing.assert_array_equal(to_host(rt, fn(rt.eval("function(h) return h:type('torch.%sTensor') end" % name)(
+            host), nbins, lo, hi)), want)
+        np.testing.assert_array_equal(rt.to_numpy(fn(host, nbins, lo, hi)), want)
+    assert fallbacks(rt) == {}
+
+
+def test_histc_keeps_the_cpus_errors(gpu):
+    """Integer tensors, bins that are not a positive integer, the input as its own result: the CPU's messages."""
+    rt = gpu
+    for code in ["x:long():histc()", "x:histc(0)", "x:histc(2.5)", "x:histc(x)", "x:histc(3, 'a')"]:
+        msgs = [rt.eval("function(x) local ok, e = pcall(function() return %s end) return e end" % code)(
+            rt.eval("torch.%s(4):fill(1)" % t)) for t in ("CudaTensor", "FloatTensor")]
+        assert msgs[0] is not None, code
+        assert msgs[0].split(": ", 1)[1].replace("CudaTensor", "FloatTensor") == msgs[1].split(": ", 1)[1], code

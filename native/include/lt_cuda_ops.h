@@ -400,3 +400,9 @@ int lt_cuops_masked_select(const lt_cuops *ops, void *stream, lt_tensor *out, co
                            const lt_tensor *mask);
 int lt_cuops_masked_copy(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask,
                          const lt_tensor *src);
+/* Torch7's histc (native/cuda/histc.cu), Float and Double: out (x's type, a vector of nbins elements, any stride) =
+ * the counts of x's elements in nbins equal bins over [lo, hi] (lo and hi in x's type, lo < hi: the caller resolves
+ * Torch7's lo == hi to the data's range); bin (v - lo) / (hi - lo) * nbins computed in x's type, v = hi in the last
+ * bin, elements outside [lo, hi] and NaNs counted nowhere. Per-block counts, then their sums (no atomics). */
+int lt_cuops_histc(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t nbins, double lo,
+                   double hi);
