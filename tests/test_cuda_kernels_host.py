@@ -174,6 +174,7 @@ def expected_kernels(resolve=True):
             k["fill"]["lt_fill_%s_%s" % (d, idx)] = ",".join([T, Q, sc(d)])
             k["dropout"]["lt_random_%s_%s" % (d, idx)] = ",".join([T, Q, I, D, D, U, U])
         k["masked"]["lt_mask_count_%s" % idx] = ",".join([T, Q, Q, P, P])
+        k["multinomial"]["lt_multinomial_search_%s" % idx] = ",".join([T, P, P, Q, Q, Q])
         for t in TYPES:
             a = sc(t)
             ops = {"adds": [T, T, Q, a], "muls": [T, T, Q, a], "clamp": [T, T, Q, a, a],
@@ -1333,3 +1334,28 @@ def test_histc_partial_counts_and_totals_by_hand(simt, rng, t):
             assert out[::2][-1] >= 1 and out[::2][0] >= 1
         finally:
             lib.dll.simt_set_jitter(0)
+
+
+# ----------------------------------------------------------------------------- multinomial.cu
+def test_multinomial_search_by_hand(simt, rng):
+    """multinomial.cu's search, both index kinds, into a transposed result: each draw is 1 + the first category
+    whose running sum exceeds u times the row's total; u = 0 skips leading zero-probability categories, a u whose
+    product rounds up to the total takes the last category of positive probability, never the zeros after it."""
+    lib = simt.get("multinomial")
+    p = rng.random((3, 6))
+    p[0, [0, 1, 4]] = 0
+    p[1, [5]] = 0
+    p[2, [2, 3, 5]] = 0
+    cum = np.cumsum(p, 1)
+    u = rng.random((3, 7))
+    u[:, 0] = 0
+    u[:, 1] = 1 - 2.0 ** -53     # u * total may round to the total
+    want = np.array([[1 + np.argmax(c > v * c[-1]) if (c > v * c[-1]).any() else 1 + np.argmax(c >= v * c[-1])
+                      for v in uu] for c, uu in zip(cum, u)])
+    assert (p[np.arange(3)[:, None], want - 1] > 0).all()
+    for idx in ("i32", "i64"):
+        out = np.zeros((7, 3), np.int64)
+        lib.launch("lt_multinomial_search_" + idx, 2, 32, tinfo(out.T), ptr(cum), ptr(u), ctypes.c_int64(3),
+                   ctypes.c_int64(6), ctypes.c_int64(7))
+        assert_exact(out.T, want, idx)
+    assert want[0, 0] == 3 and want[2, 0] == 1   # u = 0: past row 0's two leading zeros

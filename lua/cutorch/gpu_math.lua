@@ -475,7 +475,7 @@ return function(cutorch, deviceTensor)
    local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
               FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch,
               randomFill = randomFill}
-   for _, family in ipairs {'compare', 'sort', 'index', 'masked', 'matrix'} do
+   for _, family in ipairs {'compare', 'sort', 'index', 'masked', 'matrix', 'multinomial'} do
       require('cutorch.gpu_' .. family)(D, H)
    end
 

@@ -406,3 +406,10 @@ int lt_cuops_masked_copy(const lt_cuops *ops, void *stream, lt_tensor *out, cons
  * bin, elements outside [lo, hi] and NaNs counted nowhere. Per-block counts, then their sums (no atomics). */
 int lt_cuops_histc(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t nbins, double lo,
                    double hi);
+/* Torch7's multinomial with replacement (native/cuda/multinomial.cu): cum (rows x ncat) the running sums of each
+ * row's probabilities (>= 0, a positive finite total: the caller checks), u (rows x n) uniform draws in [0, 1), both
+ * contiguous Double; out (Long, rows * n elements in (row, draw) order, any strides) = 1 + the first category whose
+ * running sum exceeds u * the row's total (the first that reaches the total when rounding leaves none): categories
+ * of zero probability are never drawn. */
+int lt_cuops_multinomial_search(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *cum,
+                                const lt_tensor *u);
