@@ -470,12 +470,20 @@ return function(cutorch, deviceTensor)
       if not (p >= 0 and p <= 1) then error(string.format('bernoulli: p must be >= 0 and <= 1 (got %g)', p), 4) end
    end)
 
+   -- Torch7's functions of two tensors with an optional result first and an option last (cross, conv2, ...):
+   -- self:f(y [, option]) or self:f(x, y [, option]) as true, r (nil: a new result), x, y, option; false for more
+   -- arguments
+   local function resultFirstPair(self, a, b, c, extra)
+      if isT(b) then return extra == nil, self, a, b, c end
+      return extra == nil and c == nil, nil, self, a, b
+   end
+
    -- The other families of device methods, one file each (lua/cutorch/gpu_<family>.lua: a function of D and
    -- these helpers that adds its methods to D).
    local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
               FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch,
-              randomFill = randomFill}
-   for _, family in ipairs {'compare', 'sort', 'index', 'masked', 'matrix', 'multinomial'} do
+              randomFill = randomFill, resultFirstPair = resultFirstPair}
+   for _, family in ipairs {'compare', 'sort', 'index', 'masked', 'matrix', 'multinomial', 'conv'} do
       require('cutorch.gpu_' .. family)(D, H)
    end
 

@@ -19,15 +19,9 @@ return function(D, H)
    -- ------------------------------------------------------------ cross
 
    -- (y [, dim]) -> a new tensor; (x, y [, dim]) into self. dim defaults to the first dimension of size 3.
-   D.cross = function(self, a, b, c, extra)
-      local r, x, y, dim = self, a, b, c
-      if not isT(b) then
-         if extra ~= nil or c ~= nil then return false end
-         r, x, y, dim = nil, self, a, b
-      elseif extra ~= nil then
-         return false
-      end
-      if not (live(x) and isT(y) and live(y)) or x._c.type == C.LT_CUDA_HALF then return false end
+   D.cross = function(self, ...)
+      local fits, r, x, y, dim = H.resultFirstPair(self, ...)
+      if not fits or not (live(x) and isT(y) and live(y)) or x._c.type == C.LT_CUDA_HALF then return false end
       if y._c.type ~= x._c.type or not M.isSameSizeAs(x, y) or not sameDevice(y, x) then return false end
       if dim == nil then
          for d = 1, x._c.ndim do
