@@ -1,7 +1,8 @@
 """cutorch methods that ran staged and now run on the device: the result-first forms of the reductions
 (lua/cutorch/gpu_math.lua: torch.sum(r, x, d), torch.max(values, indices, x, d), values:max(x, d), ...), cross
 (lua/cutorch/gpu_matrix.lua: the device's cmul and cadd on the three slices) and histc (native/cuda/histc.cu through
-native/src/cuda_ops_histc.c: per-block counts, then their sums).
+native/src/cuda_ops_histc.c: per-block counts, then their sums); and bmm/baddbmm as one strided batched cuBLAS call
+(lt_cuops_baddbmm) where the batch is equally strided.
 
 Like tests/test_cutorch_gpu.py these need the GPU backend and skip without it; in CI
 test_the_gpu_backend_on_the_emulated_driver_with_guarded_memory runs this file on the emulated driver. Oracles: numpy
@@ -315,3 +316,45 @@ def test_histc_keeps_the_cpus_errors(gpu):
             rt.eval("torch.%s(4):fill(1)" % t)) for t in ("CudaTensor", "FloatTensor")]
         assert msgs[0] is not None, code
         assert msgs[0].split(": ", 1)[1].replace("CudaTensor", "FloatTensor") == msgs[1].split(": ", 1)[1], code
+
+
+# ----------------------------------------------------------------------------- bmm, baddbmm: strided batched cuBLAS
+
+def cublas_calls():
+    """(gemm calls, strided batched gemm calls) of the emulated cuBLAS so far, or None on a real one."""
+    import ctypes
+    import os
+    path = os.environ.get("LUATORCH_CUDA_CUBLAS", "")
+    if "emulated" not in path:
+        return None
+    out = (ctypes.c_longlong * 2)()
+    ctypes.CDLL(path).lt_emulated_cublas_calls(out)
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("name", ["Cuda", "CudaDouble"])
+def test_bmm_and_baddbmm_as_one_strided_batched_product(gpu, rng, name):
+    """bmm and baddbmm whose operands' entries lie alike, equally spaced (contiguous, transposed entries, a factor
+    expanded over the batch, a result whose entries are column-major) are one strided batched cuBLAS call (on the
+    emulated cuBLAS: counted); entries gemm cannot read as they lie (every other column) go entry by entry. Against
+    numpy."""
+    rt = gpu
+    a, at, b = rng.standard_normal((5, 3, 4)), rng.standard_normal((5, 4, 3)), rng.standard_normal((5, 4, 6))
+    b1, m, wide = rng.standard_normal((4, 6)), rng.standard_normal((5, 3, 6)), rng.standard_normal((5, 3, 8))
+    cases = [("torch.bmm(a, b)", a @ b, True),
+             ("torch.bmm(at:transpose(2, 3), b)", np.swapaxes(at, 1, 2) @ b, True),
+             ("torch.bmm(a, b1:view(1, 4, 6):expand(5, 4, 6))", a @ b1, True),
+             ("x.new(5, 6, 3):transpose(2, 3):bmm(a, b)", a @ b, True),
+             ("torch.baddbmm(0.5, m, 2, a, b)", 0.5 * m + 2 * (a @ b), True),
+             ("m:clone():baddbmm(-1, a, b)", m - a @ b, True),
+             ("torch.bmm(wide:unfold(3, 1, 2):select(4, 1), b)", wide[:, :, ::2] @ b, False)]
+    for code, want, batched in cases:
+        before = cublas_calls()
+        got = rt.eval("function(x, a, at, b, b1, m, wide) return %s end" % code)(
+            *(to_device(rt, v, name) for v in (a, a, at, b, b1, m, wide)))
+        np.testing.assert_allclose(to_host(rt, got), want, rtol=tol(name) * 10, atol=tol(name) * 10, err_msg=code)
+        after = cublas_calls()
+        if before is not None:
+            calls = (after[0] - before[0], after[1] - before[1])
+            assert calls == ((0, 1) if batched else (5, 0)), (code, calls)
+    assert fallbacks(rt) == {}

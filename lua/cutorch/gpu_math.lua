@@ -301,9 +301,10 @@ return function(cutorch, deviceTensor)
       return done and true, self
    end
 
-   -- Batched products, one cuBLAS product per batch entry: baddbmm r[i] = beta M[i] + alpha a[i] b[i], addbmm
-   -- r = beta M + alpha sum_i a[i] b[i], bmm r[i] = a[i] b[i]. A result sharing memory with a factor runs staged
-   -- (each entry's product would read what an earlier one wrote).
+   -- Batched products: baddbmm r[i] = beta M[i] + alpha a[i] b[i], addbmm r = beta M + alpha sum_i a[i] b[i],
+   -- bmm r[i] = a[i] b[i]. baddbmm and bmm are one strided batched cuBLAS call where every operand's entries lie
+   -- alike, equally spaced (lt_cuops_baddbmm), else, as addbmm, one cuBLAS product per batch entry. A result sharing
+   -- memory with a factor runs staged (each entry's product would read what an earlier one wrote).
    local function batchedFactors(self, a, b)
       if not (live(a) and live(b) and deviceTensor(self)) or a._c.ndim ~= 3 or b._c.ndim ~= 3 then return nil end
       local nb = a:size(1)
@@ -327,6 +328,12 @@ return function(cutorch, deviceTensor)
          return false
       end
       intoResult(self, beta, m)
+      local dev = m._c.storage.device
+      if self._c.storage.device == dev and a._c.storage.device == dev and b._c.storage.device == dev then
+         local rc = C.lt_cuops_baddbmm(opsOf(m), nil, self._c, beta, alpha, a._c, b._c)
+         if rc == 0 then return true, self end
+         if rc < 0 then check(rc, 3) end
+      end
       for i = 1, nb do
          local r = M.select(self, 1, i)
          if not addmm(r, beta, r, alpha, M.select(a, 1, i), M.select(b, 1, i)) then return false end
