@@ -174,6 +174,7 @@ def expected_kernels(resolve=True):
             k["fill"]["lt_fill_%s_%s" % (d, idx)] = ",".join([T, Q, sc(d)])
             k["dropout"]["lt_random_%s_%s" % (d, idx)] = ",".join([T, Q, I, D, D, U, U])
         k["masked"]["lt_mask_count_%s" % idx] = ",".join([T, Q, Q, P, P])
+        k["multinomial"]["lt_multinomial_search_%s" % idx] = ",".join([T, P, P, Q, Q, Q])
         for t in TYPES:
             a = sc(t)
             ops = {"adds": [T, T, Q, a], "muls": [T, T, Q, a], "clamp": [T, T, Q, a, a],
@@ -281,6 +282,9 @@ def expected_kernels(resolve=True):
         for d in ("fwd", "bwd"):
             k["adaptive_pooling"]["lt_adaptive_avgpool_%s_%s" % (d, t)] = ",".join([P, P] + [Q] * 5)
             k["adaptive_pooling"]["lt_adaptive_maxpool_%s_%s" % (d, t)] = ",".join([P, P, P] + [Q] * 5)
+        for idx in ("i32", "i64"):
+            k["histc"]["lt_histc_partial_%s_%s" % (t, idx)] = ",".join([T, Q, Q, sc(t), sc(t), Q, P])
+            k["histc"]["lt_histc_total_%s_%s" % (t, idx)] = ",".join([T, P, Q, Q])
     return k
 
 
@@ -1295,3 +1299,63 @@ def test_masked_compaction_by_hand(simt, rng, t):
     lib.launch("lt_mask_scan", 1, 64, ptr(scanned), ctypes.c_int64(200), ptr(zeros), ptr(totals))
     assert_exact(scanned, np.cumsum(many) - many, "scan in tiles")
     assert_exact(totals, [many.sum(), 0], "scan totals")
+
+
+# ----------------------------------------------------------------------------- histc.cu
+@pytest.mark.parametrize("t", ["Float", "Double"])
+def test_histc_partial_counts_and_totals_by_hand(simt, rng, t):
+    """histc.cu's two launches as the host makes them, both index kinds, a transposed input, chunks of several
+    tiles and more bins than threads (two rounds), then once under schedule jitter (the tile of bins in shared
+    memory is refilled after each barrier): every block's row of counts, and their sums into a strided result.
+    Values at lo and hi, outside the range, and NaN: hi in the last bin, the others nowhere."""
+    lib = simt.get("histc")
+    dt = np.float32 if t == "Float" else np.float64
+    x = rng.standard_normal((23, 31)).astype(dt).T
+    x[0, :3] = [-1.5, 1.25, np.nan]
+    n, block, grid, chunk, nbins, lo, hi = x.size, 64, 4, 192, 90, dt(-1.5), dt(1.25)
+    flat = x.ravel()
+    for idx, jitter in (("i32", 0), ("i64", 0), ("i32", 3000)):
+        lib.dll.simt_set_jitter(jitter)
+        try:
+            partial = np.full((grid, nbins), -1, np.int64)
+            cast = ctypes.c_float if t == "Float" else ctypes.c_double
+            lib.launch("lt_histc_partial_%s_%s" % (t, idx), grid, block, tinfo(x), ctypes.c_int64(n),
+                       ctypes.c_int64(chunk), cast(lo), cast(hi), ctypes.c_int64(nbins), ptr(partial))
+            for b in range(grid):
+                v = flat[b * chunk:(b + 1) * chunk]
+                v = v[(v >= lo) & (v <= hi)]
+                bins = np.minimum(((v - lo) / (hi - lo) * dt(nbins)).astype(np.int64), nbins - 1)
+                assert_exact(partial[b], np.bincount(bins, minlength=nbins), "block %d %s" % (b, idx))
+            out = np.full(2 * nbins, -7, dt)
+            lib.launch("lt_histc_total_%s_%s" % (t, idx), 2, block, tinfo(out[::2]), ptr(partial),
+                       ctypes.c_int64(grid), ctypes.c_int64(nbins))
+            assert_exact(out[::2], partial.sum(0).astype(dt), "totals " + idx)
+            assert_exact(out[1::2], np.full(nbins, -7, dt), "between the strided totals " + idx)
+            assert out[::2][-1] >= 1 and out[::2][0] >= 1
+        finally:
+            lib.dll.simt_set_jitter(0)
+
+
+# ----------------------------------------------------------------------------- multinomial.cu
+def test_multinomial_search_by_hand(simt, rng):
+    """multinomial.cu's search, both index kinds, into a transposed result: each draw is 1 + the first category
+    whose running sum exceeds u times the row's total; u = 0 skips leading zero-probability categories, a u whose
+    product rounds up to the total takes the last category of positive probability, never the zeros after it."""
+    lib = simt.get("multinomial")
+    p = rng.random((3, 6))
+    p[0, [0, 1, 4]] = 0
+    p[1, [5]] = 0
+    p[2, [2, 3, 5]] = 0
+    cum = np.cumsum(p, 1)
+    u = rng.random((3, 7))
+    u[:, 0] = 0
+    u[:, 1] = 1 - 2.0 ** -53     # u * total may round to the total
+    want = np.array([[1 + np.argmax(c > v * c[-1]) if (c > v * c[-1]).any() else 1 + np.argmax(c >= v * c[-1])
+                      for v in uu] for c, uu in zip(cum, u)])
+    assert (p[np.arange(3)[:, None], want - 1] > 0).all()
+    for idx in ("i32", "i64"):
+        out = np.zeros((7, 3), np.int64)
+        lib.launch("lt_multinomial_search_" + idx, 2, 32, tinfo(out.T), ptr(cum), ptr(u), ctypes.c_int64(3),
+                   ctypes.c_int64(6), ctypes.c_int64(7))
+        assert_exact(out.T, want, idx)
+    assert want[0, 0] == 3 and want[2, 0] == 1   # u = 0: past row 0's two leading zeros

@@ -131,29 +131,68 @@ return function(cutorch, deviceTensor)
    local result = ffi.new('double[1]')
 
    -- sum prod mean max min: () -> a number; (dim) -> a new tensor with dim of size 1 (max and min: and the
-   -- 1-based indices, a CudaLongTensor)
-   for _, op in ipairs {'sum', 'prod', 'mean', 'max', 'min'} do
-      D[op] = function(self, dim, extra)
-         if extra ~= nil or not live(self) then return false end
-         if dim == nil then
-            if M.nElement(self) == 0 and (op == 'max' or op == 'min' or op == 'mean') then return false end
+   -- 1-based indices, a CudaLongTensor). Result first, as Torch7's (and so torch.sum(r, x, dim), which is
+   -- r:sum(x, dim)): r:sum(x, dim) into r; values:max(indices, x, dim) into both; values:max(x, dim) into values
+   -- and new indices. max and min of two tensors are cmax and cmin. mean of integers runs staged (the CPU's
+   -- integer division).
+   local function sameStorage(a, b) return a._c.storage ~= nil and a._c.storage == b._c.storage end
+
+   -- op along dim of x into out (and ind, for max and min; nil: a new one): true, out[, ind], or false
+   local function alongDim(op, out, ind, x, dim)
+      if not live(x) or not isNum(dim) or dim < 1 or dim > x._c.ndim or dim ~= math.floor(dim) then return false end
+      local minmax = op == 'max' or op == 'min'
+      if minmax and x:size(dim) == 0 then return false end
+      out = out or x.new()
+      if minmax then ind = ind or torch.CudaLongTensor() end
+      if not deviceTensor(out) or out._c.type ~= x._c.type then return false end
+      if ind and (ind._c.type ~= C.LT_CUDA_LONG or not deviceTensor(ind)) then return false end
+      -- a result over x's memory would be written while x is read: the CPU's order decides, staged
+      if sameStorage(out, x) or (ind and sameStorage(ind, x)) then return false end
+      local size = M.size(x)
+      size[dim] = 1
+      local dev = x._c.storage.device
+      for _, r in ipairs {out, ind} do
+         if not (r._c.storage ~= nil and M.isSize(r, size)) then M.resize(r, size) end
+         if r._c.storage.device ~= dev then return false end
+      end
+      check(C.lt_cuops_reduce_dim(opsOf(x), nil, op, out._c, ind and ind._c or nil, x._c, dim - 1), 4)
+      if ind then return true, out, ind end
+      return true, out
+   end
+
+   for _, op in ipairs {'sum', 'prod', 'mean'} do
+      D[op] = function(self, a, b, extra)
+         if extra ~= nil or (op == 'mean' and not FLOAT[self._c.type]) then return false end
+         if isT(a) then return alongDim(op, self, nil, a, b) end
+         if b ~= nil or not live(self) then return false end
+         if a ~= nil then return alongDim(op, nil, nil, self, a) end
+         if M.nElement(self) == 0 and op == 'mean' then return false end
+         check(C.lt_cuops_reduce(opsOf(self), nil, op, self._c, 0, result), 3)
+         return true, result[0]
+      end
+   end
+
+   for op, pairwise in pairs {max = 'cmax', min = 'cmin'} do
+      D[op] = function(self, a, b, c, extra)
+         if extra ~= nil then return false end
+         if a == nil then
+            if not live(self) or M.nElement(self) == 0 then return false end
             check(C.lt_cuops_reduce(opsOf(self), nil, op, self._c, 0, result), 3)
             return true, result[0]
          end
-         if not isNum(dim) or dim < 1 or dim > self._c.ndim or dim ~= math.floor(dim) then return false end
-         local size = M.size(self)
-         size[dim] = 1
-         local out = self.new():resize(size)
-         local ind
-         if op == 'max' or op == 'min' then
-            if self:size(dim) == 0 then return false end
-            ind = torch.CudaLongTensor():resize(size)
+         if isNum(a) then
+            if b ~= nil then return false end
+            return alongDim(op, nil, nil, self, a)
          end
-         if out._c.storage ~= nil and out._c.storage.device ~= self._c.storage.device then return false end
-         if ind and ind._c.storage ~= nil and ind._c.storage.device ~= self._c.storage.device then return false end
-         check(C.lt_cuops_reduce_dim(opsOf(self), nil, op, out._c, ind and ind._c or nil, self._c, dim - 1), 3)
-         if ind then return true, out, ind end
-         return true, out
+         if not isT(a) then return false end
+         if isT(b) and c ~= nil then return alongDim(op, self, a, b, c) end
+         if isNum(b) then
+            if c ~= nil then return false end
+            return alongDim(op, self, nil, a, b)
+         end
+         -- (y) and (x, y): the CPU's max is then torch.cmax with the same arguments
+         if b == nil then return true, torch[pairwise](self, a) end
+         return true, torch[pairwise](self, a, b)
       end
    end
 
@@ -262,9 +301,10 @@ return function(cutorch, deviceTensor)
       return done and true, self
    end
 
-   -- Batched products, one cuBLAS product per batch entry: baddbmm r[i] = beta M[i] + alpha a[i] b[i], addbmm
-   -- r = beta M + alpha sum_i a[i] b[i], bmm r[i] = a[i] b[i]. A result sharing memory with a factor runs staged
-   -- (each entry's product would read what an earlier one wrote).
+   -- Batched products: baddbmm r[i] = beta M[i] + alpha a[i] b[i], addbmm r = beta M + alpha sum_i a[i] b[i],
+   -- bmm r[i] = a[i] b[i]. baddbmm and bmm are one strided batched cuBLAS call where every operand's entries lie
+   -- alike, equally spaced (lt_cuops_baddbmm), else, as addbmm, one cuBLAS product per batch entry. A result sharing
+   -- memory with a factor runs staged (each entry's product would read what an earlier one wrote).
    local function batchedFactors(self, a, b)
       if not (live(a) and live(b) and deviceTensor(self)) or a._c.ndim ~= 3 or b._c.ndim ~= 3 then return nil end
       local nb = a:size(1)
@@ -288,6 +328,12 @@ return function(cutorch, deviceTensor)
          return false
       end
       intoResult(self, beta, m)
+      local dev = m._c.storage.device
+      if self._c.storage.device == dev and a._c.storage.device == dev and b._c.storage.device == dev then
+         local rc = C.lt_cuops_baddbmm(opsOf(m), nil, self._c, beta, alpha, a._c, b._c)
+         if rc == 0 then return true, self end
+         if rc < 0 then check(rc, 3) end
+      end
       for i = 1, nb do
          local r = M.select(self, 1, i)
          if not addmm(r, beta, r, alpha, M.select(a, 1, i), M.select(b, 1, i)) then return false end
@@ -431,12 +477,22 @@ return function(cutorch, deviceTensor)
       if not (p >= 0 and p <= 1) then error(string.format('bernoulli: p must be >= 0 and <= 1 (got %g)', p), 4) end
    end)
 
+   -- Torch7's functions of two tensors with an optional result first and an option last (cross, conv2, ...):
+   -- self:f(y [, option]) or self:f(x, y [, option]) as true, r (nil: a new result), x, y, option; false for more
+   -- arguments
+   local function resultFirstPair(self, a, b, c, extra)
+      if isT(b) then return extra == nil, self, a, b, c end
+      return extra == nil and c == nil, nil, self, a, b
+   end
+
    -- The other families of device methods, one file each (lua/cutorch/gpu_<family>.lua: a function of D and
    -- these helpers that adds its methods to D).
    local H = {live = live, isNum = isNum, isT = isT, opsOf = opsOf, prepare = prepare, pointwise = pointwise,
               FLOAT = FLOAT, deviceTensor = deviceTensor, cutorch = cutorch,
-              randomFill = randomFill}
-   for _, family in ipairs {'compare', 'sort', 'index', 'masked'} do require('cutorch.gpu_' .. family)(D, H) end
+              randomFill = randomFill, resultFirstPair = resultFirstPair}
+   for _, family in ipairs {'compare', 'sort', 'index', 'masked', 'matrix', 'multinomial', 'conv'} do
+      require('cutorch.gpu_' .. family)(D, H)
+   end
 
    return D
 end

@@ -26,7 +26,9 @@ local function convFunction(name, ndim, correlation)
       check(C.lt_conv(r._c, x._c, k._c, ndim, mode or 'V', correlation), 2)
       return r
    end
-   M[name] = function(self, ...) return torch[name](self, ...) end
+   -- the method is the function (x:conv2(k) is torch.conv2(x, k)), which lets cutorch's GPU backend route the
+   -- functional form to its first tensor's method (torch._throughMethod)
+   M[name] = torch[name]
 end
 
 convFunction('conv2', 2, 0)

@@ -255,7 +255,9 @@ function torch.multinomial(...)
    check(C.lt_tensor_multinomial(r._c, g, prob._c, n, replacement and 1 or 0), 2)
    return r
 end
-M.multinomial = function(self, ...) return torch.multinomial(self, ...) end
+-- the method is the function (x:multinomial(...) is torch.multinomial(x, ...)), which lets cutorch's GPU backend route
+-- the functional form to its first tensor's method (torch._throughMethod)
+M.multinomial = torch.multinomial
 
 -- Walker's alias method, for many draws from one distribution:
 -- state = torch.multinomialAliasSetup(probs [, state]) builds (or refills)

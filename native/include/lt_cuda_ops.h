@@ -40,6 +40,11 @@ typedef struct lt_cuops {
   int (*gemm)(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n, int64_t k,
               double alpha, const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
               int64_t ldc);
+  /* batch such products in one call, entry e's matrices at a + e sa, b + e sb, c + e sc (strides in elements;
+   * cuBLAS's gemmStridedBatched). NULL where cuBLAS lacks it (lt_cuops_baddbmm then declines). */
+  int (*gemm_strided_batched)(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n,
+                              int64_t k, double alpha, const void *a, int64_t lda, int64_t sa, const void *b,
+                              int64_t ldb, int64_t sb, double beta, void *c, int64_t ldc, int64_t sc, int64_t batch);
 } lt_cuops;
 
 /* The operand a kernel gets for t: sizes and strides with size-1 dimensions dropped and dimensions that
@@ -400,3 +405,23 @@ int lt_cuops_masked_select(const lt_cuops *ops, void *stream, lt_tensor *out, co
                            const lt_tensor *mask);
 int lt_cuops_masked_copy(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *mask,
                          const lt_tensor *src);
+/* Torch7's histc (native/cuda/histc.cu), Float and Double: out (x's type, a vector of nbins elements, any stride) =
+ * the counts of x's elements in nbins equal bins over [lo, hi] (lo and hi in x's type, lo < hi: the caller resolves
+ * Torch7's lo == hi to the data's range); bin (v - lo) / (hi - lo) * nbins computed in x's type, v = hi in the last
+ * bin, elements outside [lo, hi] and NaNs counted nowhere. Per-block counts, then their sums (no atomics). */
+int lt_cuops_histc(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int64_t nbins, double lo,
+                   double hi);
+/* Torch7's multinomial with replacement (native/cuda/multinomial.cu): cum (rows x ncat) the running sums of each
+ * row's probabilities (>= 0, a positive finite total: the caller checks), u (rows x n) uniform draws in [0, 1), both
+ * contiguous Double; out (Long, rows * n elements in (row, draw) order, any strides) = 1 + the first category whose
+ * running sum exceeds u * the row's total (the first that reaches the total when rounding leaves none): categories
+ * of zero probability are never drawn. */
+int lt_cuops_multinomial_search(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *cum,
+                                const lt_tensor *u);
+/* Torch7's baddbmm with the result as the added batch: out[e] = beta out[e] + alpha a[e] b[e] for every entry e
+ * (3-D Float or Double tensors of one type, out nb x r x c, a nb x r x k, b nb x k x c), in one strided batched
+ * cuBLAS call when every operand's entries lie alike, equally spaced (each matrix one gemm reads as it lies, out's
+ * entries not overlapping one another and not sharing memory with a or b). 1 (nothing done) for other layouts
+ * (the caller multiplies entry by entry), 0 when done, -1 with lt_fail. */
+int lt_cuops_baddbmm(const lt_cuops *ops, void *stream, lt_tensor *out, double beta, double alpha, const lt_tensor *a,
+                     const lt_tensor *b);

@@ -355,14 +355,25 @@ static struct {
                const float *, float *, int);
   int (*dgemm)(void *, int, int, int, int, int, const double *, const double *, int, const double *, int,
                const double *, double *, int);
+  int (*sgemm_sb)(void *, int, int, int, int, int, const float *, const float *, int, long long, const float *, int,
+                  long long, const float *, float *, int, long long, int);
+  int (*dgemm_sb)(void *, int, int, int, int, int, const double *, const double *, int, long long, const double *,
+                  int, long long, const double *, double *, int, long long, int);
 } blas;
-static int blas_resolved;
+static int blas_resolved, blas_batched_resolved;
 
 static int blas_resolve(void) {
   static const symbol syms[] = {
     {(void **)&blas.create, "cublasCreate_v2"}, {(void **)&blas.set_stream, "cublasSetStream_v2"},
     {(void **)&blas.sgemm, "cublasSgemm_v2"}, {(void **)&blas.dgemm, "cublasDgemm_v2"}};
   return lt_cuda_find_symbols(LT_CUDA_CUBLAS, syms, sizeof syms / sizeof syms[0], &blas_resolved);
+}
+
+/* the strided batched products: optional (older cuBLAS lack them; products then go entry by entry) */
+static int blas_batched_resolve(void) {
+  static const symbol syms[] = {{(void **)&blas.sgemm_sb, "cublasSgemmStridedBatched"},
+                                {(void **)&blas.dgemm_sb, "cublasDgemmStridedBatched"}};
+  return lt_cuda_find_symbols(LT_CUDA_CUBLAS, syms, sizeof syms / sizeof syms[0], &blas_batched_resolved);
 }
 
 static const char *blas_status(int s) {
@@ -382,19 +393,31 @@ static const char *blas_status(int s) {
 /* One cuBLAS handle per (thread, device), as cutorch kept them: a handle is not for two threads at once. */
 static __thread void *blas_handles[LT_CUDA_MAX_DEVICES];
 
-static int cu_gemm(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n, int64_t k,
-                   double alpha, const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
-                   int64_t ldc) {
+/* the thread's cuBLAS handle of ctx's device, current and on stream (NULL: lt_fail) */
+static void *blas_handle(void *ctx, void *stream) {
   int device = (int)(intptr_t)ctx;
-  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return NULL;
   void **h = &blas_handles[device];
   int st;
   if (!*h && (st = blas.create(h)) != 0) {
     *h = NULL;
-    return lt_fail("cuda: cublasCreate on device %d: %s (%d)", device, blas_status(st), st);
+    lt_fail("cuda: cublasCreate on device %d: %s (%d)", device, blas_status(st), st);
+    return NULL;
   }
-  if ((st = blas.set_stream(*h, stream)) != 0)
-    return lt_fail("cuda: cublasSetStream on device %d: %s (%d)", device, blas_status(st), st);
+  if ((st = blas.set_stream(*h, stream)) != 0) {
+    lt_fail("cuda: cublasSetStream on device %d: %s (%d)", device, blas_status(st), st);
+    return NULL;
+  }
+  return *h;
+}
+
+static int cu_gemm(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                   double alpha, const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+                   int64_t ldc) {
+  int device = (int)(intptr_t)ctx;
+  void **h = &blas_handles[device];
+  if (!blas_handle(ctx, stream)) return -1;
+  int st;
   const int ta = transa == 't' ? 1 : 0, tb = transb == 't' ? 1 : 0;   /* CUBLAS_OP_N, CUBLAS_OP_T */
   if (type == LT_FLOAT) {
     const float al = (float)alpha, be = (float)beta;
@@ -405,6 +428,29 @@ static int cu_gemm(void *ctx, void *stream, int type, char transa, char transb, 
   if (st != 0)
     return lt_fail("cuda: cublas%cgemm (%c%c, %lld x %lld x %lld) on device %d: %s (%d)", type == LT_FLOAT ? 'S' : 'D',
                    transa, transb, (long long)m, (long long)n, (long long)k, device, blas_status(st), st);
+  return 0;
+}
+
+static int cu_gemm_strided_batched(void *ctx, void *stream, int type, char transa, char transb, int64_t m, int64_t n,
+                                   int64_t k, double alpha, const void *a, int64_t lda, int64_t sa, const void *b,
+                                   int64_t ldb, int64_t sb, double beta, void *c, int64_t ldc, int64_t sc,
+                                   int64_t batch) {
+  void *h = blas_handle(ctx, stream);
+  if (!h) return -1;
+  const int ta = transa == 't' ? 1 : 0, tb = transb == 't' ? 1 : 0;
+  int st;
+  if (type == LT_FLOAT) {
+    const float al = (float)alpha, be = (float)beta;
+    st = blas.sgemm_sb(h, ta, tb, (int)m, (int)n, (int)k, &al, a, (int)lda, sa, b, (int)ldb, sb, &be, c, (int)ldc, sc,
+                       (int)batch);
+  } else {
+    st = blas.dgemm_sb(h, ta, tb, (int)m, (int)n, (int)k, &alpha, a, (int)lda, sa, b, (int)ldb, sb, &beta, c,
+                       (int)ldc, sc, (int)batch);
+  }
+  if (st != 0)
+    return lt_fail("cuda: cublas%cgemmStridedBatched (%c%c, %lld x %lld x %lld, %lld entries) on device %d: %s (%d)",
+                   type == LT_FLOAT ? 'S' : 'D', transa, transb, (long long)m, (long long)n, (long long)k,
+                   (long long)batch, (int)(intptr_t)ctx, blas_status(st), st);
   return 0;
 }
 
@@ -424,6 +470,9 @@ int lt_cuda_ops_init(lt_cuops *ops, int device, lt_cuda_allocator *alloc) {
   ops->threads_per_block = 256;
   ops->max_blocks = 8 * (sms > 0 ? sms : 1);   /* 8 blocks of 256 threads fill a multiprocessor */
   /* matrix products where cuBLAS loads; without it everything else still runs, addmm says why not */
-  if (blas_resolve() == 0) ops->gemm = cu_gemm;
+  if (blas_resolve() == 0) {
+    ops->gemm = cu_gemm;
+    if (blas_batched_resolve() == 0) ops->gemm_strided_batched = cu_gemm_strided_batched;
+  }
   return 0;
 }

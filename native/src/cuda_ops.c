@@ -695,3 +695,54 @@ done:
   rc = scratch_free(ops, amem, rc);
   return scratch_free(ops, bmem, rc);
 }
+
+/* entry 0 of a batch (a 3-D tensor) as a matrix */
+static matrix first_entry(const lt_tensor *t) {
+  matrix x = {(char *)t->storage->data + t->offset * lt_elemsize(t->type), t->size[1], t->size[2], t->stride[1],
+              t->stride[2]};
+  return x;
+}
+
+/* the transpose flag and leading dimension with which gemm reads x as it lies, or 0 */
+static int64_t as_gemm_reads(matrix x, char *trans) {
+  int64_t ld;
+  if ((ld = column_major_ld(x))) return *trans = 'n', ld;
+  if ((ld = column_major_ld(transposed(x)))) return *trans = 't', ld;
+  return 0;
+}
+
+int lt_cuops_baddbmm(const lt_cuops *ops, void *stream, lt_tensor *out, double beta, double alpha, const lt_tensor *a,
+                     const lt_tensor *b) {
+  static const char fn[] = "cuda baddbmm";
+  if (check_ops(ops, fn)) return -1;
+  if (a->ndim != 3 || b->ndim != 3 || out->ndim != 3)
+    return lt_fail("%s: 3-D tensors expected, got %dD, %dD and %dD", fn, a->ndim, b->ndim, out->ndim);
+  const int type = lt_host_type(a->type);
+  if ((type != LT_FLOAT && type != LT_DOUBLE) || b->type != a->type || out->type != a->type)
+    return lt_fail("%s: Float or Double tensors of one type expected", fn);
+  const int64_t nb = a->size[0], rows = a->size[1], k = a->size[2], cols = b->size[2];
+  if (b->size[0] != nb || b->size[1] != k || out->size[0] != nb || out->size[1] != rows || out->size[2] != cols)
+    return lt_fail("%s: the batches' sizes do not match", fn);
+  /* the degenerate products, results over a factor's memory and older cuBLAS: entry by entry (the caller) */
+  if (!ops->gemm_strided_batched || nb == 0 || rows == 0 || cols == 0 || k == 0 || out->storage == a->storage ||
+      out->storage == b->storage)
+    return 1;
+  matrix C = first_entry(out), A = first_entry(a), B = first_entry(b);
+  int64_t sc = out->stride[0], sa = a->stride[0], sb = b->stride[0];
+  /* out's entries must not overlap one another */
+  if (nb > 1 && sc < 1 + (C.rows - 1) * C.s0 + (C.cols - 1) * C.s1) return 1;
+  if (!column_major_ld(C)) {
+    if (!column_major_ld(transposed(C))) return 1;
+    matrix t = A;   /* out^T = b^T a^T, column-major as out lies */
+    int64_t st = sa;
+    C = transposed(C), A = transposed(B), B = transposed(t), sa = sb, sb = st;
+  }
+  char ta, tb;
+  const int64_t lda = as_gemm_reads(A, &ta), ldb = as_gemm_reads(B, &tb), ldc = column_major_ld(C);
+  if (!lda || !ldb) return 1;
+  const int64_t dims[7] = {C.rows, C.cols, k, lda, ldb, ldc, nb};
+  for (int i = 0; i < 7; i++)
+    if (dims[i] >= INT_MAX) return 1;
+  return ops->gemm_strided_batched(ops->ctx, stream, type, ta, tb, C.rows, C.cols, k, alpha, A.data, lda, sa, B.data,
+                                   ldb, sb, beta, C.data, ldc, sc, nb) ? -1 : 0;
+}

@@ -1,7 +1,9 @@
 /* An emulated libcublas for the emulated driver (emulated_driver.c, whose device memory is host memory): the
  * few cuBLAS entry points native/src/cuda_device.c calls, with the checks cuBLAS makes of its arguments, so
  * that cu_gemm (handles per thread and device, operation codes, float and double scalars, status codes) runs
- * in CI as it runs on a GPU. gemm is the plain triple loop in double: an oracle, not a fast path.
+ * in CI as it runs on a GPU. gemm is the plain triple loop in double: an oracle, not a fast path; the strided
+ * batched gemms run it per entry. lt_emulated_cublas_calls counts the calls of each kind (tests read which path a
+ * product took).
  * cublasGetProperty answers version 13.1.0, so the C layer takes it for cuBLAS 13. Statuses as cuBLAS's:
  * 0 success, 1 not initialized, 7 invalid value, 13 execution failed (a handle used on another device than
  * the one current when it was made). Under the driver's LT_EMULATED_CUDA_GUARD, gemm opens the
@@ -52,9 +54,17 @@ EXPORT int cublasSetStream_v2(void *h, void *stream) {
 static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
                      const void *b, int ldb, double beta, void *c, int ldc, int dbl);
 
+/* the calls so far: [0] gemm, [1] strided batched gemm (tests tell which path a product took) */
+static long long calls[2];
+EXPORT void lt_emulated_cublas_calls(long long *out) {
+  out[0] = __atomic_load_n(&calls[0], __ATOMIC_RELAXED);
+  out[1] = __atomic_load_n(&calls[1], __ATOMIC_RELAXED);
+}
+
 static int gemm(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
                 int ldb, double beta, void *c, int ldc, int dbl) {
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
+  __atomic_fetch_add(&calls[0], 1, __ATOMIC_RELAXED);
   const int dev = device_now();
   emu_device_work(dev, ((handle *)h)->stream, 1);
   int rc = gemm_body(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dbl);
@@ -91,4 +101,34 @@ EXPORT int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const fl
 EXPORT int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *a,
                           int lda, const double *b, int ldb, const double *beta, double *c, int ldc) {
   return gemm(h, ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc, 1);
+}
+
+/* batch products, entry e's operands at a + e sa, b + e sb, c + e sc (in elements) */
+static int gemm_strided_batched(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
+                                long long sa, const void *b, int ldb, long long sb, double beta, void *c, int ldc,
+                                long long sc, int batch, int dbl) {
+  if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
+  if (batch < 0) return INVALID_VALUE;
+  __atomic_fetch_add(&calls[1], 1, __ATOMIC_RELAXED);
+  const int64_t es = dbl ? 8 : 4;
+  const int dev = device_now();
+  emu_device_work(dev, ((handle *)h)->stream, 1);
+  int rc = SUCCESS;
+  for (int e = 0; e < batch && rc == SUCCESS; e++)
+    rc = gemm_body(h, ta, tb, m, n, k, alpha, (const char *)a + e * sa * es, lda, (const char *)b + e * sb * es, ldb,
+                   beta, (char *)c + e * sc * es, ldc, dbl);
+  emu_device_work(dev, ((handle *)h)->stream, 0);
+  return rc;
+}
+
+EXPORT int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a,
+                                     int lda, long long sa, const float *b, int ldb, long long sb, const float *beta,
+                                     float *c, int ldc, long long sc, int batch) {
+  return gemm_strided_batched(h, ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch, 0);
+}
+
+EXPORT int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha,
+                                     const double *a, int lda, long long sa, const double *b, int ldb, long long sb,
+                                     const double *beta, double *c, int ldc, long long sc, int batch) {
+  return gemm_strided_batched(h, ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch, 1);
 }
