@@ -1594,3 +1594,59 @@ def test_indexing_operators_read_and_write_device_memory_through_the_driver(gpu,
     want[1], want[2] = 7, 8
     np.testing.assert_array_equal(to_host(rt, t), want)
     assert not {k for k in fallbacks(rt) if "mask" in k or "index" in k}
+
+
+def test_torch_functions_that_are_no_method_run_staged_on_device_tensors(gpu, rng):
+    """LAPACK (torch.gesv, svd, inverse, ...), the alias sampler and torch.rand/randn/randperm into a device result
+    called their C code on device memory (a crash under guarded memory) until 2026-12-05: the staging loop only saw
+    tensor methods. Now they run staged (counted), and with a Cuda default type the functions that make their
+    results of that type (torch.range, linspace, zeros, rand) give device tensors."""
+    rt = gpu
+    a = rng.standard_normal((5, 5)) + 5 * np.eye(5)
+    b = rng.standard_normal((5, 2))
+    da, db = to_device(rt, a, "CudaDouble"), to_device(rt, b, "CudaDouble")
+    x, inv, usv, qr, chol = rt.eval("""function(a, b)
+        local spd = torch.mm(a, a:t())
+        return torch.gesv(b, a), torch.inverse(a), {torch.svd(a)}, {torch.qr(a)}, torch.potrf(spd, 'U')
+    end""")(da, db)
+    (u, s, v), (q, r) = list(usv.values()), list(qr.values())
+    for t in (x, inv, u, s, v, q, r, chol):
+        assert on_device(rt, t) and rt.eval("function(t) return torch.type(t) end")(t) == "torch.CudaDoubleTensor"
+    np.testing.assert_allclose(to_host(rt, x), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(to_host(rt, inv), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(to_host(rt, s), np.linalg.svd(a, compute_uv=False), rtol=1e-10)
+    np.testing.assert_allclose(to_host(rt, u) @ np.diag(to_host(rt, s)) @ to_host(rt, v).T, a, atol=1e-10)
+    np.testing.assert_allclose(to_host(rt, q) @ to_host(rt, r), a, atol=1e-10)
+    np.testing.assert_allclose(to_host(rt, chol).T @ to_host(rt, chol), a @ a.T, rtol=1e-10)
+    done = fallbacks(rt)
+    assert {"torch.gesv", "torch.inverse", "torch.svd", "torch.qr", "torch.potrf"} <= set(done)
+    # the alias sampler over device tensors, and draws into device results (an empty one too)
+    draws, perm, uni, nor = rt.eval("""function()
+        local state = torch.multinomialAliasSetup(torch.CudaDoubleTensor({0, 0.5, 0.5, 0}))
+        return torch.multinomialAlias(torch.CudaLongTensor(200), state), torch.randperm(torch.CudaLongTensor(), 9),
+               torch.rand(torch.CudaTensor(), 4, 3), torch.randn(torch.CudaDoubleTensor(2), 1000)
+    end""")()
+    d = to_host(rt, draws)
+    assert set(d) <= {2, 3} and len(set(d)) == 2
+    assert sorted(to_host(rt, perm)) == list(range(1, 10))
+    assert to_host(rt, uni).shape == (4, 3) and 0 <= to_host(rt, uni).min() and to_host(rt, uni).max() < 1
+    assert abs(to_host(rt, nor).mean()) < 0.2 and 0.8 < to_host(rt, nor).std() < 1.2
+    assert all(on_device(rt, t) for t in (draws, perm, uni, nor))
+    # a Cuda default type
+    made = rt.eval("""function()
+        torch.setdefaulttensortype('torch.CudaTensor')
+        local out = {torch.range(1, 4), torch.linspace(0, 1, 5), torch.zeros(3), torch.eye(2), torch.rand(3),
+                     torch.randperm(5)}
+        torch.setdefaulttensortype('torch.DoubleTensor')
+        return out
+    end""")()
+    made = list(made.values())
+    assert all(on_device(rt, t) for t in made)
+    np.testing.assert_array_equal(to_host(rt, made[0]), [1, 2, 3, 4])
+    np.testing.assert_allclose(to_host(rt, made[1]), np.linspace(0, 1, 5), rtol=1e-6)
+    np.testing.assert_array_equal(to_host(rt, made[3]), np.eye(2))
+    assert sorted(to_host(rt, made[5])) == [1, 2, 3, 4, 5]
+    # a tensor given twice to a staged method is one tensor to the CPU method, whose aliasing check then sees it
+    rt.execute("ALIASED = torch.CudaTensor(3, 5):uniform()")
+    with pytest.raises(LuaError, match="the result cannot be the input tensor"):
+        rt.execute("ALIASED:bhistc(ALIASED)")

@@ -265,9 +265,12 @@ return function(cutorch)
    -- arguments take the geometry the call gave their copies, and results are mapped back to the device.
    local function runStaged(name, fn, ...)
       -- device storage key -> {dev, host}; host storage key -> the same entry; {device tensor, host tensor}
-      local mirrors, ofHost, pairsOf = {}, {}, {}
+      local mirrors, ofHost, pairsOf, hostOf = {}, {}, {}, {}
+      -- (one host tensor per device tensor object, so that a tensor given twice is one tensor to the CPU method,
+      -- whose "the result cannot be the input" checks see it)
       local function toHost(x)
          if not deviceTensor(x) then return x end
+         if hostOf[x] then return hostOf[x] end
          local c = x._c
          local m = torch._newTensor(c.type)
          if c.storage ~= nil then
@@ -283,6 +286,7 @@ return function(cutorch)
             check(C.lt_tensor_set_storage(m._c, e.host, c.offset, c.ndim, c.size, c.stride), 4)
          end
          pairsOf[#pairsOf + 1] = {x, m}
+         hostOf[x] = m
          return m
       end
       -- host memory for every Cuda storage made from here until the call's results go back
@@ -362,20 +366,35 @@ return function(cutorch)
       return unpack(results, 2, results.n)
    end
 
+   -- a call of `name` about to run on the host: refused in the error mode, else counted (and said once)
+   local function noteStaged(name, level)
+      if fallbackMode == 'error' then
+         error(string.format("%s has no GPU kernel yet (LUATORCH_CUDA_FALLBACK=error; unset it to run it "
+                             .. "staged through host memory)", name), level + 1)
+      end
+      fallbacks[name] = (fallbacks[name] or 0) + 1
+      if fallbackMode == 'warn' and not warned[name] then
+         warned[name] = true
+         io.stderr:write(string.format("cutorch: %s has no GPU kernel yet: it runs on the CPU, through host "
+                                       .. "copies of its tensors' storages (cutorch.hostFallbacks() counts "
+                                       .. "these; LUATORCH_CUDA_FALLBACK=quiet or error)\n", name))
+      end
+   end
+
+   -- A program may make a Cuda type the default (torch.setdefaulttensortype): functions that make their
+   -- results of the default type (torch.range(1, 4), torch.zeros(3)) then run staged too.
+   local cudaDefault = false
+   local setDefault = torch.setdefaulttensortype
+   function torch.setdefaulttensortype(name)
+      setDefault(name)
+      cudaDefault = name:match('^torch%.Cuda') ~= nil
+   end
+   torch.setdefaulttensortype(torch.getdefaulttensortype())
+
    local function staged(name, fn)
       return function(...)
-         if depth > 0 or not anyDevice(...) then return fn(...) end
-         if fallbackMode == 'error' then
-            error(string.format("%s has no GPU kernel yet (LUATORCH_CUDA_FALLBACK=error; unset it to run it "
-                                .. "staged through host memory)", name), 2)
-         end
-         fallbacks[name] = (fallbacks[name] or 0) + 1
-         if fallbackMode == 'warn' and not warned[name] then
-            warned[name] = true
-            io.stderr:write(string.format("cutorch: %s has no GPU kernel yet: it runs on the CPU, through host "
-                                          .. "copies of its tensors' storages (cutorch.hostFallbacks() counts "
-                                          .. "these; LUATORCH_CUDA_FALLBACK=quiet or error)\n", name))
-         end
+         if depth > 0 or not (cudaDefault or anyDevice(...)) then return fn(...) end
+         noteStaged(name, 2)
          return runStaged(name, fn, ...)
       end
    end
@@ -437,4 +456,30 @@ return function(cutorch)
       end or staged('tensor ' .. name, fn)
    end
    if torch._tensorToString then torch._tensorToString = staged('tostring', torch._tensorToString) end
+   -- The functions of the torch package that are no tensor method but run C on their tensor arguments (LAPACK,
+   -- the alias sampler, the random constructors' result-first forms) run staged too: they crashed on device
+   -- memory until 2026-12-05, since the loop above only sees methods.
+   for _, name in ipairs {'gesv', 'gels', 'trtrs', 'symeig', 'eig', 'svd', 'inverse', 'potrf', 'potrs', 'potri',
+                          'pstrf', 'qr', 'geqrf', 'orgqr', 'ormqr', 'multinomialAliasSetup', 'multinomialAlias'} do
+      if torch[name] then torch[name] = staged('torch.' .. name, torch[name]) end
+   end
+   -- torch.rand/randn/randperm into a device result (given first, or made of the default type when a program
+   -- set that to a Cuda one) draw on the host, from torch's generator, into a host tensor that is then copied
+   -- in (even an empty result: staging would not see it)
+   for _, name in ipairs {'rand', 'randn', 'randperm'} do
+      local fn = torch[name]
+      torch[name] = function(a, ...)
+         if depth > 0 then return fn(a, ...) end
+         local r, args = a, table.pack(...)
+         if not torch.isTensor(a) then
+            if not cudaDefault then return fn(a, ...) end
+            r, args = torch.Tensor(), table.pack(a, ...)
+         end
+         if not deviceTensor(r) then return fn(a, ...) end
+         noteStaged('torch.' .. name, 2)
+         local ty = torch._typesById[r._c.type]
+         local host = fn(torch[ty.hostName .. 'Tensor'](), unpack(args, 1, args.n))
+         return r:resize(host:size()):copy(host)
+      end
+   end
 end
