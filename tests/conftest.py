@@ -83,3 +83,14 @@ class LuaSpecItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, "lua: %s" % self.name
+
+
+@pytest.fixture
+def sigint_default():
+    """Python's own SIGINT handler (KeyboardInterrupt) for the test: a process started in the background by a
+    shell without job control inherits SIGINT ignored, and Python then leaves it so."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

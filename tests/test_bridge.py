@@ -68,7 +68,7 @@ def test_lua_keeps_numpy_owner_alive(rt):
     assert native.live_foreign_owners() == before
 
 
-def test_ctrl_c_during_lua_collection_reaches_python(rt):
+def test_ctrl_c_during_lua_collection_reaches_python(rt, sigint_default):
     """A SIGINT that arrives while Lua runs and is handled when Lua's collector frees a numpy-owned storage
     still raises KeyboardInterrupt in the caller: no Python code runs inside the collector, where an
     exception could only be printed and dropped (a Ctrl-C in `luatorch train` was once lost this way)."""

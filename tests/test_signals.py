@@ -32,7 +32,7 @@ def test_without_the_hook_python_drops_it():
     assert len(seen) == 1 and seen[0].exc_type is KeyboardInterrupt
 
 
-def test_an_interrupt_raised_in_a_finalizer_reaches_the_main_thread():
+def test_an_interrupt_raised_in_a_finalizer_reaches_the_main_thread(sigint_default):
     previous = redeliver_lost_interrupts()
     try:
         with pytest.raises(KeyboardInterrupt):
