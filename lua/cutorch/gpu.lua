@@ -206,7 +206,7 @@ return function(cutorch)
    end
 
    -- A tensor or storage is on the device its memory is on.
-   for _, ty in ipairs({torch._cudaHalfType, unpack(torch._types)}) do
+   for _, ty in ipairs(torch._allTypes) do
       if ty.cuda then
          rawset(torch.getmetatable(ty.tensorname), 'getDevice', function(t)
             local s = t._c.storage
@@ -293,18 +293,7 @@ return function(cutorch)
       C.lt_cuda_storage_host_scope(1)
       local n = select('#', ...)
       local args = {...}
-      local mirrored, why = pcall(function()
-         for i = 1, n do
-            local x = args[i]
-            if type(x) == 'table' and not torch.isTensor(x) then
-               local copy = {}
-               for k, v in pairs(x) do copy[k] = toHost(v) end
-               args[i] = copy
-            else
-               args[i] = toHost(x)
-            end
-         end
-      end)
+      local mirrored, why = pcall(torch._mapArguments, args, n, toHost)
       if not mirrored then
          C.lt_cuda_storage_host_scope(-1)
          for _, e in pairs(mirrors) do C.lt_storage_release(e.host) end
@@ -470,12 +459,14 @@ return function(cutorch)
       local fn = torch[name]
       torch[name] = function(a, ...)
          if depth > 0 then return fn(a, ...) end
-         local r, args = a, table.pack(...)
-         if not torch.isTensor(a) then
+         local r, args
+         if torch.isTensor(a) then
+            if not deviceTensor(a) then return fn(a, ...) end
+            r, args = a, table.pack(...)
+         else
             if not cudaDefault then return fn(a, ...) end
             r, args = torch.Tensor(), table.pack(a, ...)
          end
-         if not deviceTensor(r) then return fn(a, ...) end
          noteStaged('torch.' .. name, 2)
          local ty = torch._typesById[r._c.type]
          local host = fn(torch[ty.hostName .. 'Tensor'](), unpack(args, 1, args.n))

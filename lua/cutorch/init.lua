@@ -42,7 +42,7 @@ torch._installTensorMethods()
 
 -- A Cuda tensor lives on the device that was current when it was made; on
 -- the CPU every device shares the host memory, so getDevice reports the current one.
-for _, ty in ipairs({torch._cudaHalfType, unpack(torch._types)}) do
+for _, ty in ipairs(torch._allTypes) do
    if ty.cuda then
       local mt = torch.getmetatable(ty.tensorname)
       rawset(mt, 'getDevice', function() return cutorch.getDevice() end)

@@ -90,17 +90,7 @@ local function throughFloat(ty, name)
          return x
       end
       local n = select('#', ...)
-      local args = {...}
-      for i = 1, n do
-         local a = args[i]
-         if type(a) == 'table' and not torch.isTensor(a) then
-            local t = {}
-            for k, v in pairs(a) do t[k] = toFloat(v) end
-            args[i] = t
-         else
-            args[i] = toFloat(a)
-         end
-      end
+      local args = torch._mapArguments({...}, n, toFloat)
       local fself = toFloat(self)
       local method = torch.getmetatable(floatName)[name]
       if not method then error(string.format('%s has no method %s', ty.tensorname, name), 2) end

@@ -24,9 +24,7 @@ local function onDevice(s) return bit.band(s._c.flags, 8) ~= 0 end
 torch._storageOnDevice = onDevice
 local elementBuf = ffi.new('double[1]')
 
-local storageTypes = {unpack(torch._types)}
-storageTypes[#storageTypes + 1] = torch._halfType
-storageTypes[#storageTypes + 1] = torch._cudaHalfType
+local storageTypes = torch._allTypes
 
 for _, ty in ipairs(storageTypes) do
    local mt = {}       -- the class table (torch.getmetatable(name)): methods

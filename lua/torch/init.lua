@@ -38,7 +38,7 @@ torch.setdefaulttensortype('torch.DoubleTensor')
 -- torch.Cuda* stay in the class registry but leave the torch table until
 -- `require 'cutorch'` puts them back (torch._enableCuda), as in Torch7.
 torch._cudaClasses = {}
-for _, ty in ipairs({torch._cudaHalfType, unpack(torch._types)}) do
+for _, ty in ipairs(torch._allTypes) do
    if ty.cuda then
       for _, name in ipairs {ty.name .. 'Tensor', ty.name .. 'Storage'} do
          torch._cudaClasses[name] = rawget(torch, name)

@@ -15,11 +15,7 @@ local t7error = torch.getmetatable('torch.File')._t7error
 local MAXDIM = 16
 local geomType = ffi.typeof('int64_t[16]')
 
-local serializedTypes = {unpack(torch._types)}
-serializedTypes[#serializedTypes + 1] = torch._halfType
-serializedTypes[#serializedTypes + 1] = torch._cudaHalfType
-
-for _, ty in ipairs(serializedTypes) do
+for _, ty in ipairs(torch._allTypes) do
    local kind = kinds[ty.hostName or ty.name]   -- cutorch wrote its types' elements as the host type's
    local smt = torch.getmetatable(ty.storagename)
    local tmt = torch.getmetatable(ty.tensorname)

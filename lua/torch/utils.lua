@@ -50,6 +50,26 @@ torch._cudaHalfType = {name = 'CudaHalf', ctype = 'uint16_t', id = C.LT_CUDA_HAL
                        cuda = true, hostName = 'Half', ptr = ffi.typeof('uint16_t*'),
                        tensorname = 'torch.CudaHalfTensor', storagename = 'torch.CudaHalfStorage', elemsize = 2}
 torch._typesById[C.LT_CUDA_HALF] = torch._cudaHalfType
+-- Every element type with storages and serialization: torch._types, then Half and CudaHalf.
+torch._allTypes = {unpack(torch._types)}
+torch._allTypes[#torch._allTypes + 1] = torch._halfType
+torch._allTypes[#torch._allTypes + 1] = torch._cudaHalfType
+
+-- args[1..n], a call's arguments, each replaced by fn(arg), and one level into the plain tables among them (those
+-- copied: the caller's tables stay as they were). Staged calls and CudaHalfTensor's math map their tensors so.
+function torch._mapArguments(args, n, fn)
+   for i = 1, n do
+      local a = args[i]
+      if type(a) == 'table' and not torch.isTensor(a) then
+         local copy = {}
+         for k, v in pairs(a) do copy[k] = fn(v) end
+         args[i] = copy
+      else
+         args[i] = fn(a)
+      end
+   end
+   return args
+end
 
 -- torch.<name>(x, ...) as x's own method, so that cutorch's device versions take the functional forms of tensors
 -- in GPU memory; fn (default: torch.<name> as it was) answers a first argument that is not a tensor (its error, or
