@@ -36,16 +36,23 @@ local function sameDevice(self, name, ...)
    for _, k in ipairs(OPERANDS) do see(self[k], k) end
 end
 
--- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory.
-local function onDevice(class, name, gpu)
+-- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory. Half tensors
+-- (torch.CudaHalfTensor) go to gpu through float (cunn/half.lua) unless options.half says gpu has half kernels.
+cunn._deviceDispatch = cunn._deviceDispatch or setmetatable({}, {__mode = 'k'})
+local function onDevice(class, name, gpu, options)
    local host = class[name]
-   class[name] = function(self, input, ...)
+   local what = class.__typename .. '.' .. name
+   local halfKernels = options and options.half
+   local dispatch = function(self, input, ...)
       if onGPU(input) then
          sameDevice(self, name, input, ...)
-         return gpu(self, input, ...)
+         if halfKernels then return gpu(self, input, ...) end
+         return cunn._halfThroughFloat(what, self, gpu, input, ...)
       end
       return host(self, input, ...)
    end
+   cunn._deviceDispatch[dispatch] = true
+   class[name] = dispatch
 end
 -- cudnn's GPU versions (cudnn/gpu.lua) dispatch the same way
 cunn._onDevice = onDevice

@@ -12,4 +12,6 @@ if cutorch.backend == 'gpu' and not cunn._gpu then
    cunn._gpu = true
    dofile(package.searchpath('cunn.gpu', package.path))
 end
+-- half precision for the modules with kernels of their own (both backends; once per Lua state)
+if not cunn._halfThroughFloat then dofile(package.searchpath('cunn.half', package.path)) end
 return cunn

@@ -35,6 +35,8 @@ end
 function Criterion:float() return self:type('torch.FloatTensor') end
 function Criterion:double() return self:type('torch.DoubleTensor') end
 function Criterion:cuda() return self:type('torch.CudaTensor') end
+function Criterion:cudaHalf() return self:type('torch.CudaHalfTensor') end
+function Criterion:cudaDouble() return self:type('torch.CudaDoubleTensor') end
 
 function Criterion:__call__(input, target)
    self.output = self:forward(input, target)

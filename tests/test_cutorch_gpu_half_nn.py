@@ -1,0 +1,260 @@
+"""nn's modules on torch.CudaHalfTensor (lua/cunn/half.lua, and the half kernels of cunn's GPU versions).
+
+As test_cutorch_gpu_half.py, these run on whichever cutorch backend the process has: the CPU backend in a plain run,
+the GPU backend (device memory the host cannot read) inside test_cutorch_gpu.py's emulated-driver test. Oracles:
+the same module in double on the CPU on the same (half-rounded) weights and inputs, within half precision; and the
+module in float (CudaTensor) on the same backend, whose forward rounded once to half the half module must equal
+exactly, since it computes in float and stores half."""
+import os
+import re
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NN = os.path.join(os.path.dirname(HERE), "lua", "nn")
+
+
+@pytest.fixture
+def cunn(rt):
+    rt.execute("require 'cunn'; cutorch.setHostFallback('quiet')")
+    return rt
+
+
+def test_the_kernel_class_list_is_nns_modules_that_call_kernels(rt):
+    """cunn/half.lua's list of modules that reach kernels is every nn module whose file calls torch.C: a module
+    that gains a kernel without joining the list would refuse half tensors."""
+    calling = set()
+    for name in os.listdir(NN):
+        src = open(os.path.join(NN, name)).read()
+        m = re.search(r"torch\.class\('nn\.(\w+)'", src)
+        if m and re.search(r"torch\.C\b", src):
+            calling.add(m.group(1))
+    rt.execute("require 'cunn'")
+    listed = set(rt.eval("function() local o = {} for i, n in ipairs(cunn._halfKernelClasses) do o[i] = n end "
+                         "return o end")().values())
+    assert listed == calling, (sorted(calling - listed), sorted(listed - calling))
+
+
+# constructor, input shape; 'target' marks criterions (their target: classes for NLL-like ones, else values)
+MODULES = {
+    "SpatialConvolution": ("nn.SpatialConvolution(3, 5, 3, 3, 1, 1, 1, 1)", (2, 3, 7, 6)),
+    "SpatialConvolution stride 2, no bias": ("nn.SpatialConvolution(4, 3, 3, 3, 2, 2):noBias()", (2, 4, 9, 8)),
+    "SpatialConvolutionMM 1x1": ("nn.SpatialConvolutionMM(4, 6, 1, 1)", (3, 4, 5, 5)),
+    "SpatialDilatedConvolution": ("nn.SpatialDilatedConvolution(2, 3, 3, 3, 1, 1, 2, 2, 2, 2)", (2, 2, 7, 7)),
+    "SpatialFullConvolution": ("nn.SpatialFullConvolution(3, 2, 3, 3, 2, 2, 1, 1, 1, 1)", (2, 3, 4, 5)),
+    "BatchNormalization": ("nn.BatchNormalization(6)", (8, 6)),
+    "SpatialBatchNormalization": ("nn.SpatialBatchNormalization(3)", (4, 3, 5, 6)),
+    "SpatialBatchNormalization evaluate": ("""(function() local m = nn.SpatialBatchNormalization(3)
+        m:evaluate(); m.running_mean:uniform(-1, 1); m.running_var:uniform(0.5, 2); return m end)()""", (4, 3, 5, 6)),
+    "SpatialMaxPooling": ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)", (2, 3, 7, 8)),
+    "SpatialAveragePooling ceil": ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):ceil()", (2, 3, 8, 7)),
+    "ReLU": ("nn.ReLU()", (4, 9)),
+    "ReLU in place": ("nn.ReLU(true)", (4, 9)),
+    "Tanh": ("nn.Tanh()", (4, 9)),
+    "Sigmoid": ("nn.Sigmoid()", (4, 9)),
+    "LogSoftMax": ("nn.LogSoftMax()", (5, 10)),
+    "SoftMax": ("nn.SoftMax()", (5, 10)),
+    "SpatialSoftMax": ("nn.SpatialSoftMax()", (2, 4, 3, 3)),
+    "ELU": ("nn.ELU(0.7)", (4, 9)),
+    "LeakyReLU in place": ("nn.LeakyReLU(0.1, true)", (4, 9)),
+    "HardTanh": ("nn.HardTanh(-0.5, 0.7)", (4, 9)),
+    "SpatialCrossMapLRN": ("nn.SpatialCrossMapLRN(3, 1e-2, 0.75, 2)", (2, 5, 3, 4)),
+    "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 0, 1)", (2, 3, 4, 5)),
+    "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 3, 2)),
+    "PReLU": ("nn.PReLU(4)", (4, 3, 5)),
+    "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
+    "Sequential of Linear, BN, ReLU": (
+        "nn.Sequential():add(nn.Linear(7, 6)):add(nn.BatchNormalization(6)):add(nn.ReLU(true))", (5, 7)),
+    "ClassNLLCriterion": ("nn.ClassNLLCriterion()", (6, 5), "target"),
+    "CrossEntropyCriterion": ("nn.CrossEntropyCriterion()", (6, 5), "target"),
+    "SmoothL1Criterion": ("nn.SmoothL1Criterion()", (4, 6), "target"),
+    "MultiMarginCriterion": ("nn.MultiMarginCriterion()", (6, 5), "target"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
+    """The module converted with :type('torch.CudaHalfTensor'): its outputs and state are half tensors on the
+    half input's backend memory; forward equals the float module's forward rounded once to half, exactly; forward,
+    backward and the parameter gradients (accumulated with a scale onto nonzero ones) are the double module's on
+    the same half-rounded weights and inputs, within half precision."""
+    rt = cunn
+    ctor, shape = MODULES[name][:2]
+    criterion = len(MODULES[name]) > 2
+    if name.startswith("TemporalConvolution") and rt.eval("cutorch.backend") == "gpu":
+        rt.execute("require 'cudnn'")
+    x = rng.standard_normal(shape)
+    g = rng.standard_normal(tuple(n + 4 for n in shape))
+    classes = rng.integers(1, shape[-1] + 1, size=shape[0]).astype(np.float64)
+    run = rt.eval("""function(x, g, classes, criterion)
+       torch.manualSeed(3)
+       local proto = %s
+       -- weights rounded to half, so that every version starts from the same values
+       proto:type('torch.CudaHalfTensor')
+       local versions = {half = proto, float = proto:clone():type('torch.CudaTensor'),
+                         double = proto:clone():double()}
+       local out = {}
+       for _, k in ipairs {'half', 'float', 'double'} do
+          local m = versions[k]
+          local tt = k == 'half' and 'torch.CudaHalfTensor' or k == 'float' and 'torch.CudaTensor'
+                     or 'torch.DoubleTensor'
+          local input = x:cudaHalf():type(tt)
+          local r = {}
+          if criterion then
+             local target = classes:clone():type(k == 'double' and 'torch.DoubleTensor' or 'torch.CudaTensor')
+             if %s then target = x:clone():mul(0.5):cudaHalf():type(tt) end
+             r.loss = m:forward(input, target)
+             local gi = m:backward(input, target)
+             r.types = {torch.type(gi)}
+             r.y = torch.DoubleTensor{r.loss}
+             r.gi = gi:double()
+          else
+             local params, grads = m:parameters()
+             if grads then for _, p in ipairs(grads) do p:fill(0.25) end end
+             local y = m:forward(input)
+             r.y = y:double()
+             r.types = {torch.type(y), torch.type(m.output)}
+             local grad = y.new():resizeAs(y):copy(g:view(-1):narrow(1, 1, y:nElement()))
+             local gi = m:backward(input, grad, 0.5)
+             r.gi = gi:double()
+             r.types[#r.types + 1] = torch.type(gi)
+             r.gp = grads and nn.Module.flatten(grads):double() or torch.DoubleTensor()
+             r.inputAfter = input:double()
+             for _, p in ipairs(params or {}) do r.types[#r.types + 1] = torch.type(p) end
+             for _, p in ipairs(grads or {}) do r.types[#r.types + 1] = torch.type(p) end
+          end
+          out[k] = r
+       end
+       return out
+    end""" % (ctor, "true" if name.startswith("SmoothL1") else "false"))
+    out = run(rt.from_numpy(x), rt.from_numpy(g), rt.from_numpy(classes), criterion)
+    half, flt, dbl = out["half"], out["float"], out["double"]
+    assert set(half["types"].values()) == {"torch.CudaHalfTensor"}, dict(half["types"].items())
+    y_half = rt.to_numpy(half["y"])
+    # computed in float, stored in half: the float module's output rounded once (a container, and
+    # CrossEntropyCriterion's LogSoftMax, store their inner results in half too, so those are only close)
+    if not name.startswith(("Sequential", "CrossEntropy")):
+        np.testing.assert_array_equal(y_half, rt.to_numpy(flt["y"]).astype(np.float16).astype(np.float64))
+    for what in ("y", "gi", "gp", "inputAfter"):
+        if what not in half or rt.to_numpy(dbl[what]).size == 0:
+            continue
+        h, d = rt.to_numpy(half[what]), rt.to_numpy(dbl[what])
+        assert h.shape == d.shape, (name, what)
+        scale = max(np.abs(d).max(), 1e-3)
+        np.testing.assert_allclose(h, d, rtol=4e-3, atol=4e-3 * scale, err_msg="%s: %s" % (name, what))
+
+
+def test_a_half_network_trains_as_the_float_one(cunn, rng):
+    """Five optim.sgd steps (momentum, weight decay, over getParameters' flat half tensors) of a small convolutional
+    network with batch norm, max pooling, in-place ReLU, Linear and CrossEntropyCriterion in half: the losses fall
+    and follow the float network's from the same weights within half precision; every tensor stays half."""
+    rt = cunn
+    x = rng.standard_normal((8, 3, 8, 8))
+    labels = rng.integers(1, 5, size=8).astype(np.float64)
+    run = rt.eval("""function(x, labels)
+       require 'optim'
+       torch.manualSeed(11)
+       local net = nn.Sequential()
+          :add(nn.SpatialConvolution(3, 6, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(6)):add(nn.ReLU(true))
+          :add(nn.SpatialMaxPooling(2, 2, 2, 2)):add(nn.View(6 * 4 * 4)):add(nn.Linear(6 * 4 * 4, 4))
+       net:type('torch.CudaHalfTensor')
+       local nets = {half = net, float = net:clone():type('torch.CudaTensor')}
+       local out = {}
+       for _, k in ipairs {'half', 'float'} do
+          local m = nets[k]
+          local tt = k == 'half' and 'torch.CudaHalfTensor' or 'torch.CudaTensor'
+          local crit = nn.CrossEntropyCriterion():type(tt)
+          local input, target = x:cudaHalf():type(tt), labels:cuda()
+          local params, grads = m:getParameters()
+          local state = {learningRate = 0.05, momentum = 0.9, weightDecay = 1e-3}
+          local losses, types = {}, {torch.type(params), torch.type(grads)}
+          for step = 1, 5 do
+             optim.sgd(function()
+                grads:zero()
+                local loss = crit:forward(m:forward(input), target)
+                m:backward(input, crit:backward(m.output, target))
+                losses[step] = loss
+                return loss, grads
+             end, params, state)
+          end
+          m:apply(function(mod)
+             for _, f in ipairs {'output', 'gradInput', 'weight', 'running_mean'} do
+                if torch.isTensor(mod[f]) then types[#types + 1] = torch.type(mod[f]) end
+             end
+          end)
+          out[k] = {losses = losses, types = types}
+       end
+       return out
+    end""")
+    out = run(rt.from_numpy(x), rt.from_numpy(labels))
+    half = [out["half"]["losses"][i] for i in range(1, 6)]
+    flt = [out["float"]["losses"][i] for i in range(1, 6)]
+    assert set(out["half"]["types"].values()) == {"torch.CudaHalfTensor"}
+    assert half[-1] < half[0] * 0.8, half
+    np.testing.assert_allclose(half, flt, rtol=2e-2)
+
+
+def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, rng):
+    """nn.ReLU(true) on half input writes into the input and its output is a view of the input's storage; a
+    module given a wrong input fails with its own message and its tensors are still half; the calls that went
+    through float are counted per class and method."""
+    rt = cunn
+    x = rng.standard_normal((3, 4))
+    r = rt.eval("""function(x)
+       local m = nn.ReLU(true):type('torch.CudaHalfTensor')
+       local input = x:cudaHalf()
+       local y = m:forward(input)
+       local shared = torch.pointer(y:storage()) == torch.pointer(input:storage())
+       local conv = nn.SpatialConvolution(3, 2, 3, 3):type('torch.CudaHalfTensor')
+       -- a table of half tensors among the fields stays that table, of half tensors with their values
+       local kept = {conv.weight:clone():fill(0.5)}
+       conv.kept = kept
+       conv:forward(torch.CudaHalfTensor(2, 3, 5, 5):fill(1))
+       local keptOK = conv.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and kept[1]:min() == 0.5
+       local ok, err = pcall(function() conv:forward(torch.CudaHalfTensor(2, 4, 5, 5)) end)
+       return {input = input:double(), shared = shared, keptOK = keptOK, ok = ok, err = tostring(err),
+               types = {torch.type(conv.weight), torch.type(conv.output), torch.type(conv.gradWeight)}}
+    end""")(rt.from_numpy(x))
+    np.testing.assert_array_equal(rt.to_numpy(r["input"]), np.maximum(x.astype(np.float16), 0))
+    assert r["shared"] is True
+    assert r["keptOK"] is True
+    assert r["ok"] is False and "3" in r["err"] and "4" in r["err"], r["err"]
+    assert set(r["types"].values()) == {"torch.CudaHalfTensor"}
+    counts = dict(rt.eval("function() local o = {} for k, v in pairs(cunn.halfThroughFloat()) do o[k] = v end "
+                          "return o end")().items())
+    assert any(k.startswith("nn.SpatialConvolution.") for k in counts), counts
+    assert all(v >= 1 for v in counts.values())
+
+
+def test_float_modules_do_not_take_the_half_path(cunn, rng):
+    """A float module on float input never goes through float copies (nothing counted)."""
+    rt = cunn
+    rt.execute("""local m = nn.Sequential():add(nn.SpatialConvolution(2, 3, 3, 3)):add(nn.ReLU())
+                 :add(nn.SpatialMaxPooling(2, 2)):cuda()
+                 local x = torch.CudaTensor(2, 2, 6, 6):uniform()
+                 m:backward(x, m:forward(x):clone():fill(1))""")
+    assert rt.eval("next(cunn.halfThroughFloat())") is None
+
+
+def test_a_half_module_on_the_second_gpu_runs_there(cunn, rng):
+    """On the GPU backend with two GPUs, the float copies and results of a half module on GPU 2 are on GPU 2
+    (whatever device is current)."""
+    rt = cunn
+    if rt.eval("cutorch.backend") != "gpu" or rt.eval("cutorch.getDeviceCount()") < 2:
+        pytest.skip("needs cutorch's GPU backend with two GPUs (the emulated-driver test gives it two)")
+    x = rng.standard_normal((2, 3, 5, 5))
+    r = rt.eval("""function(x)
+       local m, input
+       cutorch.withDevice(2, function()
+          m = nn.SpatialConvolution(3, 4, 3, 3):type('torch.CudaHalfTensor')
+          input = x:cudaHalf()
+       end)
+       cutorch.setDevice(1)
+       local y = m:forward(input)
+       local ref = m:clone():double():forward(input:double())
+       return {dev = y:getDevice(), y = y:double(), ref = ref}
+    end""")(rt.from_numpy(x))
+    assert r["dev"] == 2
+    ref = rt.to_numpy(r["ref"])
+    np.testing.assert_allclose(rt.to_numpy(r["y"]), ref, rtol=4e-3, atol=4e-3 * np.abs(ref).max())
