@@ -73,6 +73,12 @@ MODULES = {
 }
 
 
+# on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
+HALF_ON_GPU = {"BatchNormalization", "SpatialBatchNormalization", "SpatialBatchNormalization evaluate",
+               "SpatialMaxPooling", "SpatialAveragePooling ceil", "ReLU", "ReLU in place", "Tanh", "Sigmoid",
+               "LogSoftMax", "SoftMax", "SpatialSoftMax", "Sequential of Linear, BN, ReLU"}
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
     """The module converted with :type('torch.CudaHalfTensor'): its outputs and state are half tensors on the
@@ -89,6 +95,8 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
     classes = rng.integers(1, shape[-1] + 1, size=shape[0]).astype(np.float64)
     run = rt.eval("""function(x, g, classes, criterion)
        torch.manualSeed(3)
+       local before = 0
+       for _, v in pairs(cunn.halfThroughFloat()) do before = before + v end
        local proto = %s
        -- weights rounded to half, so that every version starts from the same values
        proto:type('torch.CudaHalfTensor')
@@ -126,10 +134,16 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
           end
           out[k] = r
        end
+       out.throughFloat = -before
+       for _, v in pairs(cunn.halfThroughFloat()) do out.throughFloat = out.throughFloat + v end
        return out
     end""" % (ctor, "true" if name.startswith("SmoothL1") else "false"))
     out = run(rt.from_numpy(x), rt.from_numpy(g), rt.from_numpy(classes), criterion)
     half, flt, dbl = out["half"], out["float"], out["double"]
+    if rt.eval("cutorch.backend") == "gpu" and name in HALF_ON_GPU:
+        assert out["throughFloat"] == 0
+    else:
+        assert out["throughFloat"] > 0
     assert set(half["types"].values()) == {"torch.CudaHalfTensor"}, dict(half["types"].items())
     y_half = rt.to_numpy(half["y"])
     # computed in float, stored in half: the float module's output rounded once (a container, and

@@ -56,6 +56,9 @@ local function onDevice(class, name, gpu, options)
 end
 -- cudnn's GPU versions (cudnn/gpu.lua) dispatch the same way
 cunn._onDevice = onDevice
+-- the options of a GPU version that takes half tensors itself: kernels with a half instantiation (computing in
+-- float), or compositions of tensor methods (a CudaHalfTensor's compute in float)
+local HALF_KERNELS = {half = true}
 
 -- ---------------------------------------------------------------- Threshold (and ReLU)
 
@@ -76,7 +79,7 @@ onDevice(nn.Threshold, 'updateOutput', function(self, input)
       self.output:clamp(input, self.threshold, math.huge)
    end
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.Threshold, 'updateGradInput', function(self, input, gradOutput)
    thresholdOK(self)
    self._gpuMask = self._gpuMask or self.output.new()
@@ -88,30 +91,30 @@ onDevice(nn.Threshold, 'updateGradInput', function(self, input, gradOutput)
       self.gradInput:cmul(gradOutput, self._gpuMask)
    end
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- Tanh, Sigmoid
 
 onDevice(nn.Tanh, 'updateOutput', function(self, input)
    self.output:tanh(input)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.Tanh, 'updateGradInput', function(self, input, gradOutput)
    -- g (1 - y^2) = g - g y^2
    self.gradInput:cmul(self.output, self.output)
    self.gradInput:addcmul(gradOutput, -1, gradOutput, self.gradInput)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 onDevice(nn.Sigmoid, 'updateOutput', function(self, input)
    self.output:sigmoid(input)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.Sigmoid, 'updateGradInput', function(self, input, gradOutput)
    -- g y (1 - y)
    self.gradInput:mul(self.output, -1):add(1):cmul(self.output):cmul(gradOutput)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- LogSoftMax, SoftMax, SoftMin, ClassNLLCriterion
 
@@ -122,13 +125,13 @@ local function softmaxOnDevice(class, forward, backward)
       self.output:resizeAs(input)
       check(forward(opsOf(input), nil, self.output._c, input._c), 2)
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       gradOutput = gradOutput:contiguous()
       self.gradInput:resizeAs(input)
       check(backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
 end
 for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do
    softmaxOnDevice(class, C.lt_cuops_logsoftmax_forward, C.lt_cuops_logsoftmax_backward)
@@ -468,7 +471,7 @@ onDevice(BN, 'updateOutput', function(self, input)
          self.running_mean._c, self.running_var._c, self.save_mean._c, self.save_std._c, train and 1 or 0,
          self.momentum, self.eps), 2)
    return self.output
-end)
+end, HALF_KERNELS)
 
 local function bnBackward(self, input, gradOutput, scale, gradInput, gradWeight, gradBias)
    self:checkInputDim(input)
@@ -484,13 +487,13 @@ local function bnBackward(self, input, gradOutput, scale, gradInput, gradWeight,
 end
 onDevice(BN, 'backward', function(self, input, gradOutput, scale)
    return bnBackward(self, input, gradOutput, scale, self.gradInput, self.gradWeight, self.gradBias)
-end)
+end, HALF_KERNELS)
 onDevice(BN, 'updateGradInput', function(self, input, gradOutput)
    return bnBackward(self, input, gradOutput, 1, self.gradInput)
-end)
+end, HALF_KERNELS)
 onDevice(BN, 'accGradParameters', function(self, input, gradOutput, scale)
    return bnBackward(self, input, gradOutput, scale, nil, self.gradWeight, self.gradBias)
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- SpatialMaxPooling, SpatialAveragePooling
 
@@ -514,7 +517,7 @@ onDevice(nn.SpatialMaxPooling, 'updateOutput', function(self, input)
    check(C.lt_cuops_maxpool_forward(opsOf(input), nil, self.output._c, self.indices._c, input._c, self.kW, self.kH,
          self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0), 2)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialMaxPooling, 'updateGradInput', function(self, input, gradOutput)
    if self.gradInput then
       self.gradInput:resizeAs(input)
@@ -522,7 +525,7 @@ onDevice(nn.SpatialMaxPooling, 'updateGradInput', function(self, input, gradOutp
             input._c, self.kW, self.kH, self.dW, self.dH, self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0), 2)
       return self.gradInput
    end
-end)
+end, HALF_KERNELS)
 
 -- Files from before ceil mode and padding: count_include_pad absent means true; divide == false a sum pooling.
 local function includePad(self) return self.count_include_pad ~= false and 1 or 0 end
@@ -532,7 +535,7 @@ onDevice(nn.SpatialAveragePooling, 'updateOutput', function(self, input)
          self.padW or 0, self.padH or 0, self.ceil_mode and 1 or 0, includePad(self)), 2)
    if self.divide == false then self.output:mul(self.kW * self.kH) end
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, gradOutput)
    if self.gradInput then
       self.gradInput:resizeAs(input)
@@ -541,7 +544,7 @@ onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, grad
       if self.divide == false then self.gradInput:mul(self.kW * self.kH) end
       return self.gradInput
    end
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- SpatialSubSampling
 

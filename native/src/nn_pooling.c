@@ -22,11 +22,10 @@ static int64_t pool_out_size(int64_t in, int k, int d, int pad, int ceil_mode) {
   return (ceil_mode ? (span + d - 1) / d : span / d) + 1;
 }
 
-static int pool_geom_init(pool_geom *g, const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
-                          int padW, int padH, int ceil_mode) {
+/* The geometry alone, for any element type (the GPU versions' half tensors size their output with it). */
+static int pool_geom_shape(pool_geom *g, const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                           int padW, int padH, int ceil_mode) {
   char buf[160];
-  if (!nn_is_floating(input))
-    return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (kW <= 0 || kH <= 0) return lt_fail("%s: kernel size should be greater than zero, but got kH: %d kW: %d", fn, kH, kW);
   if (dW <= 0 || dH <= 0) return lt_fail("%s: stride should be greater than zero, but got dH: %d dW: %d", fn, dH, dW);
   if (padW < 0 || padH < 0 || padW > kW / 2 || padH > kH / 2)
@@ -52,6 +51,13 @@ static int pool_geom_init(pool_geom *g, const char *fn, const lt_tensor *input, 
                    (long long)g->oH, (long long)g->oW);
   g->kW = kW; g->kH = kH; g->dW = dW; g->dH = dH; g->padW = padW; g->padH = padH;
   return 0;
+}
+
+static int pool_geom_init(pool_geom *g, const char *fn, const lt_tensor *input, int kW, int kH, int dW, int dH,
+                          int padW, int padH, int ceil_mode) {
+  if (!nn_is_floating(input))
+    return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
+  return pool_geom_shape(g, fn, input, kW, kH, dW, dH, padW, padH, ceil_mode);
 }
 
 static int pool_resize(lt_tensor *t, const lt_tensor *input, const pool_geom *g) {
@@ -217,7 +223,7 @@ int lt_nn_SpatialPooling_outputSize(const char *fn, const lt_tensor *input, int 
                                     int padW, int padH, int ceil_mode, int64_t *oH, int64_t *oW) {
   pool_geom g = {0};
   if (!input) return lt_fail("%s: input must be a tensor, got none (a table?)", fn);
-  if (pool_geom_init(&g, fn, input, kW, kH, dW, dH, padW, padH, ceil_mode)) return -1;
+  if (pool_geom_shape(&g, fn, input, kW, kH, dW, dH, padW, padH, ceil_mode)) return -1;
   *oH = g.oH;
   *oW = g.oW;
   return 0;
