@@ -252,11 +252,12 @@ def expected_kernels(resolve=True):
         k["pooling"]["lt_avgpool_bwd_%s" % t] = ",".join([P, P] + geo + [I])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
         k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, I, Q])
-    for t in ("Float", "Double"):
+    for t in ("Float", "Double", "Half"):
         for unfold in ("im2col", "col2im"):
             k["conv"]["lt_%s_%s" % (unfold, t)] = ",".join([P, P] + [Q] * 13)
         k["conv"]["lt_conv_bias_add_%s" % t] = ",".join([P, P, Q, Q, Q])
         k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
+    for t in ("Float", "Double"):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])

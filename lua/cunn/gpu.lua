@@ -34,6 +34,7 @@ local function sameDevice(self, name, ...)
    end
    for i = 1, select('#', ...) do see(select(i, ...), i == 1 and 'input' or 'argument ' .. i) end
    for _, k in ipairs(OPERANDS) do see(self[k], k) end
+   return first
 end
 
 -- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory. Half tensors
@@ -43,11 +44,17 @@ local function onDevice(class, name, gpu, options)
    local host = class[name]
    local what = class.__typename .. '.' .. name
    local halfKernels = options and options.half
+   local function run(self, input, ...)
+      if halfKernels then return gpu(self, input, ...) end
+      return cunn._halfThroughFloat(what, self, gpu, input, ...)
+   end
    local dispatch = function(self, input, ...)
       if onGPU(input) then
-         sameDevice(self, name, input, ...)
-         if halfKernels then return gpu(self, input, ...) end
-         return cunn._halfThroughFloat(what, self, gpu, input, ...)
+         -- with the operands' GPU current, so that the outputs and buffers the method makes are on it
+         local device = sameDevice(self, name, input, ...)
+         if device == C.lt_cuda_storage_device() then return run(self, input, ...) end
+         local n, args = select('#', ...), {...}
+         return cutorch.withDevice(device + 1, function() return run(self, input, unpack(args, 1, n)) end)
       end
       return host(self, input, ...)
    end
@@ -392,20 +399,20 @@ local function onDeviceConvolution(class)
       check(C.lt_cuops_conv2d_forward(opsOf(input), nil, input._c, self.output._c, self.weight._c,
                                       self.bias and self.bias._c or nil, convGeometry(self)), 2)
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       self.gradInput:resizeAs(input)
       check(C.lt_cuops_conv2d_backward_data(opsOf(input), nil, input._c, gradOutput._c, self.gradInput._c,
                                             self.weight._c, convGeometry(self)), 2)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       local kW, kH, dW, dH, padW, padH, dilW, dilH = convGeometry(self)
       check(C.lt_cuops_conv2d_backward_params(opsOf(input), nil, input._c, gradOutput._c, self.gradWeight._c,
                                               self.gradBias and self.gradBias._c or nil, kW, kH, dW, dH, padW,
                                               padH, dilW, dilH, scale or 1), 2)
-   end)
+   end, HALF_KERNELS)
 end
 onDeviceConvolution(nn.SpatialConvolution)
 onDeviceConvolution(nn.SpatialConvolutionMM)
@@ -423,23 +430,25 @@ local function fullOutputSize(self, x, adjW, adjH)
    if d == 4 then return x:size(1), self.nOutputPlane, math.max(oH, 0), math.max(oW, 0) end
    return self.nOutputPlane, math.max(oH, 0), math.max(oW, 0)
 end
+cunn._halfOnGPU = cunn._halfOnGPU or {}
+cunn._halfOnGPU['nn.SpatialFullConvolution'] = true   -- its updateOutput, ... reach these with half tensors
 onDevice(nn.SpatialFullConvolution, '_forward', function(self, x, adjW, adjH)
    self.output:resize(fullOutputSize(self, x, adjW, adjH))
    check(C.lt_cuops_full_conv2d_forward(opsOf(x), nil, x._c, self.output._c, self.weight._c,
                                         self.bias and self.bias._c or nil, self.kW, self.kH, self.dW, self.dH,
                                         self.padW, self.padH, adjW, adjH), 3)
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialFullConvolution, '_backwardData', function(self, x, gradOutput, adjW, adjH)
    self.gradInput:resizeAs(x)
    check(C.lt_cuops_full_conv2d_backward_data(opsOf(x), nil, x._c, gradOutput._c, self.gradInput._c,
                                               self.weight._c, self.kW, self.kH, self.dW, self.dH, self.padW,
                                               self.padH, adjW, adjH), 3)
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialFullConvolution, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
    check(C.lt_cuops_full_conv2d_backward_params(opsOf(x), nil, x._c, gradOutput._c, self.gradWeight._c,
                                                 self.gradBias and self.gradBias._c or nil, self.kW, self.kH,
                                                 self.dW, self.dH, self.padW, self.padH, adjW, adjH, scale), 3)
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- BatchNormalization (and its subclasses)
 

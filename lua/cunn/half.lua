@@ -205,9 +205,11 @@ for _, name in ipairs(cunn._halfKernelClasses) do
       end
    end
 end
+cunn._halfOnGPU = cunn._halfOnGPU or {}
 for short, constructor in pairs(nn) do
    local class = type(constructor) == 'table' and torch.getmetatable('nn.' .. short)
-   if class then
+   -- (a class whose GPU versions take half sit below its public methods: nothing to wrap on the GPU backend)
+   if class and not (cutorch.backend == 'gpu' and cunn._halfOnGPU['nn.' .. short]) then
       for _, method in ipairs(METHODS) do
          local w = wrapperOf[rawget(class, method)]
          if w then rawset(class, method, w) end

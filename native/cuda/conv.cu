@@ -19,7 +19,8 @@
  *                         lt_acc_t<T> scale)
  *     gradBias[c] += scale * sum over (o, k) of gradOut[o, c, k], summed in lt_acc_t<T>. One block per
  *     channel (grid-stride over channels); blockDim.x a multiple of 32, at most 1024.
- * T is Float or Double (the types cuBLAS multiplies). 64-bit indices throughout.
+ * T is Float, Double or Half (cuBLAS multiplies half through cublasGemmEx with float accumulation); A =
+ * lt_acc_t<T> (float for Half). 64-bit indices throughout.
  */
 #include "lt_cuda_common.cuh"
 
@@ -124,3 +125,4 @@ LT_D void lt_bias_grad_impl(T *gradBias, const T *gradOut, long long outer, long
 
 LT_IF_Float(LT_CONV(float, Float))
 LT_IF_Double(LT_CONV(double, Double))
+LT_IF_Half(LT_CONV(__half, Half))

@@ -21,8 +21,9 @@ static int conv_check_common(const char *fn, const lt_tensor *input, const lt_te
   char a[256];
   if (lt_conv2d_check_sizes(fn, kW, kH, dW, dH, padW, padH)) return -1;
   const int type = lt_host_type(input->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE)
-    return lt_fail("%s: not defined for %s tensors (CudaTensor and CudaDoubleTensor only)", fn, tname(input->type));
+  if (type != LT_FLOAT && type != LT_DOUBLE && type != LT_HALF)
+    return lt_fail("%s: not defined for %s tensors (CudaTensor, CudaDoubleTensor and CudaHalfTensor only)", fn,
+                   tname(input->type));
   if (weight->type != input->type)
     return lt_fail("%s: weight must be a %s tensor like the input, not %s", fn, tname(input->type), tname(weight->type));
   if (input->ndim != 3 && input->ndim != 4)
@@ -83,7 +84,9 @@ static int conv_is_pointwise(const conv_geom *g) {
   return g->kW == 1 && g->kH == 1 && g->dW == 1 && g->dH == 1 && g->padW == 0 && g->padH == 0;
 }
 
-static const char *conv_type_name(const conv_geom *g) { return g->type == LT_DOUBLE ? "Double" : "Float"; }
+static const char *conv_type_name(const conv_geom *g) {
+  return g->type == LT_DOUBLE ? "Double" : g->type == LT_HALF ? "Half" : "Float";
+}
 
 /* im2col (to_columns) or col2im of one sample. */
 static int conv_unfold(const lt_cuops *ops, void *stream, const conv_geom *g, int to_columns, void *dst,

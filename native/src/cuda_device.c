@@ -359,8 +359,14 @@ static struct {
                   long long, const float *, float *, int, long long, int);
   int (*dgemm_sb)(void *, int, int, int, int, int, const double *, const double *, int, long long, const double *,
                   int, long long, const double *, double *, int, long long, int);
+  /* cublasGemmEx(handle, ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType,
+   * algo): half operands multiplied with float accumulation */
+  int (*gemm_ex)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int,
+                 const void *, void *, int, int, int, int);
 } blas;
-static int blas_resolved, blas_batched_resolved;
+static int blas_resolved, blas_batched_resolved, blas_ex_resolved;
+/* cuBLAS's enumerations for cublasGemmEx (library_types.h, cublas_api.h) */
+enum { LT_CUDA_R_16F = 2, LT_CUBLAS_COMPUTE_32F = 68, LT_CUBLAS_GEMM_DEFAULT = -1 };
 
 static int blas_resolve(void) {
   static const symbol syms[] = {
@@ -374,6 +380,12 @@ static int blas_batched_resolve(void) {
   static const symbol syms[] = {{(void **)&blas.sgemm_sb, "cublasSgemmStridedBatched"},
                                 {(void **)&blas.dgemm_sb, "cublasDgemmStridedBatched"}};
   return lt_cuda_find_symbols(LT_CUDA_CUBLAS, syms, sizeof syms / sizeof syms[0], &blas_batched_resolved);
+}
+
+/* the mixed-precision product: optional (half matrix products need it, and say so without it) */
+static int blas_ex_resolve(void) {
+  static const symbol syms[] = {{(void **)&blas.gemm_ex, "cublasGemmEx"}};
+  return lt_cuda_find_symbols(LT_CUDA_CUBLAS, syms, 1, &blas_ex_resolved);
 }
 
 static const char *blas_status(int s) {
@@ -419,15 +431,22 @@ static int cu_gemm(void *ctx, void *stream, int type, char transa, char transb, 
   if (!blas_handle(ctx, stream)) return -1;
   int st;
   const int ta = transa == 't' ? 1 : 0, tb = transb == 't' ? 1 : 0;   /* CUBLAS_OP_N, CUBLAS_OP_T */
-  if (type == LT_FLOAT) {
+  if (type == LT_HALF) {
+    /* half in and out, float accumulation and scalars: what cunn's half convolutions asked cuBLAS for */
+    if (blas_ex_resolve()) return lt_fail("cuda: half matrix products need cublasGemmEx, which this cuBLAS lacks");
+    const float al = (float)alpha, be = (float)beta;
+    st = blas.gemm_ex(*h, ta, tb, (int)m, (int)n, (int)k, &al, a, LT_CUDA_R_16F, (int)lda, b, LT_CUDA_R_16F, (int)ldb,
+                      &be, c, LT_CUDA_R_16F, (int)ldc, LT_CUBLAS_COMPUTE_32F, LT_CUBLAS_GEMM_DEFAULT);
+  } else if (type == LT_FLOAT) {
     const float al = (float)alpha, be = (float)beta;
     st = blas.sgemm(*h, ta, tb, (int)m, (int)n, (int)k, &al, a, (int)lda, b, (int)ldb, &be, c, (int)ldc);
   } else {
     st = blas.dgemm(*h, ta, tb, (int)m, (int)n, (int)k, &alpha, a, (int)lda, b, (int)ldb, &beta, c, (int)ldc);
   }
   if (st != 0)
-    return lt_fail("cuda: cublas%cgemm (%c%c, %lld x %lld x %lld) on device %d: %s (%d)", type == LT_FLOAT ? 'S' : 'D',
-                   transa, transb, (long long)m, (long long)n, (long long)k, device, blas_status(st), st);
+    return lt_fail("cuda: cublas%sgemm%s (%c%c, %lld x %lld x %lld) on device %d: %s (%d)",
+                   type == LT_HALF ? "" : type == LT_FLOAT ? "S" : "D", type == LT_HALF ? "Ex (half)" : "", transa,
+                   transb, (long long)m, (long long)n, (long long)k, device, blas_status(st), st);
   return 0;
 }
 

@@ -6,16 +6,21 @@
  * product took).
  * cublasGetProperty answers version 13.1.0, so the C layer takes it for cuBLAS 13. Statuses as cuBLAS's:
  * 0 success, 1 not initialized, 7 invalid value, 13 execution failed (a handle used on another device than
- * the one current when it was made). Under the driver's LT_EMULATED_CUDA_GUARD, gemm opens the
+ * the one current when it was made), 15 not supported (a cublasGemmEx type combination other than all-half or
+ * all-float with float compute). Under the driver's LT_EMULATED_CUDA_GUARD, gemm opens the
  * guarded device memory to itself through the driver's emulated_device_access, as a kernel launch does. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13 };
+enum { SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13, NOT_SUPPORTED = 15 };
+/* the element kinds gemm_body reads and writes */
+enum { EL_FLOAT = 0, EL_DOUBLE = 1, EL_HALF = 2 };
 
 typedef struct { int magic; void *stream; int device; } handle;
 static const int MAGIC = 0x6c744842;
@@ -52,7 +57,40 @@ EXPORT int cublasSetStream_v2(void *h, void *stream) {
 }
 
 static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
-                     const void *b, int ldb, double beta, void *c, int ldc, int dbl);
+                     const void *b, int ldb, double beta, void *c, int ldc, int el);
+
+/* IEEE binary16 <-> float (round to nearest even), for cublasGemmEx's half operands */
+static double half_to_double(uint16_t h) {
+  const int e = (h >> 10) & 31, m = h & 1023;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == 0) return sign * ldexp(m, -24);
+  if (e == 31) return m ? NAN : sign * INFINITY;
+  return sign * ldexp(m + 1024, e - 25);
+}
+static uint16_t float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+  if ((x & 0x7fffffff) > 0x7f800000) return sign | 0x7e00;   /* NaN */
+  const double a = fabs((double)f);
+  if (a >= 65520.0) return sign | 0x7c00;                    /* rounds past the largest half: infinity */
+  /* the value in units of the half's last place at its exponent (subnormals: 2^-24), rounded to even */
+  int e;
+  frexp(a, &e);                                              /* a = f * 2^e, f in [0.5, 1) */
+  const int unit = e - 11 < -24 ? -24 : e - 11;
+  const double q = nearbyint(ldexp(a, -unit));               /* the default rounding mode: to nearest even */
+  const double v = ldexp(q, unit);
+  if (v == 0) return sign;
+  int ve;
+  const double vm = frexp(v, &ve);                          /* v = vm 2^ve */
+  if (ve - 1 < -14) return sign | (uint16_t)ldexp(v, 24);   /* subnormal */
+  return sign | (uint16_t)(((ve - 1 + 15) << 10) | ((uint16_t)ldexp(vm * 2 - 1, 10) & 1023));
+}
+static double load(const void *p, int64_t i, int el) {
+  if (el == EL_DOUBLE) return ((const double *)p)[i];
+  if (el == EL_FLOAT) return ((const float *)p)[i];
+  return half_to_double(((const uint16_t *)p)[i]);
+}
 
 /* the calls so far: [0] gemm, [1] strided batched gemm (tests tell which path a product took) */
 static long long calls[2];
@@ -62,32 +100,34 @@ EXPORT void lt_emulated_cublas_calls(long long *out) {
 }
 
 static int gemm(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
-                int ldb, double beta, void *c, int ldc, int dbl) {
+                int ldb, double beta, void *c, int ldc, int el) {
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
   __atomic_fetch_add(&calls[0], 1, __ATOMIC_RELAXED);
   const int dev = device_now();
   emu_device_work(dev, ((handle *)h)->stream, 1);
-  int rc = gemm_body(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dbl);
+  int rc = gemm_body(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, el);
   emu_device_work(dev, ((handle *)h)->stream, 0);
   return rc;
 }
 
 static int gemm_body(void *h, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
-                     const void *b, int ldb, double beta, void *c, int ldc, int dbl) {
+                     const void *b, int ldb, double beta, void *c, int ldc, int el) {
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
   if (((handle *)h)->device != device_now()) return EXECUTION_FAILED;   /* a handle works on its own device */
   const int arows = ta ? k : m, brows = tb ? n : k;
   if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (arows > 1 ? arows : 1) ||
       ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))
     return INVALID_VALUE;
-#define AT(p, i, j, ld) (dbl ? ((const double *)(p))[(int64_t)(j) * (ld) + (i)] : ((const float *)(p))[(int64_t)(j) * (ld) + (i)])
+#define AT(p, i, j, ld) load(p, (int64_t)(j) * (ld) + (i), el)
   for (int j = 0; j < n; j++)
     for (int i = 0; i < m; i++) {
       double s = 0;
       for (int l = 0; l < k; l++) s += (ta ? AT(a, l, i, lda) : AT(a, i, l, lda)) * (tb ? AT(b, j, l, ldb) : AT(b, l, j, ldb));
       double r = alpha * s + (beta != 0 ? beta * AT(c, i, j, ldc) : 0);
-      if (dbl) ((double *)c)[(int64_t)j * ldc + i] = r;
-      else ((float *)c)[(int64_t)j * ldc + i] = (float)r;
+      const int64_t at = (int64_t)j * ldc + i;
+      if (el == EL_DOUBLE) ((double *)c)[at] = r;
+      else if (el == EL_FLOAT) ((float *)c)[at] = (float)r;
+      else ((uint16_t *)c)[at] = float_to_half((float)r);   /* float compute, then half out */
     }
 #undef AT
   return SUCCESS;
@@ -110,7 +150,7 @@ static int gemm_strided_batched(void *h, int ta, int tb, int m, int n, int k, do
   if (!h || ((handle *)h)->magic != MAGIC) return NOT_INITIALIZED;
   if (batch < 0) return INVALID_VALUE;
   __atomic_fetch_add(&calls[1], 1, __ATOMIC_RELAXED);
-  const int64_t es = dbl ? 8 : 4;
+  const int64_t es = dbl ? 8 : 4;   /* (Sgemm/Dgemm entries only) */
   const int dev = device_now();
   emu_device_work(dev, ((handle *)h)->stream, 1);
   int rc = SUCCESS;
@@ -131,4 +171,15 @@ EXPORT int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int 
                                      const double *a, int lda, long long sa, const double *b, int ldb, long long sb,
                                      const double *beta, double *c, int ldc, long long sc, int batch) {
   return gemm_strided_batched(h, ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch, 1);
+}
+
+/* cublasGemmEx for the combinations the C layer uses: A, B, C all half (2, CUDA_R_16F) or all float (0) with float
+ * compute (68, CUBLAS_COMPUTE_32F); scalars are float then. Others answer not supported. */
+EXPORT int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int atype,
+                        int lda, const void *b, int btype, int ldb, const void *beta, void *c, int ctype, int ldc,
+                        int compute, int algo) {
+  (void)algo;
+  if (atype != btype || atype != ctype || (atype != 2 && atype != 0) || compute != 68) return NOT_SUPPORTED;
+  return gemm(h, ta, tb, m, n, k, *(const float *)alpha, a, lda, b, ldb, *(const float *)beta, c, ldc,
+              atype == 2 ? EL_HALF : EL_FLOAT);
 }
