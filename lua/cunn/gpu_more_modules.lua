@@ -409,8 +409,9 @@ end
 -- nn.VolumetricMaxUnpooling reads its VolumetricMaxPooling's indices (Torch7's layout: the maximum's offset in its
 -- window, t | h << 8 | w << 16, 0xFFFFFF for a window with no cell of the volume). On the GPU nn's pooling runs on
 -- cuDNN, which keeps none, so a pooling module that an unpooling reads (VolumetricMaxUnpooling.readPoolings) runs
--- composed here instead: the input padded with -inf, its windows unfolded (P, L, kT·kH·kW), max over each window,
--- its offset packed. The maximum's place in the volume of every pooled cell (targets) then gives the pooling's
+-- composed here instead, as does a dilated one (cuDNN has none) and every one where cuDNN is not used: the input
+-- padded with -inf, its windows unfolded (P, L, kT·kH·kW; a dilated window a strided view of its unfolded extent),
+-- max over each window, its tap packed. The maximum's place in the volume of every pooled cell (targets) then gives the pooling's
 -- backward and the unpooling's forward (scatterAdd), and the unpooling's backward (gather); windows do not overlap
 -- in an unpooling pair, and scatterAdd adds up where they do. A window whose in-volume values are all -inf may name
 -- a padding cell here where the host kernel names the first of them.
@@ -418,8 +419,10 @@ do
    local NONE = 0xFFFFFF
    local VMP, VMU = nn.VolumetricMaxPooling, nn.VolumetricMaxUnpooling
    local NAMES = {'T', 'H', 'W'}
-   local function geometryOf(m)   -- kernel, stride, padding in (T, H, W) order
-      return {m.kT, m.kH, m.kW}, {m.dT, m.dH, m.dW}, {m.padT or 0, m.padH or 0, m.padW or 0}
+   local function geometryOf(m)   -- kernel, stride, padding, dilation in (T, H, W) order
+      local dilT, dilW, dilH = 1, 1, 1
+      if m._dilation then dilT, dilW, dilH = m:_dilation() end
+      return {m.kT, m.kH, m.kW}, {m.dT, m.dH, m.dW}, {m.padT or 0, m.padH or 0, m.padW or 0}, {dilT, dilH, dilW}
    end
    local function volumeOf(input)   -- planes and the (T, H, W) sizes of a 4-D or 5-D input, or nil
       local d = input:dim()
@@ -438,14 +441,14 @@ do
       if not planes then
          error(string.format('%s: 4D or 5D (batch mode) tensor expected for input, but got: %s', fn, shapeOf(input)), 4)
       end
-      local k, d, pad = geometryOf(self)
+      local k, d, pad, dil = geometryOf(self)
       local outs = {}
       for i = 1, 3 do
          if pad[i] < 0 or pad[i] > math.floor(k[i] / 2) then
             error(string.format('%s: pad should be smaller than half of kernel size, but got k%s: %d, pad%s: %d', fn,
                                 NAMES[i], k[i], NAMES[i], pad[i]), 4)
          end
-         local span = ins[i] + 2 * pad[i] - k[i]
+         local span = ins[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1
          outs[i] = span < 0 and 0 or (self.ceil_mode and math.ceil(span / d[i]) or math.floor(span / d[i])) + 1
       end
       if pad[1] + pad[2] + pad[3] > 0 then
@@ -463,7 +466,7 @@ do
    -- (P, L) 1-based places in the (ins) volume of the maxima that indices (P, L over outs) name, nil where a
    -- window had none (NONE), and a (P, L) 0/1 mask of those that name one, in like's type; an index naming a cell
    -- outside the volume is the host kernel's error
-   local function targets(like, indices, planes, ins, outs, k, d, pad, fn, volume)
+   local function targets(like, indices, planes, ins, outs, d, pad, dil, fn, volume)
       local n = planes * outs[1] * outs[2] * outs[3]
       local packed = like.new(n):copy(indices:view(n))
       local named = like.new(n):ne(packed, NONE)
@@ -480,7 +483,7 @@ do
          local one = {1, 1, 1, 1}
          one[1 + i] = outs[i]
          local start = counting(like, outs[i]):mul(d[i]):add(-pad[i]):view(torch.LongStorage(one)):expandAs(place)
-         local at = like.new(planes, outs[1], outs[2], outs[3]):copy(start):add(offset[i]:viewAs(place))
+         local at = like.new(planes, outs[1], outs[2], outs[3]):copy(start):add(dil[i], offset[i]:viewAs(place))
          outside:add(like.new(n):lt(at:view(n), 0)):add(like.new(n):ge(at:view(n), ins[i]))
          place:mul(ins[i]):add(at)
       end
@@ -491,24 +494,40 @@ do
       return torch.CudaLongTensor(place:size()):copy(place), named:view(planes, -1)
    end
 
-   local function undilated(self) local t, w, h = self:_dilation() return t == 1 and w == 1 and h == 1 end
-   local host = {updateOutput = VMP.updateOutput, updateGradInput = VMP.updateGradInput}
+   -- whether window o (0-based) along dimension i holds no cell of the volume: none of its taps o·d - pad + a·dil
+   -- falls inside (ceil mode's last window past the end; a dilated window straddling a short side)
+   local function emptyWindow(o, i, ins, k, d, pad, dil)
+      for a = 0, k[i] - 1 do
+         local at = o * d[i] - pad[i] + a * dil[i]
+         if at >= 0 and at < ins[i] then return false end
+      end
+      return true
+   end
    onDevice(VMP, 'updateOutput', function(self, input)
-      if not undilated(self) then return host.updateOutput(self, input) end
       local fn = 'VolumetricDilatedMaxPooling_updateOutput'
       local dims = input:dim()
       local planes, ins, outs = pooledSizes(self, fn, input)
       self.itime, self.iheight, self.iwidth = ins[1], ins[2], ins[3]
-      local k, d, pad = geometryOf(self)
-      local size = {planes}
-      for i = 1, 3 do size[1 + i] = math.max(ins[i] + 2 * pad[i], (outs[i] - 1) * d[i] + k[i]) end
+      local k, d, pad, dil = geometryOf(self)
+      local size, extent = {planes}, {}
+      for i = 1, 3 do
+         extent[i] = dil[i] * (k[i] - 1) + 1
+         size[1 + i] = math.max(ins[i] + 2 * pad[i], (outs[i] - 1) * d[i] + extent[i])
+      end
       local padded = input.new(torch.LongStorage(size)):fill(-math.huge)
       padded:narrow(2, pad[1] + 1, ins[1]):narrow(3, pad[2] + 1, ins[2]):narrow(4, pad[3] + 1, ins[3])
             :copy(input:contiguous():view(planes, ins[1], ins[2], ins[3]))
-      local windows = padded:unfold(2, k[1], d[1]):unfold(3, k[2], d[2]):unfold(4, k[3], d[3])
-                            :narrow(2, 1, outs[1]):narrow(3, 1, outs[2]):narrow(4, 1, outs[3])
+      local windows = padded
+      for i = 1, 3 do
+         windows = windows:unfold(1 + i, extent[i], d[i])
+         if dil[i] > 1 then   -- every dil-th cell of the extent: a strided view of it
+            local last = windows:dim()
+            windows = windows:unfold(last, 1, dil[i]):select(last + 1, 1)
+         end
+         windows = windows:narrow(1 + i, 1, outs[i])
+      end
       local best, at = windows:contiguous():view(planes, -1, k[1] * k[2] * k[3]):max(3)
-      -- the window's 0-based offset m = (t·kH + h)·kW + w, packed as t | h << 8 | w << 16
+      -- the window's 0-based tap m = (t·kH + h)·kW + w, packed as t | h << 8 | w << 16
       local m = input.new(at:nElement()):copy(at):add(-1)
       local w = m.new():fmod(m, k[3])
       local th = m.new():csub(m, w):div(k[3])
@@ -517,22 +536,23 @@ do
       local packed = t:add(h:mul(256)):add(w:mul(65536))
       self.indices = nn.utils.indicesFor(input, self.indices)
       self.indices:resize(withVolume(input, outs)):copy(packed)
-      for i = 1, 3 do   -- a last window past the volume (ceil mode) holds none of its cells
-         if (outs[i] - 1) * d[i] - pad[i] >= ins[i] then self.indices:select(dims - 3 + i, outs[i]):fill(NONE) end
+      for i = 1, 3 do
+         for o = 0, outs[i] - 1 do
+            if emptyWindow(o, i, ins, k, d, pad, dil) then self.indices:select(dims - 3 + i, o + 1):fill(NONE) end
+         end
       end
       self.output:resize(withVolume(input, outs)):copy(best)
       return self.output
    end)
    onDevice(VMP, 'updateGradInput', function(self, input, gradOutput)
-      if not undilated(self) then return host.updateGradInput(self, input, gradOutput) end
       local fn = 'VolumetricDilatedMaxPooling_updateGradInput'
       local planes, ins, outs = pooledSizes(self, fn, input)
       if not gradOutput:isSize(withVolume(input, outs)) then
          error(string.format('%s: gradOutput %s does not match the expected size (%d x %d x %d per plane)', fn,
                              shapeOf(gradOutput), outs[1], outs[2], outs[3]), 3)
       end
-      local k, d, pad = geometryOf(self)
-      local place, named = targets(input, self.indices, planes, ins, outs, k, d, pad, fn, 'input')
+      local _, d, pad, dil = geometryOf(self)
+      local place, named = targets(input, self.indices, planes, ins, outs, d, pad, dil, fn, 'input')
       local g = gradOutput:contiguous():view(planes, -1):clone():cmul(named)
       self.gradInput:resizeAs(input):zero()
       self.gradInput:view(planes, -1):scatterAdd(2, place, g)
@@ -552,13 +572,13 @@ do
                .. '(cuDNN keeps none); it keeps them from now on: run its forward again', 4)
       end
       self:setParams()
-      local _, d, pad = geometryOf(self)
+      local _, d, pad = geometryOf(self)   -- (the host kernel's windows: kernel = stride, undilated)
       return planes, {self.otime, self.oheight, self.owidth}, outs, d, pad
    end
    onDevice(VMU, 'updateOutput', function(self, input)
       local fn = 'VolumetricMaxUnpooling_updateOutput'
       local planes, ins, outs, d, pad = unpooling(self, fn, input)
-      local place, named = targets(input, self.indices, planes, ins, outs, d, d, pad, fn, 'output')
+      local place, named = targets(input, self.indices, planes, ins, outs, d, pad, {1, 1, 1}, fn, 'output')
       local x = input:contiguous():view(planes, -1):clone():cmul(named)
       self.output:resize(withVolume(input, ins)):zero()
       self.output:view(planes, -1):scatterAdd(2, place, x)
@@ -571,7 +591,7 @@ do
          error(string.format('%s: gradOutput %s does not match the expected size (%d x %d x %d per plane)', fn,
                              shapeOf(gradOutput), ins[1], ins[2], ins[3]), 3)
       end
-      local place, named = targets(input, self.indices, planes, ins, outs, d, d, pad, fn, 'output')
+      local place, named = targets(input, self.indices, planes, ins, outs, d, pad, {1, 1, 1}, fn, 'output')
       local g = gradOutput:contiguous():view(planes, -1)
       self.gradInput:resizeAs(input):copy(g.new():gather(g, 2, place):cmul(named):viewAs(input))
       return self.gradInput
