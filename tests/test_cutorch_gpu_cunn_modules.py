@@ -261,15 +261,12 @@ def test_index_linear_on_the_gpu_against_the_cpu_in_double(gpu, rng, form, weigh
 
 
 def test_index_linear_errors_on_the_gpu(gpu):
-    """A key out of range is named as on the CPU; max-normalization says it has no GPU version yet."""
+    """A key out of range is named as on the CPU (max-normalization: test_cutorch_gpu_volumetric.py)."""
     rt = gpu
     rt.execute("require 'cunn'")
     with pytest.raises(LuaError, match=r"IndexLinear_updateOutput: key 11 is out of range: keys must be in "
                                        r"\[1, 10\] \(inputSize 10, keysOffset 0\)"):
         rt.execute("nn.IndexLinear(10, 2):cuda():forward({torch.CudaLongTensor{3, 11, 12}, torch.CudaTensor(3):zero()})")
-    with pytest.raises(LuaError, match="max-normalization .* has no GPU version yet"):
-        rt.execute("nn.IndexLinear(10, 2, false, 0, nil, nil, true):cuda()"
-                   ":forward({torch.CudaLongTensor{3}, torch.CudaTensor(1):zero()})")
 
 
 # a VolumetricMaxPooling -> VolumetricMaxUnpooling pair (or the pooling alone, keeping its indices) on both sides

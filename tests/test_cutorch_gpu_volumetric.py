@@ -251,3 +251,91 @@ def test_layers_that_were_cudnn_only_run_where_cudnn_is_off(gpu):
         assert n > 0, ctor
     rt.execute("cudnn.enabled = true")
     assert fallbacks(rt) == {}
+
+
+# nn.IndexLinear with max-normalization on both sides, from the same weights (statistics columns set: a stored max,
+# its inverse, an update scale, a value bias; some features never seen); returns {cpu, gpu} of the results in order
+NORMALIZED_INDEX_ON_BOTH = """function(keys, values, gos, flat, weightDecay, seed)
+   torch.manualSeed(seed)
+   local cpu = nn.IndexLinear(12, 5, false, 3, nil, nil, true):double()
+   cpu:reset()
+   local stats = cpu.weight:narrow(2, 1, 4)
+   stats:select(2, 1):uniform(0.2, 1.5)
+   stats:select(2, 2):copy(stats:select(2, 1)):pow(-1)
+   stats:select(2, 3):uniform(0.5, 1.5)
+   stats:select(2, 4):normal(0, 0.1)
+   stats:narrow(1, 1, 3):zero()   -- features never seen
+   cpu.weightDecay = weightDecay
+   local dev = cpu:clone():type('torch.CudaDoubleTensor')
+   local scales = torch.rand(12):add(0.5)   -- update scales other than a training forward's 1
+   local out = {}
+   for k, m in ipairs {cpu, dev} do
+      m:training()
+      local function on(t, long) if long then return k == 1 and t:long() or t:cudaLong() end
+                                 return k == 1 and t:clone() or t:cudaDouble() end
+      local input
+      if flat then
+         local sizes = torch.LongTensor(#keys)
+         for i = 1, #keys do sizes[i] = keys[i]:nElement() end
+         input = {on(torch.cat(keys), true), on(torch.cat(values)), k == 1 and sizes or sizes:cudaLong()}
+      else
+         input = {{}, {}}
+         for i = 1, #keys do input[1][i], input[2][i] = on(keys[i], true), on(values[i]) end
+      end
+      local res = {}
+      local function keep(t) res[#res + 1] = t:double():clone() end
+      keep(m:forward(input)) keep(m.normalizedValues) keep(m.weight)
+      m:backward(input, on(gos[1]), 0.5)
+      keep(m.running.gradWeight[1]) keep(m.gradBias)
+      m:forward(input)
+      m:accGradParameters(input, on(gos[2]), 2)
+      m:updateParameters(0.1)             -- two recorded accumulations, their key rows concatenated
+      keep(m.weight) keep(m.bias)
+      m:zeroGradParameters()
+      m:forward(input)
+      m:accGradParameters(input, on(gos[1]), 1)
+      m.weight:select(2, 3):cmul(on(scales))
+      m:updateParameters(0.2)             -- one
+      keep(m.weight) keep(m.bias)
+      m:accUpdateGradParameters(input, on(gos[2]), 0.3)
+      keep(m.weight) keep(m.bias)
+      m:evaluate()                        -- no statistics change; values beyond the max clamp to their sign
+      for _, v in ipairs(flat and {input[2]} or input[2]) do v:mul(3) end
+      keep(m:forward(input)) keep(m.weight)
+      out[k] = res
+   end
+   return out
+end"""
+
+
+@pytest.mark.parametrize("flat", [False, True])
+@pytest.mark.parametrize("weight_decay", [0, 0.1])
+def test_index_linear_max_normalization_against_the_cpu_in_double(gpu, rng, flat, weight_decay):
+    """nn.IndexLinear's max-normalization (normalize) with its weight in GPU memory: in training each key first
+    raises its feature's stored max (a feature named several times, within and across samples, sees the maxima of
+    its earlier names), its value scaled by the inverse plus the feature's value bias; the statistics kept; the
+    gradWeight rows {scale·gradOutput, scale·value·gradOutput}; updateParameters over two and one accumulations and
+    accUpdateGradParameters, name by name in key order (the value bias moves by the row before each step, the
+    update scale weighs step and decay), with and without weight decay; evaluation clamps values beyond the max.
+    Against the CPU module in double; nothing staged."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    counts = [5, 0, 7, 3]
+    keys = [rng.integers(-2, 10, n) for n in counts]
+    keys[2][:3] = keys[0][0]     # a key three times in one sample, and in another
+    keys[3][1] = keys[0][0]
+    values = [rng.standard_normal(n) * 1.5 for n in counts]
+    gos = [rng.standard_normal((len(counts), 5)) for _ in range(2)]
+    tables = rt.eval("function(...) return {...} end")
+    to_lua = lambda a: rt.from_numpy(np.asarray(a, dtype=np.float64)) if len(a) else rt.eval("torch.DoubleTensor()")
+    out = rt.eval(NORMALIZED_INDEX_ON_BOTH)(tables(*[to_lua(k) for k in keys]), tables(*[to_lua(v) for v in values]),
+                                            tables(*[rt.from_numpy(g) for g in gos]), flat, weight_decay,
+                                            int(rng.integers(1, 1 << 30)))
+    names = ["output", "normalizedValues", "weight (statistics after a forward)", "gradWeight rows", "gradBias",
+             "weight (two accumulations)", "bias (two)", "weight (one)", "bias (one)", "weight (accUpdate)",
+             "bias (accUpdate)", "output (evaluation)", "weight (evaluation)"]
+    for i, what in enumerate(names, 1):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), err_msg=what, **TOL)
+    stats = rt.to_numpy(out[1][3])[:, :4]
+    assert np.any(stats[:, 2] == 1) and np.any(stats[:, 2] != 1)   # named features' update scale set, others kept
+    assert fallbacks(rt) == {}

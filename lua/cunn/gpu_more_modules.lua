@@ -254,15 +254,9 @@ end
 -- (index + indexAdd); gradWeight gets one row per key (value times the sample's gradOutput row, index). The
 -- updates step every key's row in key order, as the host kernels: without weight decay the steps add up
 -- (indexAdd); with it a row named c times ends as (1 - wd)^c·row - sum_t (1 - wd)^(c - t)·step_t, and the
--- occurrences' ranks come from a sort of (row, position). Max-normalization (normalize) has no GPU version yet.
+-- occurrences' ranks come from a sort of (row, position). Max-normalization: below.
 do
    local IL = nn.IndexLinear
-   local function dense(self, fn)
-      if self.normalize > 0 then
-         error(string.format('%s on the GPU: max-normalization (normalize) has no GPU version yet; run the module on '
-                             .. 'the CPU (:double())', fn), 4)
-      end
-   end
    local function firstBad(t, isBad)   -- the first value of t for which isBad holds (host copy, error path)
       local h = t:long()
       for i = 1, h:nElement() do
@@ -308,6 +302,23 @@ do
       end
       return gradOutput:contiguous():view(nSamples, nOut)
    end
+   -- the names of rows grouped by row, in key order within a row: order (the sort), sorted (the rows in that
+   -- order), first (1 where a row's run starts), run (each sorted name's run), isFirst (first as a mask), starts
+   -- and counts (each run's first sorted position and its length), position (1..n)
+   local function runsOf(rows)
+      local n = rows:nElement()
+      local position = torch.CudaLongTensor():cumsum(torch.CudaLongTensor(n):fill(1), 1)
+      local _, order = position.new():mul(rows, n + 1):add(position):sort()
+      local sorted = rows:index(1, order)
+      local first = torch.CudaLongTensor(n):fill(1)
+      if n > 1 then first:narrow(1, 2, n - 1):ne(sorted:narrow(1, 2, n - 1), sorted:narrow(1, 1, n - 1)) end
+      local run = torch.CudaLongTensor():cumsum(first, 1)
+      local isFirst = torch.CudaByteTensor(n):copy(first)
+      local starts = position:maskedSelect(isFirst)
+      local counts = torch.CudaLongTensor(starts:nElement()):zero():indexAdd(1, run, first.new(n):fill(1))
+      return {n = n, position = position, order = order, sorted = sorted, first = first, run = run,
+              isFirst = isFirst, starts = starts, counts = counts}
+   end
    -- every named row steps in order: row = row - wd·row - step_i (steps: one row per name)
    local function stepRows(weight, rows, steps, wd)
       if rows:nElement() == 0 then return end
@@ -315,64 +326,140 @@ do
          weight:indexAdd(1, rows, steps:mul(-1))
          return
       end
-      local n = rows:nElement()
-      local position = torch.CudaLongTensor():cumsum(torch.CudaLongTensor(n):fill(1), 1)
-      local _, order = position.new():mul(rows, n + 1):add(position):sort()
-      local sorted = rows:index(1, order)
-      local first = torch.CudaLongTensor(n):fill(1)                  -- 1 where a row's run starts
-      if n > 1 then first:narrow(1, 2, n - 1):ne(sorted:narrow(1, 2, n - 1), sorted:narrow(1, 1, n - 1)) end
-      local run = torch.CudaLongTensor():cumsum(first, 1)             -- the run of each sorted name
-      local isFirst = torch.CudaByteTensor(n):copy(first)
-      local starts = position:maskedSelect(isFirst)
-      local counts = torch.CudaLongTensor(starts:nElement()):zero():indexAdd(1, run, first.new(n):fill(1))
+      local r = runsOf(rows)
+      local n, position, run, starts, counts = r.n, r.position, r.run, r.starts, r.counts
       -- later names of the same row: start + count - 1 - position
       local later = starts:index(1, run):add(counts:index(1, run)):add(-1):csub(position)
       local function powers(exponents)   -- (1 - wd)^exponents
          return steps.new(exponents:nElement()):fill(1 - wd):cpow(steps.new(exponents:nElement()):copy(exponents))
       end
       local weights = powers(later)
-      local named = sorted:maskedSelect(isFirst)
+      local named = r.sorted:maskedSelect(r.isFirst)
       local decay = powers(counts)
       local decayed = weight:index(1, named)
       decayed:cmul(decay:view(-1, 1):expandAs(decayed))
       weight:indexCopy(1, named, decayed)
-      local ordered = steps:index(1, order)
+      local ordered = steps:index(1, r.order)
       ordered:cmul(weights:view(-1, 1):expandAs(ordered))
-      weight:indexAdd(1, sorted, ordered:mul(-1))
+      weight:indexAdd(1, r.sorted, ordered:mul(-1))
    end
    local function rowsTimes(m, scale)   -- m's rows times the vector scale, in place
       return m:cmul(scale:view(-1, 1):expandAs(m))
    end
 
+   -- Max-normalization (normalize): the first NORM columns of a row are the feature's statistics {max |value|
+   -- seen, its inverse, update scale, value bias}, the rest its weights.
+   local NORM = 4
+   local function valueColumns(self) return self.weight:narrow(2, self.normalize + 1, self.outputSize) end
+   local function statistics(self) return self.weight:narrow(2, 1, NORM) end
+   local function where(mask, a, b)   -- mask ? a : b for a 0/1 mask (exact: one term is a product by 0)
+      return a:clone():cmul(mask):add(b.new():cmul(b, mask.new():mul(mask, -1):add(1)))
+   end
+
+   -- The values the keys contribute under max-normalization, as the host kernel's pass in key order: value times
+   -- the inverse of the largest |value| its feature has seen (clamped to its sign beyond that max outside
+   -- training), plus the feature's value bias. In training each name first raises its feature's max: a name sees the
+   -- stored max and the |values| of its feature's names up to itself, a running max per feature over the names
+   -- sorted by (row, position) (doubling steps: log2 n launches); the inverse is 1/max where a name raised it, the
+   -- stored one otherwise. The features named then keep their last name's max and inverse, and update scale 1.
+   local function normalizedValues(self, rows)
+      local v, n = self.values, rows:nElement()
+      local stats = statistics(self):index(1, rows)                 -- (n, 4), before this pass
+      local stored, inverse, bias = stats:select(2, 1), stats:select(2, 2), stats:select(2, 4)
+      local magnitude = v.new():abs(v)
+      if not self.train then
+         local beyond = v.new():gt(magnitude, stored)
+         return where(beyond, v.new():sign(v), v.new():cmul(v, inverse)):add(bias)
+      end
+      local r = runsOf(rows)
+      local seen = magnitude:index(1, r.order)                      -- the running max, in sorted order
+      local step = 1
+      while step < n do
+         local same = seen.new(n - step):copy(r.run:narrow(1, step + 1, n - step):eq(r.run:narrow(1, 1, n - step)))
+         seen:narrow(1, step + 1, n - step):cmax(seen:narrow(1, 1, n - step):clone():cmul(same))
+         step = step * 2
+      end
+      seen = v.new(n):indexCopy(1, r.order, seen)                   -- in key order
+      local raised = v.new():gt(seen, stored)
+      local newInverse = where(raised, seen.new(n):fill(1):cdiv(seen:clone():add(raised.new():mul(raised, -1):add(1))),
+                               inverse)
+      -- the statistics each named feature keeps: those of its last name
+      local last = torch.CudaLongTensor(n):fill(1)
+      if n > 1 then last:narrow(1, 1, n - 1):copy(r.first:narrow(1, 2, n - 1)) end
+      local lastMask = torch.CudaByteTensor(n):copy(last)
+      local lastNames = r.order:maskedSelect(lastMask)               -- positions of each feature's last name
+      local kept = stats:index(1, lastNames)
+      kept:select(2, 1):cmax(seen:index(1, lastNames))
+      kept:select(2, 2):copy(newInverse:index(1, lastNames))
+      kept:select(2, 3):fill(1)
+      statistics(self):indexCopy(1, rows:index(1, lastNames), kept)
+      return v.new():cmul(v, newInverse):add(bias)
+   end
+
+   -- The max-normalized updates, name by name in key order as the host kernel's: the feature's value bias moves by
+   -- -biasScale·s·<gBias_i, row> (the row before this name's step), then the row decays by wd·s and steps by
+   -- -stepScale_i·s·g_i (s: the feature's update scale). The i-th names of all features go together (distinct
+   -- rows): one round per name of the most named feature.
+   local function normalizedSteps(self, rows, gBias, g, stepScale, biasScale, wd)
+      local r = runsOf(rows)
+      local rank = r.position:clone():csub(r.starts:index(1, r.run))   -- 0-based, in sorted order
+      local values, stats = valueColumns(self), statistics(self)
+      for round = 0, r.counts:max() - 1 do
+         local names = r.order:maskedSelect(torch.CudaByteTensor(r.n):copy(rank:eq(round)))
+         local named = rows:index(1, names)
+         local row, st = values:index(1, named), stats:index(1, named)
+         local s = st:select(2, 3)
+         local dot = gBias:index(1, names):cmul(row):sum(2):view(-1)
+         st:select(2, 4):csub(dot:cmul(s.new():mul(s, biasScale)))
+         if wd ~= 0 then
+            local decay = s.new():mul(s, wd)
+            row:csub(row:clone():cmul(decay:view(-1, 1):expandAs(row)))
+         end
+         local steps = stepScale:index(1, names):cmul(s)
+         row:csub(rowsTimes(g:index(1, names), steps))
+         values:indexCopy(1, named, row)
+         stats:indexCopy(1, named, st)
+      end
+   end
+
    onDeviceBy('weight', IL, 'updateOutput', function(self, input)
       local fn = 'IndexLinear_updateOutput'
-      dense(self, fn)
       local k = self.running.keys[self.running.counter]
       if k and torch.type(k) ~= 'torch.CudaLongTensor' then self.running.keys[self.running.counter] = nil end
       self:flattenInputs(input)
       local rows = rowsOf(self, fn, self.keys)
       local samples, n = samplesOf(self, fn)
       local nOut = self.outputSize
+      local values = self.values
+      if self.normalize > 0 then
+         values = rows:nElement() > 0 and normalizedValues(self, rows) or self.values.new()
+         self.normalizedValues = self.normalizedValues:typeAs(self.weight):resize(values:nElement()):copy(values)
+      end
       self.output:resize(n, nOut):copy(self.bias:view(1, nOut):expand(n, nOut))
       if rows:nElement() > 0 then
-         self.output:indexAdd(1, samples, rowsTimes(self.weight:index(1, rows), self.values))
+         self.output:indexAdd(1, samples, rowsTimes(valueColumns(self):index(1, rows), values))
       end
       if self.noBatch then self.output:resize(self.output:size(2)) end
       return self.output
    end)
    onDeviceBy('weight', IL, 'accGradParameters', function(self, input, gradOutput, scale)
       local fn = 'IndexLinear_accGradParameters'
-      dense(self, fn)
       scale = scale or 1
       local counter = self.running.counter
       rowsOf(self, fn, self.keys)
       local samples, n = samplesOf(self, fn)
       local g = gradRows(self, fn, gradOutput, n)
+      local used = self:_usedValues()
       local gradWeight = self.weight.new()
+      local width = self.outputSize * (self.normalize > 0 and 2 or 1)
       if samples:nElement() > 0 then
-         gradWeight = rowsTimes(g:index(1, samples), self.values.new():mul(self.values, scale))
+         local perKey = g:index(1, samples)
+         gradWeight = rowsTimes(perKey:clone(), used.new():mul(used, scale))
+         if self.normalize > 0 then   -- {scale·gradOutput (the value bias's), scale·value·gradOutput}
+            gradWeight = torch.cat(perKey:mul(scale), gradWeight, 2)
+         end
       else
-         gradWeight:resize(0, self.outputSize)
+         gradWeight:resize(0, width)
       end
       self.running.gradWeight[counter] = gradWeight
       if n > 0 then self.gradBias:add(scale, g:sum(1):view(self.outputSize)) end
@@ -380,27 +467,36 @@ do
    end)
    onDeviceBy('weight', IL, 'accUpdateGradParameters', function(self, input, gradOutput, lr)
       local fn = 'IndexLinear_accUpdateGradParameters'
-      dense(self, fn)
       lr = lr or 1
       local rows = rowsOf(self, fn, self.keys)
       local samples, n = samplesOf(self, fn)
       local g = gradRows(self, fn, gradOutput, n)
       if n > 0 then self.bias:add(-lr, g:sum(1):view(self.outputSize)) end
-      if samples:nElement() > 0 then
-         local steps = rowsTimes(g:index(1, samples), self.values.new():mul(self.values, lr))
-         stepRows(self.weight, rows, steps, self.weightDecay or 0)
+      if samples:nElement() == 0 then return end
+      local used = self:_usedValues()
+      if self.normalize > 0 then
+         local perKey = g:index(1, samples)
+         normalizedSteps(self, rows, perKey, perKey, used.new():mul(used, lr), lr, self.weightDecay or 0)
+         return
       end
+      local steps = rowsTimes(g:index(1, samples), used.new():mul(used, lr))
+      stepRows(self.weight, rows, steps, self.weightDecay or 0)
    end)
    -- (IndexLinear:updateParameters gathers the recorded keys and gradWeight rows, then calls this)
    onDeviceBy('weight', IL, '_applyUpdates', function(self, lr)
       local fn = 'IndexLinear_updateParameters'
-      dense(self, fn)
       self.bias:add(-lr, self.gradBias)
       local rows = rowsOf(self, fn, self.updateKeys)
-      if rows:nElement() > 0 then
-         local wd = self.weightDecay or 0
-         stepRows(self.weight, rows, self.gradWeight:contiguous():view(rows:nElement(), -1):clone():mul(lr), wd)
+      if rows:nElement() == 0 then return end
+      local wd = self.weightDecay or 0
+      local gw = self.gradWeight:contiguous():view(rows:nElement(), -1)
+      if self.normalize > 0 then
+         local nOut = self.outputSize
+         normalizedSteps(self, rows, gw:narrow(2, 1, nOut), gw:narrow(2, nOut + 1, nOut),
+                         gw.new(rows:nElement()):fill(lr), lr, wd)
+         return
       end
+      stepRows(self.weight, rows, gw:clone():mul(lr), wd)
    end)
 end
 
