@@ -15,6 +15,7 @@ import pytest
 from pytorch_bridge import LuaError
 from test_cudnn_gpu import cudnn_calls
 from test_cutorch_gpu import fallbacks, gpu  # noqa: F401  (the fixture)
+from test_cutorch_gpu_cunn_modules import INDEX_INPUT
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 
@@ -273,15 +274,7 @@ NORMALIZED_INDEX_ON_BOTH = """function(keys, values, gos, flat, weightDecay, see
       m:training()
       local function on(t, long) if long then return k == 1 and t:long() or t:cudaLong() end
                                  return k == 1 and t:clone() or t:cudaDouble() end
-      local input
-      if flat then
-         local sizes = torch.LongTensor(#keys)
-         for i = 1, #keys do sizes[i] = keys[i]:nElement() end
-         input = {on(torch.cat(keys), true), on(torch.cat(values)), k == 1 and sizes or sizes:cudaLong()}
-      else
-         input = {{}, {}}
-         for i = 1, #keys do input[1][i], input[2][i] = on(keys[i], true), on(values[i]) end
-      end
+      local input = (%s)(keys, values, flat and 'flat' or 'batch', on, k)
       local res = {}
       local function keep(t) res[#res + 1] = t:double():clone() end
       keep(m:forward(input)) keep(m.normalizedValues) keep(m.weight)
@@ -305,7 +298,7 @@ NORMALIZED_INDEX_ON_BOTH = """function(keys, values, gos, flat, weightDecay, see
       out[k] = res
    end
    return out
-end"""
+end""" % INDEX_INPUT
 
 
 @pytest.mark.parametrize("flat", [False, True])

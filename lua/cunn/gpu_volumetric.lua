@@ -140,6 +140,31 @@ local function samplesFirst(out, m, B, P)
    out:view(B, P, -1):copy(m:view(P, B, -1):transpose(1, 2))
 end
 
+-- out (B, P, s...) += bias (P) on every plane
+local function addPlaneBias(out, bias, B, P)
+   local planes = out:view(B, P, -1)
+   planes:add(bias:view(1, P, 1):expandAs(planes))
+end
+
+-- The volumetric convolutions' result size, (N x) planes x T x H x W for a 5-D (4-D) input, and the host kernels'
+-- errors for an output too small and a gradOutput of another size.
+local function volumeSize(input, B, planes, s)
+   if input:dim() == 5 then return size(B, planes, s[1], s[2], s[3]) end
+   return size(planes, s[1], s[2], s[3])
+end
+local function checkTooSmall(fn, nIn, ins, nOut, outs)
+   if outs[1] < 1 or outs[2] < 1 or outs[3] < 1 then
+      fail(4, '%s: Given input size: (%d x %d x %d x %d). Calculated output size: (%d x %d x %d x %d). Output '
+           .. 'size is too small', fn, nIn, ins[1], ins[2], ins[3], nOut, outs[1], outs[2], outs[3])
+   end
+end
+local function checkVolumeGradOutput(fn, input, B, planes, s, gradOutput)
+   if not gradOutput:isSize(volumeSize(input, B, planes, s)) then
+      fail(3, '%s: gradOutput should be of shape %s%d x %d x %d x %d] but got %s', fn,
+           input:dim() == 5 and '[N x ' or '[', planes, s[1], s[2], s[3], shapeOf(gradOutput))
+   end
+end
+
 -- ---------------------------------------------------------------- VolumetricConvolution
 
 -- nn.VolumetricConvolution (and VolumetricDilatedConvolution, cudnn's subclass): weight (nOut, nIn, kT, kH, kW), or
@@ -183,21 +208,12 @@ do
          local span = g.ins[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1
          g.outs[i] = span < 0 and 0 or math.floor(span / d[i]) + 1
       end
-      if g.outs[1] < 1 or g.outs[2] < 1 or g.outs[3] < 1 then
-         fail(3, '%s: Given input size: (%d x %d x %d x %d). Calculated output size: (%d x %d x %d x %d). Output '
-              .. 'size is too small', fn, nIn, g.ins[1], g.ins[2], g.ins[3], nOut, g.outs[1], g.outs[2], g.outs[3])
-      end
+      checkTooSmall(fn, nIn, g.ins, nOut, g.outs)
       return g
    end
-   local function outputSize(g, input)
-      if input:dim() == 5 then return size(g.B, g.nOut, g.outs[1], g.outs[2], g.outs[3]) end
-      return size(g.nOut, g.outs[1], g.outs[2], g.outs[3])
-   end
+   local function outputSize(g, input) return volumeSize(input, g.B, g.nOut, g.outs) end
    local function checkGradOutput(g, fn, input, gradOutput)
-      if not gradOutput:isSize(outputSize(g, input)) then
-         fail(3, '%s: gradOutput should be of shape %s%d x %d x %d x %d] but got %s', fn,
-              input:dim() == 5 and '[N x ' or '[', g.nOut, g.outs[1], g.outs[2], g.outs[3], shapeOf(gradOutput))
-      end
+      checkVolumeGradOutput(fn, input, g.B, g.nOut, g.outs, gradOutput)
    end
    local function weightRows(w, g) return w:contiguous():view(g.nOut, -1) end
 
@@ -206,10 +222,7 @@ do
       local cols = columns(batched(input, 3), g)
       self.output:resize(outputSize(g, input))
       samplesFirst(self.output, weightRows(self.weight, g) * cols, g.B, g.nOut)
-      if self.bias then
-         local y = self.output:view(g.B, g.nOut, -1)
-         y:add(self.bias:view(1, g.nOut, 1):expandAs(y))
-      end
+      if self.bias then addPlaneBias(self.output, self.bias, g.B, g.nOut) end
       return self.output
    end)
    onDevice(VC, 'updateGradInput', function(self, input, gradOutput)
@@ -275,21 +288,12 @@ do
          g.outs[i] = x:size(f + 1 + i)
          g.ins[i] = (g.outs[i] - 1) * d[i] - 2 * pad[i] + k[i] + adj[i]
       end
-      if g.ins[1] < 1 or g.ins[2] < 1 or g.ins[3] < 1 then
-         fail(3, '%s: Given input size: (%d x %d x %d x %d). Calculated output size: (%d x %d x %d x %d). Output '
-              .. 'size is too small', fn, nIn, g.outs[1], g.outs[2], g.outs[3], nOut, g.ins[1], g.ins[2], g.ins[3])
-      end
+      checkTooSmall(fn, nIn, g.outs, nOut, g.ins)   -- (the full convolution's input is the convolution's output)
       return g, x
    end
-   local function outputSize(g, x)
-      if x:dim() == 5 then return size(g.B, g.C, g.ins[1], g.ins[2], g.ins[3]) end
-      return size(g.C, g.ins[1], g.ins[2], g.ins[3])
-   end
+   local function outputSize(g, x) return volumeSize(x, g.B, g.C, g.ins) end
    local function checkGradOutput(g, fn, x, gradOutput)
-      if not gradOutput:isSize(outputSize(g, x)) then
-         fail(3, '%s: gradOutput should be of shape %s%d x %d x %d x %d] but got %s', fn,
-              x:dim() == 5 and '[N x ' or '[', g.C, g.ins[1], g.ins[2], g.ins[3], shapeOf(gradOutput))
-      end
+      checkVolumeGradOutput(fn, x, g.B, g.C, g.ins, gradOutput)
    end
    local function weightRows(self, g) return self.weight:contiguous():view(g.nIn, -1) end
    -- as onDevice, for an input that may be {input, target}
@@ -310,10 +314,7 @@ do
       if not self.output:isContiguous() then self.output = x.new() end
       self.output:resize(outputSize(g, x)):zero()
       addColumns(batched(self.output, 3), cols, g)
-      if self.bias then
-         local y = self.output:view(g.B, g.C, -1)
-         y:add(self.bias:view(1, g.C, 1):expandAs(y))
-      end
+      if self.bias then addPlaneBias(self.output, self.bias, g.B, g.C) end
       return self.output
    end)
    onDeviceFull('updateGradInput', function(self, input, gradOutput)
@@ -482,10 +483,7 @@ do
       local y = cols.new():bmm(perPlane(self.weight, g), cols)   -- (C, M, B·L)
       self.output:resize(outputSize(g, input))
       samplesFirst(self.output, y, g.B, g.C * g.M)
-      if self.bias then
-         local out = self.output:view(g.B, g.C * g.M, -1)
-         out:add(self.bias:t():contiguous():view(1, g.C * g.M, 1):expandAs(out))
-      end
+      if self.bias then addPlaneBias(self.output, self.bias:t():contiguous(), g.B, g.C * g.M) end
       return self.output
    end)
    onDevice(DW, 'updateGradInput', function(self, input, gradOutput)
