@@ -650,8 +650,8 @@ def test_cudnn_runs_on_the_current_stream(gpu, rng):
 @pytest.mark.slow
 def test_cudnn_on_the_emulated_driver_with_guarded_memory(simt, tmp_path):
     """Every test of this file, in a process whose driver, cuBLAS and cuDNN are tests/cuda_host's emulations with
-    two devices and guarded device memory; then without libcudnn: cudnn.* convolutions run on our own kernels,
-    with one line on stderr saying why."""
+    two devices and guarded device memory; then without libcudnn: nn's volumetric convolution (cudnn loaded by its
+    first GPU call) and cudnn.* convolutions run on our own versions, with one line on stderr saying why."""
     from simt_emulator import emulated_cuda_env
 
     env = emulated_cuda_env(simt, tmp_path, guard=True)
@@ -663,10 +663,14 @@ def test_cudnn_on_the_emulated_driver_with_guarded_memory(simt, tmp_path):
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout[-4000:] + r.stderr[-3000:]
 
     env["LUATORCH_CUDA_CUDNN"] = str(tmp_path / "no-such-libcudnn.so")
-    probe = ("require 'cudnn' torch.manualSeed(1) local m = cudnn.SpatialConvolution(2, 3, 3, 3):double() "
+    probe = ("require 'cunn' torch.manualSeed(1) local v = nn.VolumetricConvolution(2, 3, 2, 2, 2):double() "
+             "local vx = torch.randn(1, 2, 3, 4, 5) local vg = v:clone():type('torch.CudaDoubleTensor') "
+             "local dv = (v:forward(vx) - vg:forward(vx:cudaDouble()):double()):abs():max() "
+             "require 'cudnn' local m = cudnn.SpatialConvolution(2, 3, 3, 3):double() "
              "local x = torch.randn(2, 2, 5, 5) local g = m:clone():type('torch.CudaDoubleTensor') "
              "local d = (m:forward(x) - g:forward(x:cudaDouble()):double()):abs():max() "
-             "g:forward(x:cudaDouble()) io.write('ok ', tostring(d < 1e-12), ' ', tostring(cudnn.isAvailable()), '\\n')")
+             "g:forward(x:cudaDouble()) io.write('ok ', tostring(d < 1e-12 and dv < 1e-12), ' ', "
+             "tostring(cudnn.isAvailable()), '\\n')")
     r = subprocess.run([sys.executable, "-m", "run.cli", "th", "-e", probe], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(HERE), timeout=300)
     assert r.returncode == 0 and "ok true false" in r.stdout, r.stdout + r.stderr
