@@ -180,6 +180,20 @@ def test_sparse_linear_on_the_gpu_against_the_cpu_in_double(gpu, rng, form, weig
 
 # IndexLinear on both sides: forward, backward (the dense gradInput), two accumulations and updateParameters,
 # zeroGradParameters, accUpdateGradParameters
+# IndexLinear's input on one side (on: that side's copy of a tensor, a LongTensor's when long) in the given form
+INDEX_INPUT = """function(keys, values, form, on, side)
+   if form == 'flat' then
+      local sizes = torch.LongTensor(#keys)
+      for i = 1, #keys do sizes[i] = keys[i]:nElement() end
+      return {on(torch.cat(keys), true), on(torch.cat(values)), side == 1 and sizes or sizes:cudaLong()}
+   elseif form == 'one sample' then
+      return {on(keys[1], true), on(values[1])}
+   end
+   local input = {{}, {}}
+   for i = 1, #keys do input[1][i], input[2][i] = on(keys[i], true), on(values[i]) end
+   return input
+end"""
+
 INDEX_ON_BOTH = """function(keys, values, gos, form, weightDecay, offset, seed)
    torch.manualSeed(seed)
    local cpu = nn.IndexLinear(12, 5, true, offset):double()
@@ -190,17 +204,7 @@ INDEX_ON_BOTH = """function(keys, values, gos, form, weightDecay, offset, seed)
    for k, m in ipairs {cpu, dev} do
       local function on(t, long) if long then return k == 1 and t:long() or t:cudaLong() end
                                  return k == 1 and t:clone() or t:cudaDouble() end
-      local input
-      if form == 'flat' then
-         local sizes = torch.LongTensor(#keys)
-         for i = 1, #keys do sizes[i] = keys[i]:nElement() end
-         input = {on(torch.cat(keys), true), on(torch.cat(values)), k == 1 and sizes or sizes:cudaLong()}
-      elseif form == 'one sample' then
-         input = {on(keys[1], true), on(values[1])}
-      else
-         input = {{}, {}}
-         for i = 1, #keys do input[1][i], input[2][i] = on(keys[i], true), on(values[i]) end
-      end
+      local input = (%s)(keys, values, form, on, k)
       local res = {}
       local function keep(t) res[#res + 1] = t:double():clone() end
       keep(m:forward(input))
@@ -221,7 +225,7 @@ INDEX_ON_BOTH = """function(keys, values, gos, form, weightDecay, offset, seed)
       out[k] = res
    end
    return out, dev:clone():double()
-end"""
+end""" % INDEX_INPUT
 
 
 @pytest.mark.parametrize("form", ["batch", "one sample", "flat"])
@@ -261,15 +265,12 @@ def test_index_linear_on_the_gpu_against_the_cpu_in_double(gpu, rng, form, weigh
 
 
 def test_index_linear_errors_on_the_gpu(gpu):
-    """A key out of range is named as on the CPU; max-normalization says it has no GPU version yet."""
+    """A key out of range is named as on the CPU (max-normalization: test_cutorch_gpu_volumetric.py)."""
     rt = gpu
     rt.execute("require 'cunn'")
     with pytest.raises(LuaError, match=r"IndexLinear_updateOutput: key 11 is out of range: keys must be in "
                                        r"\[1, 10\] \(inputSize 10, keysOffset 0\)"):
         rt.execute("nn.IndexLinear(10, 2):cuda():forward({torch.CudaLongTensor{3, 11, 12}, torch.CudaTensor(3):zero()})")
-    with pytest.raises(LuaError, match="max-normalization .* has no GPU version yet"):
-        rt.execute("nn.IndexLinear(10, 2, false, 0, nil, nil, true):cuda()"
-                   ":forward({torch.CudaLongTensor{3}, torch.CudaTensor(1):zero()})")
 
 
 # a VolumetricMaxPooling -> VolumetricMaxUnpooling pair (or the pooling alone, keeping its indices) on both sides

@@ -35,26 +35,6 @@ local function usable()
 end
 cudnn.isAvailable = usable
 
--- The layers with no CUDA kernels of ours (the volumetric ones, the temporal convolution) run on the GPU through
--- cuDNN only: where it cannot be used, a tensor in GPU memory gets this error instead of the host kernel's "no
--- GPU version".
-local function cudnnOnly(host)
-   local out = {}
-   for name, fn in pairs(host) do
-      out[name] = function(self, input, ...)
-         local x = torch.type(input) == 'table' and input[1] or input
-         if torch._onDevice(x) and not usable() then
-            error(string.format("%s: this layer runs on the GPU through cuDNN only, and cuDNN is not used here " ..
-                                "(%s); pip install 'luatorch[cuda]' adds it, or convert the module and its input " ..
-                                "with :float() to run it on the CPU", torch.typename(self),
-                                cudnn.enabled and why or "cudnn.enabled is false (LUATORCH_CUDNN=0?)"), 3)
-         end
-         return fn(self, input, ...)
-      end
-   end
-   return out
-end
-
 -- setMode's algorithm names (cudnn.torch took cuDNN's enum names), by pass
 local ALGORITHMS = {
    {'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM', 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM',
@@ -143,10 +123,9 @@ local function convolutionOutputSize(self, input, full, adj)
 end
 
 -- cudnn.SpatialConvolution, cudnn.VolumetricConvolution
-local function onCudnn(class, noKernelsOfOurs)
+local function onCudnn(class)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
                  accGradParameters = class.accGradParameters}
-   if noKernelsOfOurs then host = cudnnOnly(host) end
    cunn._onDevice(class, 'updateOutput', function(self, input)
       if not usable() then return host.updateOutput(self, input) end
       local p = paramsOf(self, input)   -- first: it fills in padW/padH of old files
@@ -172,7 +151,7 @@ local function onCudnn(class, noKernelsOfOurs)
    end)
 end
 onCudnn(cudnn.SpatialConvolution)
-onCudnn(cudnn.VolumetricConvolution, true)
+onCudnn(cudnn.VolumetricConvolution)
 
 -- cudnn.TemporalConvolution as cudnn.torch ran it: the sequence (N x) T x F as N x 1 x T x F, convolved by the
 -- K x 1 x kH x F view of its weight with stride dH and padH zero frames (cuDNN's padding, no padded copy); the
@@ -180,8 +159,8 @@ onCudnn(cudnn.VolumetricConvolution, true)
 -- nn.TemporalConvolution's (kW frames of inputFrameSize, stride dW, no padding; the same weight layout) are
 -- translated into them by geometryOf.
 local function onCudnnTemporal(class, geometryOf)
-   local host = cudnnOnly {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
-                           accGradParameters = class.accGradParameters}
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                 accGradParameters = class.accGradParameters}
    local function onCudnnToo(g, input)
       local d = input:dim()
       return usable() and (d == 2 or d == 3) and input:size(d) == g.kW
@@ -283,15 +262,15 @@ do
    end)
 end
 
--- nn.SpatialDepthWiseConvolution (no kernels of ours) as a grouped convolution on cuDNN, one group per input
+-- nn.SpatialDepthWiseConvolution as a grouped convolution on cuDNN, one group per input
 -- plane: output plane (i-1)*M + m is input plane i convolved with weight[m][i] (M the depth multiplier,
 -- nOutputPlane), so cuDNN's (nInputPlane*M) x 1 x kH x kW filter is the module's weight with its first two
 -- axes swapped, and its bias the module's transposed: device copies per call (small), the gradients added back
 -- through the swapped views.
 do
    local DW = nn.SpatialDepthWiseConvolution
-   local host = cudnnOnly {updateOutput = DW.updateOutput, updateGradInput = DW.updateGradInput,
-                           accGradParameters = DW.accGradParameters}
+   local host = {updateOutput = DW.updateOutput, updateGradInput = DW.updateGradInput,
+                 accGradParameters = DW.accGradParameters}
    local function geometry(self, input)
       if not usable() or (input:dim() ~= 3 and input:dim() ~= 4) or input:size(input:dim() - 2) ~= self.nInputPlane then
          return nil
@@ -351,12 +330,12 @@ do
    end)
 end
 
--- cudnn.VolumetricFullConvolution (and nn's, which has no kernels of ours): its three methods, nn's
+-- cudnn.VolumetricFullConvolution (and nn's): its three methods, nn's
 -- {input, target} rule (_unpackInput) included
 local function onCudnnVolumetricFull(class)
    local VFC = nn.VolumetricFullConvolution
-   local host = cudnnOnly {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
-                           accGradParameters = class.accGradParameters}
+   local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
+                 accGradParameters = class.accGradParameters}
    local function split(self, input)
       self:backCompatibility()
       local x, adjT, adjW, adjH = VFC._unpackInput(self, input)
@@ -518,9 +497,8 @@ local function pooledSize(p, input)
    return torch.LongStorage(size)
 end
 
-local function onCudnnPooling(class, modeOf, volumetric, hostRunsOnGPU)
+local function onCudnnPooling(class, modeOf, volumetric)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput}
-   if volumetric and not hostRunsOnGPU then host = cudnnOnly(host) end
    local function setup(self, input)
       if not usable() or not cudnnType(input) or self.ceil_mode then return nil end
       local mode = modeOf(self)
@@ -557,18 +535,19 @@ onCudnnPooling(cudnn.SpatialAveragePooling, averageMode, false)
 onCudnnPooling(cudnn.VolumetricMaxPooling, maxMode, true)
 onCudnnPooling(cudnn.VolumetricAveragePooling, averageMode, true)
 
--- nn's volumetric convolution and poolings have no kernels of ours: on the GPU they run on cuDNN as cudnn's
--- subclasses do (nn's max pooling then keeps no indices, as cudnn's does not, unless a VolumetricMaxUnpooling reads
--- them: then, and without cuDNN, cunn's composed version runs it; a dilated one stays on the host, which refuses GPU
--- memory by name, as everything else here does without cuDNN). cunn loads cudnn for them on first use.
+-- nn's volumetric convolution and poolings: on the GPU they run on cuDNN as cudnn's subclasses do (nn's max pooling
+-- then keeps no indices, as cudnn's does not, unless a VolumetricMaxUnpooling reads them: then, dilated (cuDNN has no
+-- dilated pooling) and without cuDNN, cunn's composed version runs it). cunn loads cudnn for them on first use;
+-- where cuDNN is not used, these and the temporal, depthwise and full convolutions above run cunn's composed
+-- versions (cunn/gpu_volumetric.lua).
 local function undilatedMax(self)
    if nn.VolumetricMaxUnpooling.readPoolings[self] then return nil end   -- a VolumetricMaxUnpooling reads them: cunn's composed version keeps them
    if (self.dilationT or 1) ~= 1 or (self.dilationH or 1) ~= 1 or (self.dilationW or 1) ~= 1 then return nil end
    return maxMode()
 end
-onCudnnPooling(nn.VolumetricMaxPooling, undilatedMax, true, true)   -- (cunn composes the undilated ones too)
+onCudnnPooling(nn.VolumetricMaxPooling, undilatedMax, true)
 onCudnnPooling(nn.VolumetricAveragePooling, averageMode, true)
-onCudnn(nn.VolumetricConvolution, true)
+onCudnn(nn.VolumetricConvolution)
 
 -- The softmax family (cudnn/SpatialSoftMax.lua's two functions, which every softmax class calls) with the
 -- module's algorithm and mode, 1-D to 4-D inputs.

@@ -962,12 +962,16 @@ end
 
 -- the fractional max poolings, VolumetricMaxUnpooling, IndexLinear and SparseLinear
 require('cunn.gpu_more_modules')(onDevice)
+-- the volumetric convolutions and average pooling, the temporal and depthwise convolutions without cuDNN
+require('cunn.gpu_volumetric')(onDevice)
 
 -- ---------------------------------------------------------------- through cuDNN
 
--- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the GPU (lua/cudnn/gpu.lua installs their GPU
--- versions): the first call with a tensor in GPU memory loads cudnn, then calls the method it installed. Without
--- libcudnn the host kernels refuse GPU memory by name, as before.
+-- nn's volumetric convolutions (full too) and poolings, its temporal and depthwise convolutions run on cuDNN on the
+-- GPU where it is used (lua/cudnn/gpu.lua installs their GPU versions): the first call with a tensor in GPU memory
+-- loads cudnn, then calls the method it installed. Where cuDNN cannot be used (no libcudnn: cudnn says so once on
+-- stderr; LUATORCH_CUDNN=0, cudnn.enabled = false) those call back the versions above (gpu_volumetric.lua,
+-- gpu_more_modules.lua), as cudnn's spatial convolutions fall back to the im2col path.
 for _, class in ipairs {nn.VolumetricConvolution, nn.VolumetricMaxPooling, nn.VolumetricAveragePooling,
                        nn.TemporalConvolution, nn.VolumetricFullConvolution, nn.SpatialDepthWiseConvolution} do
    for _, name in ipairs {'updateOutput', 'updateGradInput', 'accGradParameters'} do

@@ -254,15 +254,9 @@ end
 -- (index + indexAdd); gradWeight gets one row per key (value times the sample's gradOutput row, index). The
 -- updates step every key's row in key order, as the host kernels: without weight decay the steps add up
 -- (indexAdd); with it a row named c times ends as (1 - wd)^c·row - sum_t (1 - wd)^(c - t)·step_t, and the
--- occurrences' ranks come from a sort of (row, position). Max-normalization (normalize) has no GPU version yet.
+-- occurrences' ranks come from a sort of (row, position). Max-normalization: below.
 do
    local IL = nn.IndexLinear
-   local function dense(self, fn)
-      if self.normalize > 0 then
-         error(string.format('%s on the GPU: max-normalization (normalize) has no GPU version yet; run the module on '
-                             .. 'the CPU (:double())', fn), 4)
-      end
-   end
    local function firstBad(t, isBad)   -- the first value of t for which isBad holds (host copy, error path)
       local h = t:long()
       for i = 1, h:nElement() do
@@ -308,6 +302,23 @@ do
       end
       return gradOutput:contiguous():view(nSamples, nOut)
    end
+   -- the names of rows grouped by row, in key order within a row: order (the sort), sorted (the rows in that
+   -- order), first (1 where a row's run starts), run (each sorted name's run), isFirst (first as a mask), starts
+   -- and counts (each run's first sorted position and its length), position (1..n)
+   local function runsOf(rows)
+      local n = rows:nElement()
+      local position = torch.CudaLongTensor():cumsum(torch.CudaLongTensor(n):fill(1), 1)
+      local _, order = position.new():mul(rows, n + 1):add(position):sort()
+      local sorted = rows:index(1, order)
+      local first = torch.CudaLongTensor(n):fill(1)
+      if n > 1 then first:narrow(1, 2, n - 1):ne(sorted:narrow(1, 2, n - 1), sorted:narrow(1, 1, n - 1)) end
+      local run = torch.CudaLongTensor():cumsum(first, 1)
+      local isFirst = torch.CudaByteTensor(n):copy(first)
+      local starts = position:maskedSelect(isFirst)
+      local counts = torch.CudaLongTensor(starts:nElement()):zero():indexAdd(1, run, first.new(n):fill(1))
+      return {n = n, position = position, order = order, sorted = sorted, first = first, run = run,
+              isFirst = isFirst, starts = starts, counts = counts}
+   end
    -- every named row steps in order: row = row - wd·row - step_i (steps: one row per name)
    local function stepRows(weight, rows, steps, wd)
       if rows:nElement() == 0 then return end
@@ -315,64 +326,140 @@ do
          weight:indexAdd(1, rows, steps:mul(-1))
          return
       end
-      local n = rows:nElement()
-      local position = torch.CudaLongTensor():cumsum(torch.CudaLongTensor(n):fill(1), 1)
-      local _, order = position.new():mul(rows, n + 1):add(position):sort()
-      local sorted = rows:index(1, order)
-      local first = torch.CudaLongTensor(n):fill(1)                  -- 1 where a row's run starts
-      if n > 1 then first:narrow(1, 2, n - 1):ne(sorted:narrow(1, 2, n - 1), sorted:narrow(1, 1, n - 1)) end
-      local run = torch.CudaLongTensor():cumsum(first, 1)             -- the run of each sorted name
-      local isFirst = torch.CudaByteTensor(n):copy(first)
-      local starts = position:maskedSelect(isFirst)
-      local counts = torch.CudaLongTensor(starts:nElement()):zero():indexAdd(1, run, first.new(n):fill(1))
+      local r = runsOf(rows)
+      local n, position, run, starts, counts = r.n, r.position, r.run, r.starts, r.counts
       -- later names of the same row: start + count - 1 - position
       local later = starts:index(1, run):add(counts:index(1, run)):add(-1):csub(position)
       local function powers(exponents)   -- (1 - wd)^exponents
          return steps.new(exponents:nElement()):fill(1 - wd):cpow(steps.new(exponents:nElement()):copy(exponents))
       end
       local weights = powers(later)
-      local named = sorted:maskedSelect(isFirst)
+      local named = r.sorted:maskedSelect(r.isFirst)
       local decay = powers(counts)
       local decayed = weight:index(1, named)
       decayed:cmul(decay:view(-1, 1):expandAs(decayed))
       weight:indexCopy(1, named, decayed)
-      local ordered = steps:index(1, order)
+      local ordered = steps:index(1, r.order)
       ordered:cmul(weights:view(-1, 1):expandAs(ordered))
-      weight:indexAdd(1, sorted, ordered:mul(-1))
+      weight:indexAdd(1, r.sorted, ordered:mul(-1))
    end
    local function rowsTimes(m, scale)   -- m's rows times the vector scale, in place
       return m:cmul(scale:view(-1, 1):expandAs(m))
    end
 
+   -- Max-normalization (normalize): the first NORM columns of a row are the feature's statistics {max |value|
+   -- seen, its inverse, update scale, value bias}, the rest its weights.
+   local NORM = 4
+   local function valueColumns(self) return self.weight:narrow(2, self.normalize + 1, self.outputSize) end
+   local function statistics(self) return self.weight:narrow(2, 1, NORM) end
+   local function where(mask, a, b)   -- mask ? a : b for a 0/1 mask (exact: one term is a product by 0)
+      return a:clone():cmul(mask):add(b.new():cmul(b, mask.new():mul(mask, -1):add(1)))
+   end
+
+   -- The values the keys contribute under max-normalization, as the host kernel's pass in key order: value times
+   -- the inverse of the largest |value| its feature has seen (clamped to its sign beyond that max outside
+   -- training), plus the feature's value bias. In training each name first raises its feature's max: a name sees the
+   -- stored max and the |values| of its feature's names up to itself, a running max per feature over the names
+   -- sorted by (row, position) (doubling steps: log2 n launches); the inverse is 1/max where a name raised it, the
+   -- stored one otherwise. The features named then keep their last name's max and inverse, and update scale 1.
+   local function normalizedValues(self, rows)
+      local v, n = self.values, rows:nElement()
+      local stats = statistics(self):index(1, rows)                 -- (n, 4), before this pass
+      local stored, inverse, bias = stats:select(2, 1), stats:select(2, 2), stats:select(2, 4)
+      local magnitude = v.new():abs(v)
+      if not self.train then
+         local beyond = v.new():gt(magnitude, stored)
+         return where(beyond, v.new():sign(v), v.new():cmul(v, inverse)):add(bias)
+      end
+      local r = runsOf(rows)
+      local seen = magnitude:index(1, r.order)                      -- the running max, in sorted order
+      local step = 1
+      while step < n do
+         local same = seen.new(n - step):copy(r.run:narrow(1, step + 1, n - step):eq(r.run:narrow(1, 1, n - step)))
+         seen:narrow(1, step + 1, n - step):cmax(seen:narrow(1, 1, n - step):clone():cmul(same))
+         step = step * 2
+      end
+      seen = v.new(n):indexCopy(1, r.order, seen)                   -- in key order
+      local raised = v.new():gt(seen, stored)
+      local newInverse = where(raised, seen.new(n):fill(1):cdiv(seen:clone():add(raised.new():mul(raised, -1):add(1))),
+                               inverse)
+      -- the statistics each named feature keeps: those of its last name
+      local last = torch.CudaLongTensor(n):fill(1)
+      if n > 1 then last:narrow(1, 1, n - 1):copy(r.first:narrow(1, 2, n - 1)) end
+      local lastMask = torch.CudaByteTensor(n):copy(last)
+      local lastNames = r.order:maskedSelect(lastMask)               -- positions of each feature's last name
+      local kept = stats:index(1, lastNames)
+      kept:select(2, 1):cmax(seen:index(1, lastNames))
+      kept:select(2, 2):copy(newInverse:index(1, lastNames))
+      kept:select(2, 3):fill(1)
+      statistics(self):indexCopy(1, rows:index(1, lastNames), kept)
+      return v.new():cmul(v, newInverse):add(bias)
+   end
+
+   -- The max-normalized updates, name by name in key order as the host kernel's: the feature's value bias moves by
+   -- -biasScale·s·<gBias_i, row> (the row before this name's step), then the row decays by wd·s and steps by
+   -- -stepScale_i·s·g_i (s: the feature's update scale). The i-th names of all features go together (distinct
+   -- rows): one round per name of the most named feature.
+   local function normalizedSteps(self, rows, gBias, g, stepScale, biasScale, wd)
+      local r = runsOf(rows)
+      local rank = r.position:clone():csub(r.starts:index(1, r.run))   -- 0-based, in sorted order
+      local values, stats = valueColumns(self), statistics(self)
+      for round = 0, r.counts:max() - 1 do
+         local names = r.order:maskedSelect(torch.CudaByteTensor(r.n):copy(rank:eq(round)))
+         local named = rows:index(1, names)
+         local row, st = values:index(1, named), stats:index(1, named)
+         local s = st:select(2, 3)
+         local dot = gBias:index(1, names):cmul(row):sum(2):view(-1)
+         st:select(2, 4):csub(dot:cmul(s.new():mul(s, biasScale)))
+         if wd ~= 0 then
+            local decay = s.new():mul(s, wd)
+            row:csub(row:clone():cmul(decay:view(-1, 1):expandAs(row)))
+         end
+         local steps = stepScale:index(1, names):cmul(s)
+         row:csub(rowsTimes(g:index(1, names), steps))
+         values:indexCopy(1, named, row)
+         stats:indexCopy(1, named, st)
+      end
+   end
+
    onDeviceBy('weight', IL, 'updateOutput', function(self, input)
       local fn = 'IndexLinear_updateOutput'
-      dense(self, fn)
       local k = self.running.keys[self.running.counter]
       if k and torch.type(k) ~= 'torch.CudaLongTensor' then self.running.keys[self.running.counter] = nil end
       self:flattenInputs(input)
       local rows = rowsOf(self, fn, self.keys)
       local samples, n = samplesOf(self, fn)
       local nOut = self.outputSize
+      local values = self.values
+      if self.normalize > 0 then
+         values = rows:nElement() > 0 and normalizedValues(self, rows) or self.values.new()
+         self.normalizedValues = self.normalizedValues:typeAs(self.weight):resize(values:nElement()):copy(values)
+      end
       self.output:resize(n, nOut):copy(self.bias:view(1, nOut):expand(n, nOut))
       if rows:nElement() > 0 then
-         self.output:indexAdd(1, samples, rowsTimes(self.weight:index(1, rows), self.values))
+         self.output:indexAdd(1, samples, rowsTimes(valueColumns(self):index(1, rows), values))
       end
       if self.noBatch then self.output:resize(self.output:size(2)) end
       return self.output
    end)
    onDeviceBy('weight', IL, 'accGradParameters', function(self, input, gradOutput, scale)
       local fn = 'IndexLinear_accGradParameters'
-      dense(self, fn)
       scale = scale or 1
       local counter = self.running.counter
       rowsOf(self, fn, self.keys)
       local samples, n = samplesOf(self, fn)
       local g = gradRows(self, fn, gradOutput, n)
+      local used = self:_usedValues()
       local gradWeight = self.weight.new()
+      local width = self.outputSize * (self.normalize > 0 and 2 or 1)
       if samples:nElement() > 0 then
-         gradWeight = rowsTimes(g:index(1, samples), self.values.new():mul(self.values, scale))
+         local perKey = g:index(1, samples)
+         gradWeight = rowsTimes(perKey:clone(), used.new():mul(used, scale))
+         if self.normalize > 0 then   -- {scale·gradOutput (the value bias's), scale·value·gradOutput}
+            gradWeight = torch.cat(perKey:mul(scale), gradWeight, 2)
+         end
       else
-         gradWeight:resize(0, self.outputSize)
+         gradWeight:resize(0, width)
       end
       self.running.gradWeight[counter] = gradWeight
       if n > 0 then self.gradBias:add(scale, g:sum(1):view(self.outputSize)) end
@@ -380,27 +467,36 @@ do
    end)
    onDeviceBy('weight', IL, 'accUpdateGradParameters', function(self, input, gradOutput, lr)
       local fn = 'IndexLinear_accUpdateGradParameters'
-      dense(self, fn)
       lr = lr or 1
       local rows = rowsOf(self, fn, self.keys)
       local samples, n = samplesOf(self, fn)
       local g = gradRows(self, fn, gradOutput, n)
       if n > 0 then self.bias:add(-lr, g:sum(1):view(self.outputSize)) end
-      if samples:nElement() > 0 then
-         local steps = rowsTimes(g:index(1, samples), self.values.new():mul(self.values, lr))
-         stepRows(self.weight, rows, steps, self.weightDecay or 0)
+      if samples:nElement() == 0 then return end
+      local used = self:_usedValues()
+      if self.normalize > 0 then
+         local perKey = g:index(1, samples)
+         normalizedSteps(self, rows, perKey, perKey, used.new():mul(used, lr), lr, self.weightDecay or 0)
+         return
       end
+      local steps = rowsTimes(g:index(1, samples), used.new():mul(used, lr))
+      stepRows(self.weight, rows, steps, self.weightDecay or 0)
    end)
    -- (IndexLinear:updateParameters gathers the recorded keys and gradWeight rows, then calls this)
    onDeviceBy('weight', IL, '_applyUpdates', function(self, lr)
       local fn = 'IndexLinear_updateParameters'
-      dense(self, fn)
       self.bias:add(-lr, self.gradBias)
       local rows = rowsOf(self, fn, self.updateKeys)
-      if rows:nElement() > 0 then
-         local wd = self.weightDecay or 0
-         stepRows(self.weight, rows, self.gradWeight:contiguous():view(rows:nElement(), -1):clone():mul(lr), wd)
+      if rows:nElement() == 0 then return end
+      local wd = self.weightDecay or 0
+      local gw = self.gradWeight:contiguous():view(rows:nElement(), -1)
+      if self.normalize > 0 then
+         local nOut = self.outputSize
+         normalizedSteps(self, rows, gw:narrow(2, 1, nOut), gw:narrow(2, nOut + 1, nOut),
+                         gw.new(rows:nElement()):fill(lr), lr, wd)
+         return
       end
+      stepRows(self.weight, rows, gw:clone():mul(lr), wd)
    end)
 end
 
@@ -409,8 +505,9 @@ end
 -- nn.VolumetricMaxUnpooling reads its VolumetricMaxPooling's indices (Torch7's layout: the maximum's offset in its
 -- window, t | h << 8 | w << 16, 0xFFFFFF for a window with no cell of the volume). On the GPU nn's pooling runs on
 -- cuDNN, which keeps none, so a pooling module that an unpooling reads (VolumetricMaxUnpooling.readPoolings) runs
--- composed here instead: the input padded with -inf, its windows unfolded (P, L, kT·kH·kW), max over each window,
--- its offset packed. The maximum's place in the volume of every pooled cell (targets) then gives the pooling's
+-- composed here instead, as does a dilated one (cuDNN has none) and every one where cuDNN is not used: the input
+-- padded with -inf, its windows unfolded (P, L, kT·kH·kW; a dilated window a strided view of its unfolded extent),
+-- max over each window, its tap packed. The maximum's place in the volume of every pooled cell (targets) then gives the pooling's
 -- backward and the unpooling's forward (scatterAdd), and the unpooling's backward (gather); windows do not overlap
 -- in an unpooling pair, and scatterAdd adds up where they do. A window whose in-volume values are all -inf may name
 -- a padding cell here where the host kernel names the first of them.
@@ -418,8 +515,10 @@ do
    local NONE = 0xFFFFFF
    local VMP, VMU = nn.VolumetricMaxPooling, nn.VolumetricMaxUnpooling
    local NAMES = {'T', 'H', 'W'}
-   local function geometryOf(m)   -- kernel, stride, padding in (T, H, W) order
-      return {m.kT, m.kH, m.kW}, {m.dT, m.dH, m.dW}, {m.padT or 0, m.padH or 0, m.padW or 0}
+   local function geometryOf(m)   -- kernel, stride, padding, dilation in (T, H, W) order
+      local dilT, dilW, dilH = 1, 1, 1
+      if m._dilation then dilT, dilW, dilH = m:_dilation() end
+      return {m.kT, m.kH, m.kW}, {m.dT, m.dH, m.dW}, {m.padT or 0, m.padH or 0, m.padW or 0}, {dilT, dilH, dilW}
    end
    local function volumeOf(input)   -- planes and the (T, H, W) sizes of a 4-D or 5-D input, or nil
       local d = input:dim()
@@ -438,14 +537,14 @@ do
       if not planes then
          error(string.format('%s: 4D or 5D (batch mode) tensor expected for input, but got: %s', fn, shapeOf(input)), 4)
       end
-      local k, d, pad = geometryOf(self)
+      local k, d, pad, dil = geometryOf(self)
       local outs = {}
       for i = 1, 3 do
          if pad[i] < 0 or pad[i] > math.floor(k[i] / 2) then
             error(string.format('%s: pad should be smaller than half of kernel size, but got k%s: %d, pad%s: %d', fn,
                                 NAMES[i], k[i], NAMES[i], pad[i]), 4)
          end
-         local span = ins[i] + 2 * pad[i] - k[i]
+         local span = ins[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1
          outs[i] = span < 0 and 0 or (self.ceil_mode and math.ceil(span / d[i]) or math.floor(span / d[i])) + 1
       end
       if pad[1] + pad[2] + pad[3] > 0 then
@@ -463,7 +562,7 @@ do
    -- (P, L) 1-based places in the (ins) volume of the maxima that indices (P, L over outs) name, nil where a
    -- window had none (NONE), and a (P, L) 0/1 mask of those that name one, in like's type; an index naming a cell
    -- outside the volume is the host kernel's error
-   local function targets(like, indices, planes, ins, outs, k, d, pad, fn, volume)
+   local function targets(like, indices, planes, ins, outs, d, pad, dil, fn, volume)
       local n = planes * outs[1] * outs[2] * outs[3]
       local packed = like.new(n):copy(indices:view(n))
       local named = like.new(n):ne(packed, NONE)
@@ -480,7 +579,7 @@ do
          local one = {1, 1, 1, 1}
          one[1 + i] = outs[i]
          local start = counting(like, outs[i]):mul(d[i]):add(-pad[i]):view(torch.LongStorage(one)):expandAs(place)
-         local at = like.new(planes, outs[1], outs[2], outs[3]):copy(start):add(offset[i]:viewAs(place))
+         local at = like.new(planes, outs[1], outs[2], outs[3]):copy(start):add(dil[i], offset[i]:viewAs(place))
          outside:add(like.new(n):lt(at:view(n), 0)):add(like.new(n):ge(at:view(n), ins[i]))
          place:mul(ins[i]):add(at)
       end
@@ -491,24 +590,40 @@ do
       return torch.CudaLongTensor(place:size()):copy(place), named:view(planes, -1)
    end
 
-   local function undilated(self) local t, w, h = self:_dilation() return t == 1 and w == 1 and h == 1 end
-   local host = {updateOutput = VMP.updateOutput, updateGradInput = VMP.updateGradInput}
+   -- whether window o (0-based) along dimension i holds no cell of the volume: none of its taps o·d - pad + a·dil
+   -- falls inside (ceil mode's last window past the end; a dilated window straddling a short side)
+   local function emptyWindow(o, i, ins, k, d, pad, dil)
+      for a = 0, k[i] - 1 do
+         local at = o * d[i] - pad[i] + a * dil[i]
+         if at >= 0 and at < ins[i] then return false end
+      end
+      return true
+   end
    onDevice(VMP, 'updateOutput', function(self, input)
-      if not undilated(self) then return host.updateOutput(self, input) end
       local fn = 'VolumetricDilatedMaxPooling_updateOutput'
       local dims = input:dim()
       local planes, ins, outs = pooledSizes(self, fn, input)
       self.itime, self.iheight, self.iwidth = ins[1], ins[2], ins[3]
-      local k, d, pad = geometryOf(self)
-      local size = {planes}
-      for i = 1, 3 do size[1 + i] = math.max(ins[i] + 2 * pad[i], (outs[i] - 1) * d[i] + k[i]) end
+      local k, d, pad, dil = geometryOf(self)
+      local size, extent = {planes}, {}
+      for i = 1, 3 do
+         extent[i] = dil[i] * (k[i] - 1) + 1
+         size[1 + i] = math.max(ins[i] + 2 * pad[i], (outs[i] - 1) * d[i] + extent[i])
+      end
       local padded = input.new(torch.LongStorage(size)):fill(-math.huge)
       padded:narrow(2, pad[1] + 1, ins[1]):narrow(3, pad[2] + 1, ins[2]):narrow(4, pad[3] + 1, ins[3])
             :copy(input:contiguous():view(planes, ins[1], ins[2], ins[3]))
-      local windows = padded:unfold(2, k[1], d[1]):unfold(3, k[2], d[2]):unfold(4, k[3], d[3])
-                            :narrow(2, 1, outs[1]):narrow(3, 1, outs[2]):narrow(4, 1, outs[3])
+      local windows = padded
+      for i = 1, 3 do
+         windows = windows:unfold(1 + i, extent[i], d[i])
+         if dil[i] > 1 then   -- every dil-th cell of the extent: a strided view of it
+            local last = windows:dim()
+            windows = windows:unfold(last, 1, dil[i]):select(last + 1, 1)
+         end
+         windows = windows:narrow(1 + i, 1, outs[i])
+      end
       local best, at = windows:contiguous():view(planes, -1, k[1] * k[2] * k[3]):max(3)
-      -- the window's 0-based offset m = (t·kH + h)·kW + w, packed as t | h << 8 | w << 16
+      -- the window's 0-based tap m = (t·kH + h)·kW + w, packed as t | h << 8 | w << 16
       local m = input.new(at:nElement()):copy(at):add(-1)
       local w = m.new():fmod(m, k[3])
       local th = m.new():csub(m, w):div(k[3])
@@ -517,22 +632,23 @@ do
       local packed = t:add(h:mul(256)):add(w:mul(65536))
       self.indices = nn.utils.indicesFor(input, self.indices)
       self.indices:resize(withVolume(input, outs)):copy(packed)
-      for i = 1, 3 do   -- a last window past the volume (ceil mode) holds none of its cells
-         if (outs[i] - 1) * d[i] - pad[i] >= ins[i] then self.indices:select(dims - 3 + i, outs[i]):fill(NONE) end
+      for i = 1, 3 do
+         for o = 0, outs[i] - 1 do
+            if emptyWindow(o, i, ins, k, d, pad, dil) then self.indices:select(dims - 3 + i, o + 1):fill(NONE) end
+         end
       end
       self.output:resize(withVolume(input, outs)):copy(best)
       return self.output
    end)
    onDevice(VMP, 'updateGradInput', function(self, input, gradOutput)
-      if not undilated(self) then return host.updateGradInput(self, input, gradOutput) end
       local fn = 'VolumetricDilatedMaxPooling_updateGradInput'
       local planes, ins, outs = pooledSizes(self, fn, input)
       if not gradOutput:isSize(withVolume(input, outs)) then
          error(string.format('%s: gradOutput %s does not match the expected size (%d x %d x %d per plane)', fn,
                              shapeOf(gradOutput), outs[1], outs[2], outs[3]), 3)
       end
-      local k, d, pad = geometryOf(self)
-      local place, named = targets(input, self.indices, planes, ins, outs, k, d, pad, fn, 'input')
+      local _, d, pad, dil = geometryOf(self)
+      local place, named = targets(input, self.indices, planes, ins, outs, d, pad, dil, fn, 'input')
       local g = gradOutput:contiguous():view(planes, -1):clone():cmul(named)
       self.gradInput:resizeAs(input):zero()
       self.gradInput:view(planes, -1):scatterAdd(2, place, g)
@@ -552,13 +668,13 @@ do
                .. '(cuDNN keeps none); it keeps them from now on: run its forward again', 4)
       end
       self:setParams()
-      local _, d, pad = geometryOf(self)
+      local _, d, pad = geometryOf(self)   -- (the host kernel's windows: kernel = stride, undilated)
       return planes, {self.otime, self.oheight, self.owidth}, outs, d, pad
    end
    onDevice(VMU, 'updateOutput', function(self, input)
       local fn = 'VolumetricMaxUnpooling_updateOutput'
       local planes, ins, outs, d, pad = unpooling(self, fn, input)
-      local place, named = targets(input, self.indices, planes, ins, outs, d, d, pad, fn, 'output')
+      local place, named = targets(input, self.indices, planes, ins, outs, d, pad, {1, 1, 1}, fn, 'output')
       local x = input:contiguous():view(planes, -1):clone():cmul(named)
       self.output:resize(withVolume(input, ins)):zero()
       self.output:view(planes, -1):scatterAdd(2, place, x)
@@ -571,7 +687,7 @@ do
          error(string.format('%s: gradOutput %s does not match the expected size (%d x %d x %d per plane)', fn,
                              shapeOf(gradOutput), ins[1], ins[2], ins[3]), 3)
       end
-      local place, named = targets(input, self.indices, planes, ins, outs, d, d, pad, fn, 'output')
+      local place, named = targets(input, self.indices, planes, ins, outs, d, pad, {1, 1, 1}, fn, 'output')
       local g = gradOutput:contiguous():view(planes, -1)
       self.gradInput:resizeAs(input):copy(g.new():gather(g, 2, place):cmul(named):viewAs(input))
       return self.gradInput
