@@ -525,6 +525,40 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
     assert fallbacks(rt) == {}
 
 
+SOFTMAXES = {"cudnn.SoftMax": (5, 7), "cudnn.LogSoftMax": (2, 3, 4), "cudnn.SpatialSoftMax": (2, 3, 4, 5),
+             "cudnn.SpatialLogSoftMax": (3, 4, 2), "cudnn.VolumetricSoftMax": (2, 3, 2, 3, 2),
+             "cudnn.VolumetricLogSoftMax": (2, 3, 2, 2, 3)}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAXES))
+def test_cudnn_softmaxes_without_cudnn_run_on_the_device(gpu, rng, name):
+    """With cuDNN off (cudnn.enabled = false, as without libcudnn) the cudnn softmax family runs nn's (Log)SoftMax
+    device kernels in its own modes, against the same module on the CPU in double; until 2026-12-05 these called
+    the host kernels on GPU memory and were refused."""
+    rt = gpu
+    rt.execute("require 'cunn'; require 'cudnn'; cudnn.enabled = false")
+    shape = SOFTMAXES[name]
+    x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+    try:
+        out = rt.eval("""function(x, g)
+           local cpu = %s():double()
+           local dev = cpu:clone():type('torch.CudaDoubleTensor')
+           local r = {}
+           for k, m in ipairs {cpu, dev} do
+              local input, grad = x:clone(), g:clone()
+              if k == 2 then input, grad = input:cudaDouble(), grad:cudaDouble() end
+              local y = m:forward(input)
+              r[k] = {y:double(), m:backward(input, grad):double()}
+           end
+           return r
+        end""" % name)(rt.from_numpy(x), rt.from_numpy(g))
+    finally:
+        rt.execute("cudnn.enabled = true")
+    for i in (1, 2):
+        np.testing.assert_allclose(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]), rtol=1e-12, atol=1e-12)
+    assert fallbacks(rt) == {}
+
+
 def test_gather_layers_errors_and_views(gpu, rng):
     """The paddings check their geometry before any device work, refuse a host tensor beside a device one by name,
     and read a noncontiguous input as it lies."""

@@ -281,3 +281,47 @@ def test_a_half_module_on_the_second_gpu_runs_there(cunn, rng):
     assert r["dev"] == 2
     ref = rt.to_numpy(r["ref"])
     np.testing.assert_allclose(rt.to_numpy(r["y"]), ref, rtol=4e-3, atol=4e-3 * np.abs(ref).max())
+
+
+def test_a_cudnn_converted_network_runs_in_half(cunn, rng):
+    """cudnn.convert'ed modules (convolution, batch norm, ReLU, max and average pooling, LogSoftMax) in half: the
+    forward and backward follow the double network on the same half-rounded weights within half precision; on the
+    GPU backend they run cunn's half kernels (cuDNN takes no half here), with no float copy of a module."""
+    rt = cunn
+    rt.execute("require 'cudnn'")
+    x = rng.standard_normal((4, 3, 9, 9))
+    r = rt.eval("""function(x)
+       torch.manualSeed(7)
+       local net = nn.Sequential()
+          :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+          :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)):add(nn.SpatialConvolution(8, 4, 1, 1))
+          :add(nn.SpatialAveragePooling(5, 5)):add(nn.View(4)):add(nn.LogSoftMax())
+       cudnn.convert(net, cudnn)
+       local kinds = {}
+       for i, m in ipairs(net.modules) do kinds[i] = torch.typename(m) end
+       net:type('torch.CudaHalfTensor')
+       local double = net:clone():double()
+       local before = 0
+       for _, v in pairs(cunn.halfThroughFloat()) do before = before + v end
+       local y = net:forward(x:cudaHalf())
+       -- (a random gradOutput: a constant one cancels in LogSoftMax's backward, leaving half's rounding noise)
+       local g = y.new():resizeAs(y):copy(torch.DoubleTensor(y:size()):uniform(-1, 1))
+       local gi = net:backward(x:cudaHalf(), g)
+       local after = 0
+       for _, v in pairs(cunn.halfThroughFloat()) do after = after + v end
+       local xd = x:cudaHalf():double()
+       local yd = double:forward(xd)
+       local gid = double:backward(xd, g:double())
+       local _, gp = net:parameters()
+       local _, gpd = double:parameters()
+       return {kinds = kinds, y = y:double(), yd = yd, gi = gi:double(), gid = gid, type = torch.type(y),
+               gp = nn.Module.flatten(gp):double(), gpd = nn.Module.flatten(gpd), throughFloat = after - before}
+    end""")(rt.from_numpy(x))
+    kinds = list(r["kinds"].values())
+    assert kinds.count("cudnn.SpatialConvolution") == 2 and "cudnn.SpatialBatchNormalization" in kinds, kinds
+    assert r["type"] == "torch.CudaHalfTensor"
+    for a, b in (("y", "yd"), ("gi", "gid"), ("gp", "gpd")):
+        got, want = rt.to_numpy(r[a]), rt.to_numpy(r[b])
+        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max(), err_msg=a)
+    if rt.eval("cutorch.backend") == "gpu":
+        assert r["throughFloat"] == 0

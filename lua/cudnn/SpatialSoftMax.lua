@@ -25,13 +25,20 @@ local function kernelView(mode, t)
    return t:view(t:size(1), t:nElement() / t:size(1))
 end
 
+-- The kernels: nn's host ones here; cudnn/gpu.lua gives tensors in GPU memory the device ones.
+cudnn._softmaxKernel = {
+   forward = function(log, x, output)
+      return (log and C.lt_nn_LogSoftMax_updateOutput or C.lt_nn_SoftMax_updateOutput)(x._c, output._c)
+   end,
+   backward = function(log, x, g, gradInput, y)
+      return (log and C.lt_nn_LogSoftMax_updateGradInput or C.lt_nn_SoftMax_updateGradInput)(x._c, g._c,
+                                                                                             gradInput._c, y._c)
+   end,
+}
+
 function cudnn._softmaxForward(self, input)
    local x = kernelView(self.mode, input)
-   if self.algorithm == 'CUDNN_SOFTMAX_LOG' then
-      check(C.lt_nn_LogSoftMax_updateOutput(x._c, self.output._c), 3)
-   else
-      check(C.lt_nn_SoftMax_updateOutput(x._c, self.output._c), 3)
-   end
+   check(cudnn._softmaxKernel.forward(self.algorithm == 'CUDNN_SOFTMAX_LOG', x, self.output), 3)
    if not rawequal(x, input) then self.output = self.output:view(input:size()) end
    return self.output
 end
@@ -40,11 +47,7 @@ function cudnn._softmaxBackward(self, input, gradOutput)
    if not self.gradInput then return end
    local x, g = kernelView(self.mode, input), kernelView(self.mode, gradOutput)
    local y = not rawequal(x, input) and self.output:view(x:size()) or self.output
-   if self.algorithm == 'CUDNN_SOFTMAX_LOG' then
-      check(C.lt_nn_LogSoftMax_updateGradInput(x._c, g._c, self.gradInput._c, y._c), 3)
-   else
-      check(C.lt_nn_SoftMax_updateGradInput(x._c, g._c, self.gradInput._c, y._c), 3)
-   end
+   check(cudnn._softmaxKernel.backward(self.algorithm == 'CUDNN_SOFTMAX_LOG', x, g, self.gradInput, y), 3)
    if not rawequal(x, input) then self.gradInput = self.gradInput:view(input:size()) end
    return self.gradInput
 end

@@ -14,6 +14,12 @@ local C = torch.C
 local check = torch._check
 local opsOf = cutorch._deviceOps
 
+-- These run cuDNN on CudaTensor and CudaDoubleTensor. torch.CudaHalfTensor goes to what the class ran before
+-- (cunn's GPU versions: half kernels for the im2col convolutions, batch norm, pooling, the activations and the
+-- softmaxes; float copies for the rest): cuDNN sees no half descriptors yet.
+local HALF_TO_PREVIOUS = {halfToPrevious = true}
+local function onDevice(class, name, gpu) return cunn._onDevice(class, name, gpu, HALF_TO_PREVIOUS) end
+
 cudnn.enabled = os.getenv('LUATORCH_CUDNN') ~= '0'
 cudnn.allowTF32 = false
 
@@ -126,7 +132,7 @@ end
 local function onCudnn(class)
    local host = {updateOutput = class.updateOutput, updateGradInput = class.updateGradInput,
                  accGradParameters = class.accGradParameters}
-   cunn._onDevice(class, 'updateOutput', function(self, input)
+   onDevice(class, 'updateOutput', function(self, input)
       if not usable() then return host.updateOutput(self, input) end
       local p = paramsOf(self, input)   -- first: it fills in padW/padH of old files
       local size = convolutionOutputSize(self, input)
@@ -135,7 +141,7 @@ local function onCudnn(class)
                                     self.weight._c, self.bias and self.bias._c or nil), 2)
       return self.output
    end)
-   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       if not usable() then return host.updateGradInput(self, input, gradOutput) end
       self.gradInput:resizeAs(input)
@@ -143,7 +149,7 @@ local function onCudnn(class)
                                           self.gradInput._c, self.weight._c), 2)
       return self.gradInput
    end)
-   cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+   onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       if not usable() then return host.accGradParameters(self, input, gradOutput, scale) end
       check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
                                             self.gradWeight._c, self.gradBias and self.gradBias._c or nil,
@@ -177,7 +183,7 @@ local function onCudnnTemporal(class, geometryOf)
       return g:view(g:size(1), g:size(2), g:size(3), 1)
    end
    local function filterView(g, w) return w:view(g.nOutputPlane, 1, g.kH, g.kW) end
-   cunn._onDevice(class, 'updateOutput', function(self, input)
+   onDevice(class, 'updateOutput', function(self, input)
       local g = geometryOf(self)
       if not onCudnnToo(g, input) then return host.updateOutput(self, input) end
       local x = asImage(input)
@@ -191,7 +197,7 @@ local function onCudnnTemporal(class, geometryOf)
       self.output:resize(y:size()):copy(y)
       return self.output
    end)
-   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       local g = geometryOf(self)
       if not onCudnnToo(g, input) then return host.updateGradInput(self, input, gradOutput) end
@@ -202,7 +208,7 @@ local function onCudnnTemporal(class, geometryOf)
                                           filterView(g, self.weight)._c), 2)
       return self.gradInput
    end)
-   cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+   onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       local g = geometryOf(self)
       if not onCudnnToo(g, input) then return host.accGradParameters(self, input, gradOutput, scale) end
       check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(g, input), asImage(input)._c,
@@ -248,15 +254,15 @@ do
    local class = cudnn.SpatialFullConvolution
    local host = {_forward = class._forward, _backwardData = class._backwardData,
                  _backwardParams = class._backwardParams}
-   cunn._onDevice(class, '_forward', function(self, x, adjW, adjH)
+   onDevice(class, '_forward', function(self, x, adjW, adjH)
       if not usable() then return host._forward(self, x, adjW, adjH) end
       fullForward(self, x, {adjH, adjW})
    end)
-   cunn._onDevice(class, '_backwardData', function(self, x, gradOutput, adjW, adjH)
+   onDevice(class, '_backwardData', function(self, x, gradOutput, adjW, adjH)
       if not usable() then return host._backwardData(self, x, gradOutput, adjW, adjH) end
       fullBackwardData(self, x, gradOutput, {adjH, adjW}, self.gradInput)
    end)
-   cunn._onDevice(class, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
+   onDevice(class, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
       if not usable() then return host._backwardParams(self, x, gradOutput, adjW, adjH, scale) end
       fullBackwardParams(self, x, gradOutput, {adjH, adjW}, scale)
    end)
@@ -297,7 +303,7 @@ do
       return swapped(self, self.weight:contiguous()):contiguous():view(self.nInputPlane * self.nOutputPlane, 1,
                                                                          self.kH, self.kW)
    end
-   cunn._onDevice(DW, 'updateOutput', function(self, input)
+   onDevice(DW, 'updateOutput', function(self, input)
       local g, oH, oW = geometry(self, input)
       if not g then return host.updateOutput(self, input) end
       local x = batch(input)
@@ -308,7 +314,7 @@ do
                                     filter(self)._c, bias and bias._c or nil), 2)
       return self.output
    end)
-   cunn._onDevice(DW, 'updateGradInput', function(self, input, gradOutput)
+   onDevice(DW, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       local g = geometry(self, input)
       if not g then return host.updateGradInput(self, input, gradOutput) end
@@ -318,7 +324,7 @@ do
                                           batch(gradOutput)._c, batch(self.gradInput)._c, filter(self)._c), 2)
       return self.gradInput
    end)
-   cunn._onDevice(DW, 'accGradParameters', function(self, input, gradOutput, scale)
+   onDevice(DW, 'accGradParameters', function(self, input, gradOutput, scale)
       local g = geometry(self, input)
       if not g then return host.accGradParameters(self, input, gradOutput, scale) end
       local gw = self.weight.new():resize(g.nOutputPlane, 1, self.kH, self.kW):zero()
@@ -380,7 +386,7 @@ local function onCudnnBatchNorm(class)
    for _, name in ipairs {'updateOutput', 'backward', 'updateGradInput', 'accGradParameters'} do
       host[name] = class[name]
    end
-   cunn._onDevice(class, 'updateOutput', function(self, input)
+   onDevice(class, 'updateOutput', function(self, input)
       if not usable() or not self.weight or not self.bias then return host.updateOutput(self, input) end
       local input, train = cunn._bnForwardSetup(self, input)
       check(C.lt_cudnn_batchnorm_forward(opsOf(input), nil, self.output._c, input._c, self.weight._c,
@@ -401,13 +407,13 @@ local function onCudnnBatchNorm(class)
             self.eps), 3)
       return self.gradInput
    end
-   cunn._onDevice(class, 'backward', function(self, input, gradOutput, scale)
+   onDevice(class, 'backward', function(self, input, gradOutput, scale)
       return backward('backward', self, input, gradOutput, scale, self.gradInput, self.gradWeight, self.gradBias)
    end)
-   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       return backward('updateGradInput', self, input, gradOutput, 1, self.gradInput)
    end)
-   cunn._onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
+   onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       backward('accGradParameters', self, input, gradOutput, scale, nil, self.gradWeight, self.gradBias)
    end)
 end
@@ -432,13 +438,13 @@ local function onCudnnActivation(class, mode, coefOf)
       return not usable() or not cudnnType(input) or input:nElement() >= INT_MAX or coefOf(self) == nil
              or (self.inplace and not (input:isContiguous() and (not gradOutput or gradOutput:isContiguous())))
    end
-   cunn._onDevice(class, 'updateOutput', function(self, input)
+   onDevice(class, 'updateOutput', function(self, input)
       if hostOnly(self, input) then return host.updateOutput(self, input) end
       if self.inplace then self.output:set(input) else self.output:resizeAs(input) end
       check(C.lt_cudnn_activation_forward(opsOf(input), nil, mode, coefOf(self), input._c, self.output._c), 2)
       return self.output
    end)
-   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       if hostOnly(self, input, gradOutput) then return host.updateGradInput(self, input, gradOutput) end
       if self.inplace then self.gradInput:set(gradOutput) else self.gradInput:resizeAs(input) end
@@ -507,14 +513,14 @@ local function onCudnnPooling(class, modeOf, volumetric)
       local size = pooledSize(p, input)
       return size and p, size
    end
-   cunn._onDevice(class, 'updateOutput', function(self, input)
+   onDevice(class, 'updateOutput', function(self, input)
       local p, size = setup(self, input)
       if not p then return host.updateOutput(self, input) end
       self.output:resize(size)
       check(C.lt_cudnn_pooling_forward(opsOf(input), nil, p, input._c, self.output._c), 2)
       return self.output
    end)
-   cunn._onDevice(class, 'updateGradInput', function(self, input, gradOutput)
+   onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       local p = setup(self, input)
       if not p then return host.updateGradInput(self, input, gradOutput) end
@@ -554,6 +560,22 @@ onCudnn(nn.VolumetricConvolution)
 local SOFTMAX_ALGORITHM = {CUDNN_SOFTMAX_FAST = 0, CUDNN_SOFTMAX_ACCURATE = 1, CUDNN_SOFTMAX_LOG = 2}
 local SOFTMAX_MODE = {CUDNN_SOFTMAX_MODE_INSTANCE = 0, CUDNN_SOFTMAX_MODE_CHANNEL = 1}
 local hostSoftmax = {forward = cudnn._softmaxForward, backward = cudnn._softmaxBackward}
+-- where cuDNN does not run them (no libcudnn, a half tensor, ...), tensors in GPU memory take the device kernels of
+-- nn's (Log)SoftMax (Float, Double and Half), as cunn's modules do
+local hostKernel = {forward = cudnn._softmaxKernel.forward, backward = cudnn._softmaxKernel.backward}
+function cudnn._softmaxKernel.forward(log, x, output)
+   if not torch._onDevice(x) then return hostKernel.forward(log, x, output) end
+   local xc = x:contiguous()
+   output:resizeAs(xc)
+   return (log and C.lt_cuops_logsoftmax_forward or C.lt_cuops_softmax_forward)(opsOf(xc), nil, output._c, xc._c)
+end
+function cudnn._softmaxKernel.backward(log, x, g, gradInput, y)
+   if not torch._onDevice(x) then return hostKernel.backward(log, x, g, gradInput, y) end
+   local gc = g:contiguous()
+   gradInput:resizeAs(y)
+   return (log and C.lt_cuops_logsoftmax_backward or C.lt_cuops_softmax_backward)(opsOf(x), nil, gradInput._c,
+                                                                                 gc._c, y._c)
+end
 local function softmaxOnCudnn(self, t)
    local d = t:dim()
    return torch._onDevice(t) and usable() and cudnnType(t) and d >= 1 and d <= 4

@@ -150,6 +150,18 @@ for _, name in ipairs {'RNN', 'RNNReLU', 'RNNTanh', 'LSTM', 'GRU', 'BLSTM', 'BGR
 include 'functional'
 include 'convert'
 
+-- torch.CudaHalfTensor for the classes here that call kernels themselves (cunn/half.lua: through float), before
+-- the GPU versions below are installed over them. On the GPU backend the softmaxes run their device kernels, which
+-- take half (cudnn/gpu.lua's cudnn._softmaxKernel).
+if package.loaded.cunn and cunn._halfWrap and not cudnn._half then
+   cudnn._half = true
+   local softmaxes = {'SoftMax', 'LogSoftMax', 'SpatialSoftMax', 'SpatialLogSoftMax', 'VolumetricSoftMax',
+                      'VolumetricLogSoftMax'}
+   for _, name in ipairs(softmaxes) do cunn._halfOnGPU['cudnn.' .. name] = true end
+   cunn._halfWrap('cudnn', softmaxes)
+   cunn._halfWrap('cudnn', {'Tanh', 'Sigmoid', 'RNN'})
+end
+
 -- on cutorch's GPU backend: the convolutions on cuDNN itself (once per Lua state)
 if package.loaded.cutorch and cutorch.backend == 'gpu' and package.loaded.cunn and not cudnn._gpu then
    cudnn._gpu = true

@@ -38,14 +38,18 @@ local function sameDevice(self, name, ...)
 end
 
 -- Replace class's method `name` by gpu(self, ...) when its first tensor argument is in GPU memory. Half tensors
--- (torch.CudaHalfTensor) go to gpu through float (cunn/half.lua) unless options.half says gpu has half kernels.
+-- (torch.CudaHalfTensor) go to gpu through float (cunn/half.lua) unless options.half says gpu has half kernels,
+-- or to the method the class had before when options.halfToPrevious (cudnn's, for what cuDNN does not take).
 cunn._deviceDispatch = cunn._deviceDispatch or setmetatable({}, {__mode = 'k'})
+local HALF = C.LT_CUDA_HALF
 local function onDevice(class, name, gpu, options)
    local host = class[name]
    local what = class.__typename .. '.' .. name
    local halfKernels = options and options.half
+   local halfToPrevious = options and options.halfToPrevious
    local function run(self, input, ...)
       if halfKernels then return gpu(self, input, ...) end
+      if halfToPrevious and input._c.type == HALF then return host(self, input, ...) end
       return cunn._halfThroughFloat(what, self, gpu, input, ...)
    end
    local dispatch = function(self, input, ...)

@@ -194,21 +194,31 @@ end
 -- installed decides itself (it knows whether its GPU version has half kernels), also when cudnn installs one later.
 local deviceDispatch = cunn._deviceDispatch or setmetatable({}, {__mode = 'k'})
 cunn._deviceDispatch = deviceDispatch
+cunn._halfOnGPU = cunn._halfOnGPU or {}
 local wrapperOf = {}   -- a kernel method -> its wrapper (one for every class that holds the method)
-for _, name in ipairs(cunn._halfKernelClasses) do
-   local class = assert(torch.getmetatable('nn.' .. name), name)
-   for _, method in ipairs(METHODS) do
-      local inner = rawget(class, method)
-      if inner and not deviceDispatch[inner] and not wrapperOf[inner] then
-         local what = 'nn.' .. name .. '.' .. method
-         wrapperOf[inner] = function(self, ...) return cunn._halfThroughFloat(what, self, inner, ...) end
+
+-- wrap the METHODS that package's classes `names` define themselves (prefix: 'nn', 'cudnn'); a class named in
+-- cunn._halfOnGPU takes half below its public methods on the GPU backend and is left alone there
+function cunn._halfWrap(prefix, names)
+   for _, name in ipairs(names) do
+      local full = prefix .. '.' .. name
+      local class = assert(torch.getmetatable(full), full)
+      for _, method in ipairs(METHODS) do
+         local inner = rawget(class, method)
+         if inner and not deviceDispatch[inner] and not wrapperOf[inner] then
+            local what = full .. '.' .. method
+            wrapperOf[inner] = function(self, ...) return cunn._halfThroughFloat(what, self, inner, ...) end
+         end
+         if wrapperOf[inner] and not (cutorch.backend == 'gpu' and cunn._halfOnGPU[full]) then
+            rawset(class, method, wrapperOf[inner])
+         end
       end
    end
 end
-cunn._halfOnGPU = cunn._halfOnGPU or {}
+cunn._halfWrap('nn', cunn._halfKernelClasses)
+-- the nn classes that borrowed a kernel method
 for short, constructor in pairs(nn) do
    local class = type(constructor) == 'table' and torch.getmetatable('nn.' .. short)
-   -- (a class whose GPU versions take half sit below its public methods: nothing to wrap on the GPU backend)
    if class and not (cutorch.backend == 'gpu' and cunn._halfOnGPU['nn.' .. short]) then
       for _, method in ipairs(METHODS) do
          local w = wrapperOf[rawget(class, method)]
