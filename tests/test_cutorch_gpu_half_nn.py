@@ -78,11 +78,11 @@ HALF_ON_GPU = {"BatchNormalization", "SpatialBatchNormalization", "SpatialBatchN
                "SpatialMaxPooling", "SpatialAveragePooling ceil", "ReLU", "ReLU in place", "Tanh", "Sigmoid",
                "LogSoftMax", "SoftMax", "SpatialSoftMax", "Sequential of Linear, BN, ReLU", "SpatialConvolution",
                "SpatialConvolution stride 2, no bias", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
-               "SpatialFullConvolution"}
+               "SpatialFullConvolution", "TemporalConvolution"}   # (the last on cuDNN, which the test loads there)
 # there, a convolution's product is rounded to half before its bias is added (as THCUNN's), so its forward is the
 # float module's rounded once only without a bias
 ROUNDED_TWICE_ON_GPU = {"SpatialConvolution", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
-                        "SpatialFullConvolution"}
+                        "SpatialFullConvolution", "TemporalConvolution"}
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -325,3 +325,66 @@ def test_a_cudnn_converted_network_runs_in_half(cunn, rng):
         np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max(), err_msg=a)
     if rt.eval("cutorch.backend") == "gpu":
         assert r["throughFloat"] == 0
+
+
+CUDNN_CONVOLUTIONS = {
+    "cudnn.SpatialConvolution": ("cudnn.SpatialConvolution(3, 5, 3, 3, 2, 1, 1, 0)", (2, 3, 7, 6)),
+    "cudnn.SpatialConvolution grouped": ("cudnn.SpatialConvolution(4, 6, 3, 3, 1, 1, 1, 1, 2)", (2, 4, 5, 5)),
+    "cudnn.SpatialFullConvolution": ("cudnn.SpatialFullConvolution(3, 2, 3, 3, 2, 2, 1, 1, 1, 1)", (2, 3, 4, 3)),
+    "cudnn.VolumetricConvolution": ("cudnn.VolumetricConvolution(2, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1)", (2, 2, 4, 3, 4)),
+    "cudnn.TemporalConvolution": ("cudnn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
+    "cudnn.SpatialDepthWiseConvolution": ("nn.SpatialDepthWiseConvolution(3, 2, 3, 3, 1, 1, 1, 1)", (2, 3, 5, 4)),
+}
+
+
+def cudnn_convolution_calls():
+    """The emulated libcudnn's count of convolution passes (None outside the emulation)."""
+    path = os.environ.get("LUATORCH_CUDA_CUDNN", "")
+    if "emulated" not in path:
+        return None
+    import ctypes
+
+    f = ctypes.CDLL(path).emu_cudnn_calls
+    f.restype, f.argtypes = ctypes.c_long, [ctypes.c_char_p]
+    return [f(("cudnnConvolution" + p).encode()) for p in ("Forward", "BackwardData", "BackwardFilter")]
+
+
+@pytest.mark.parametrize("name", sorted(CUDNN_CONVOLUTIONS))
+def test_cudnn_convolutions_in_half(cunn, rng, name):
+    """cudnn's convolutions (and nn's that run on cuDNN) in half against the double module on the same half-rounded
+    weights and inputs, forward, backward and parameter gradients, within half precision; on the GPU backend with
+    the emulated cuDNN, its three passes ran (half data convolved in float, as cuDNN's pseudo-half does) and no
+    float copy of the module was made."""
+    rt = cunn
+    rt.execute("require 'cudnn'")
+    ctor, shape = CUDNN_CONVOLUTIONS[name]
+    x, g = rng.standard_normal(shape), rng.standard_normal(tuple(n + 4 for n in shape))
+    gpu = rt.eval("cutorch.backend") == "gpu"
+    before = cudnn_convolution_calls() if gpu else None
+    out = rt.eval("""function(x, g)
+       torch.manualSeed(5)
+       local half = %s:type('torch.CudaHalfTensor')
+       local double = half:clone():double()
+       local count = function() local n = 0 for _, v in pairs(cunn.halfThroughFloat()) do n = n + v end return n end
+       local before = count()
+       local r = {}
+       for k, m in ipairs {half, double} do
+          local input = x:cudaHalf():type(k == 1 and 'torch.CudaHalfTensor' or 'torch.DoubleTensor')
+          local _, grads = m:parameters()
+          for _, p in ipairs(grads) do p:fill(0.125) end
+          local y = m:forward(input)
+          local grad = y.new():resizeAs(y):copy(g:view(-1):narrow(1, 1, y:nElement()))
+          local gi = m:backward(input, grad, 0.5)
+          r[k] = {y:double(), gi:double(), nn.Module.flatten(grads):double(), torch.type(y)}
+       end
+       r.throughFloat = count() - before
+       return r
+    end""" % ctor)(rt.from_numpy(x), rt.from_numpy(g))
+    assert out[1][4] == "torch.CudaHalfTensor"
+    for i, what in ((1, "output"), (2, "gradInput"), (3, "parameter gradients")):
+        h, d = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
+        np.testing.assert_allclose(h, d, rtol=1e-2, atol=1e-2 * np.abs(d).max(), err_msg="%s: %s" % (name, what))
+    after = cudnn_convolution_calls() if gpu else None
+    if before is not None:
+        assert all(a > b for a, b in zip(after, before)), (before, after)
+        assert out["throughFloat"] == 0

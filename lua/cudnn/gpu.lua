@@ -14,11 +14,14 @@ local C = torch.C
 local check = torch._check
 local opsOf = cutorch._deviceOps
 
--- These run cuDNN on CudaTensor and CudaDoubleTensor. torch.CudaHalfTensor goes to what the class ran before
--- (cunn's GPU versions: half kernels for the im2col convolutions, batch norm, pooling, the activations and the
--- softmaxes; float copies for the rest): cuDNN sees no half descriptors yet.
+-- These run cuDNN on CudaTensor and CudaDoubleTensor, and the convolutions on CudaHalfTensor too. Other half
+-- tensors go to what the class ran before (cunn's GPU versions: half kernels for batch norm, pooling, the
+-- activations and the softmaxes; float copies for the rest).
 local HALF_TO_PREVIOUS = {halfToPrevious = true}
-local function onDevice(class, name, gpu) return cunn._onDevice(class, name, gpu, HALF_TO_PREVIOUS) end
+local HALF_ON_CUDNN = {half = true}   -- the convolutions: cuDNN convolves half data in float (pseudo-half)
+local function onDevice(class, name, gpu, options)
+   return cunn._onDevice(class, name, gpu, options or HALF_TO_PREVIOUS)
+end
 
 cudnn.enabled = os.getenv('LUATORCH_CUDNN') ~= '0'
 cudnn.allowTF32 = false
@@ -140,7 +143,7 @@ local function onCudnn(class)
       check(C.lt_cudnn_conv_forward(opsOf(input), nil, p, input._c, self.output._c,
                                     self.weight._c, self.bias and self.bias._c or nil), 2)
       return self.output
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       if not usable() then return host.updateGradInput(self, input, gradOutput) end
@@ -148,13 +151,13 @@ local function onCudnn(class)
       check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
                                           self.gradInput._c, self.weight._c), 2)
       return self.gradInput
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       if not usable() then return host.accGradParameters(self, input, gradOutput, scale) end
       check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(self, input), input._c, gradOutput._c,
                                             self.gradWeight._c, self.gradBias and self.gradBias._c or nil,
                                             scale or 1), 2)
-   end)
+   end, HALF_ON_CUDNN)
 end
 onCudnn(cudnn.SpatialConvolution)
 onCudnn(cudnn.VolumetricConvolution)
@@ -196,7 +199,7 @@ local function onCudnnTemporal(class, geometryOf)
       if input:dim() == 2 then y = y:select(1, 1) end
       self.output:resize(y:size()):copy(y)
       return self.output
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       local g = geometryOf(self)
@@ -207,14 +210,14 @@ local function onCudnnTemporal(class, geometryOf)
                                           asPlanes(gradOutput)._c, asImage(self.gradInput)._c,
                                           filterView(g, self.weight)._c), 2)
       return self.gradInput
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       local g = geometryOf(self)
       if not onCudnnToo(g, input) then return host.accGradParameters(self, input, gradOutput, scale) end
       check(C.lt_cudnn_conv_backward_params(opsOf(input), nil, paramsOf(g, input), asImage(input)._c,
                                             asPlanes(gradOutput)._c, filterView(g, self.gradWeight)._c,
                                             self.gradBias and self.gradBias._c or nil, scale or 1), 2)
-   end)
+   end, HALF_ON_CUDNN)
 end
 onCudnnTemporal(cudnn.TemporalConvolution, function(self) return self end)
 onCudnnTemporal(nn.TemporalConvolution, function(self)
@@ -257,15 +260,15 @@ do
    onDevice(class, '_forward', function(self, x, adjW, adjH)
       if not usable() then return host._forward(self, x, adjW, adjH) end
       fullForward(self, x, {adjH, adjW})
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(class, '_backwardData', function(self, x, gradOutput, adjW, adjH)
       if not usable() then return host._backwardData(self, x, gradOutput, adjW, adjH) end
       fullBackwardData(self, x, gradOutput, {adjH, adjW}, self.gradInput)
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(class, '_backwardParams', function(self, x, gradOutput, adjW, adjH, scale)
       if not usable() then return host._backwardParams(self, x, gradOutput, adjW, adjH, scale) end
       fullBackwardParams(self, x, gradOutput, {adjH, adjW}, scale)
-   end)
+   end, HALF_ON_CUDNN)
 end
 
 -- nn.SpatialDepthWiseConvolution as a grouped convolution on cuDNN, one group per input
@@ -313,7 +316,7 @@ do
       check(C.lt_cudnn_conv_forward(opsOf(input), nil, paramsOf(g, input), x._c, batch(self.output)._c,
                                     filter(self)._c, bias and bias._c or nil), 2)
       return self.output
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(DW, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       local g = geometry(self, input)
@@ -323,7 +326,7 @@ do
       check(C.lt_cudnn_conv_backward_data(opsOf(input), nil, paramsOf(g, input), batch(input)._c,
                                           batch(gradOutput)._c, batch(self.gradInput)._c, filter(self)._c), 2)
       return self.gradInput
-   end)
+   end, HALF_ON_CUDNN)
    onDevice(DW, 'accGradParameters', function(self, input, gradOutput, scale)
       local g = geometry(self, input)
       if not g then return host.accGradParameters(self, input, gradOutput, scale) end
@@ -333,7 +336,7 @@ do
                                             batch(gradOutput)._c, gw._c, gb and gb._c or nil, scale or 1), 2)
       swapped(self, self.gradWeight):add(gw:view(self.nInputPlane, self.nOutputPlane, self.kH, self.kW))
       if gb then self.gradBias:add(gb:view(self.nInputPlane, self.nOutputPlane):t()) end
-   end)
+   end, HALF_ON_CUDNN)
 end
 
 -- cudnn.VolumetricFullConvolution (and nn's): its three methods, nn's

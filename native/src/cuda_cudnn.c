@@ -14,8 +14,8 @@
 #include <limits.h>
 #include <pthread.h>
 
-enum { ST_SUCCESS = 0, DATA_FLOAT = 0, DATA_DOUBLE = 1, MATH_DEFAULT = 0, MATH_FMA = 3, CROSS_CORRELATION = 1,
-       FORMAT_NCHW = 0 };
+enum { ST_SUCCESS = 0, DATA_FLOAT = 0, DATA_DOUBLE = 1, DATA_HALF = 2, MATH_DEFAULT = 0, MATH_FMA = 3,
+       CROSS_CORRELATION = 1, FORMAT_NCHW = 0 };
 enum { FWD = 0, BWD_DATA = 1, BWD_FILTER = 2, NPASSES = 3 };
 static const int algo_count[NPASSES] = {8, 6, 7};   /* CUDNN_CONVOLUTION_*_ALGO_COUNT */
 static const char *const pass_name[NPASSES] = {"Forward", "BackwardData", "BackwardFilter"};
@@ -155,13 +155,14 @@ static const char *sizes_str(char *buf, size_t len, int64_t planes, const int64_
   return buf;
 }
 
-/* Float or Double input and weight of one type, the input (N x) C x spatial; its host type in *type, the index of
- * its plane dimension in *f (1 with a batch dimension) */
+/* Float, Double or Half input and weight of one type, the input (N x) C x spatial; its host type in *type, the
+ * index of its plane dimension in *f (1 with a batch dimension) */
 static int check_operands(const char *fn, int n, const lt_tensor *input, const lt_tensor *weight, int *type, int *f) {
   char a[256];
   *type = lt_host_type(input->type);
-  if (*type != LT_FLOAT && *type != LT_DOUBLE)
-    return lt_fail("%s: not defined for %s tensors (CudaTensor and CudaDoubleTensor here)", fn, tname(input->type));
+  if (*type != LT_FLOAT && *type != LT_DOUBLE && *type != LT_HALF)
+    return lt_fail("%s: not defined for %s tensors (CudaTensor, CudaDoubleTensor and CudaHalfTensor here)", fn,
+                   tname(input->type));
   if (weight->type != input->type)
     return lt_fail("%s: weight must be a %s tensor like the input, not %s", fn, tname(input->type), tname(weight->type));
   if (input->ndim != n + 1 && input->ndim != n + 2)
@@ -302,7 +303,9 @@ static void dims_of(int64_t out[5], int64_t a, int64_t planes, const int64_t *ex
 /* The descriptors of geometry g (packed tensors) and of c. */
 static int descriptors_make(const char *fn, const lt_cudnn_conv *c, const geometry *g, descriptors *d) {
   memset(d, 0, sizeof *d);
-  const int dtype = g->type == LT_DOUBLE ? DATA_DOUBLE : DATA_FLOAT, nb = g->n + 2;
+  const int dtype = g->type == LT_DOUBLE ? DATA_DOUBLE : g->type == LT_HALF ? DATA_HALF : DATA_FLOAT, nb = g->n + 2;
+  /* half data is convolved in float (cuDNN's pseudo-half configuration, what cudnn.torch asked for) */
+  const int compute = g->type == LT_DOUBLE ? DATA_DOUBLE : DATA_FLOAT;
   int st;
   if ((st = api.create_tensor(&d->x)) || (st = api.create_tensor(&d->y)) || (st = api.create_tensor(&d->bias)) ||
       (st = api.create_tensor(&d->xbias)) || (st = api.create_filter(&d->w)) || (st = api.create_conv(&d->conv))) {
@@ -323,11 +326,13 @@ static int descriptors_make(const char *fn, const lt_cudnn_conv *c, const geomet
     return -1;
   }
   if ((st = api.set_filter(d->w, dtype, FORMAT_NCHW, nb, filter))) what = "SetFilterNdDescriptor";
-  else if ((st = api.set_conv(d->conv, g->n, ax.pad, ax.stride, ax.dil, CROSS_CORRELATION, dtype)))
+  else if ((st = api.set_conv(d->conv, g->n, ax.pad, ax.stride, ax.dil, CROSS_CORRELATION, compute)))
     what = "SetConvolutionNdDescriptor";
   else if ((st = api.set_groups(d->conv, c->groups))) what = "SetConvolutionGroupCount";
-  /* float: FMA math (float32 throughout, as Torch7's cuDNN computed) unless TF32 is allowed */
-  else if ((st = api.set_math(d->conv, g->type == LT_FLOAT && c->tf32 ? MATH_DEFAULT : MATH_FMA)))
+  /* float: FMA math (float32 throughout, as Torch7's cuDNN computed) unless TF32 is allowed; half: the default
+   * math, which lets cuDNN use tensor cores (half products, float accumulation) */
+  else if ((st = api.set_math(d->conv, g->type == LT_HALF || (g->type == LT_FLOAT && c->tf32) ? MATH_DEFAULT
+                                                                                              : MATH_FMA)))
     what = "SetConvolutionMathType";
   if (what) {
     descriptors_free(d);

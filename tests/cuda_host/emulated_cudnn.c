@@ -14,6 +14,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "emulated_half.h"
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -93,7 +95,11 @@ CREATE(Tensor, tensor, K_TENSOR)
 CREATE(Filter, filter, K_FILTER)
 CREATE(Convolution, conv, K_CONV)
 
-static int dtype_ok(int t) { return t == 0 || t == 1; }   /* float, double: all this emulation computes */
+/* data: float, double, half (convolutions and their bias only: the other layers refuse half here); computation:
+ * float or double (half data is computed in float, cuDNN's pseudo-half configuration; true half is not emulated) */
+static int dtype_ok(int t) { return t == 0 || t == 1 || t == 2; }
+static int compute_ok(int t) { return t == 0 || t == 1; }
+enum { HALF = 2 };
 
 EXPORT int cudnnSetTensorNdDescriptor(void *d, int dtype, int nb, const int *dims, const int *strides) {
   if (!is(d, K_TENSOR) || !dims || !strides) return BAD_PARAM;
@@ -126,7 +132,7 @@ EXPORT int cudnnSetConvolutionNdDescriptor(void *d, int n, const int *pad, const
                                            int ctype) {
   if (!is(d, K_CONV) || !pad || !stride || !dil) return BAD_PARAM;
   if (n != 2 && n != 3) return NOT_SUPPORTED;
-  if ((mode != 0 && mode != 1) || !dtype_ok(ctype)) return BAD_PARAM;
+  if ((mode != 0 && mode != 1) || !compute_ok(ctype)) return BAD_PARAM;
   conv *c = d;
   c->n = n;
   for (int i = 0; i < n; i++) {
@@ -154,7 +160,8 @@ EXPORT int cudnnSetConvolutionMathType(void *d, int m) {
 static int output_dims(const conv *c, const tensor *x, const filter *w, int out[5]) {
   if (!is(c, K_CONV) || !is(x, K_TENSOR) || !is(w, K_FILTER) || !c->set || !x->set || !w->set) return BAD_PARAM;
   if (x->nb != c->n + 2 || w->nb != x->nb) return BAD_PARAM;
-  if (x->dtype != w->dtype || c->ctype != x->dtype) return BAD_PARAM;
+  /* the computation in the data's type, or in float for half data */
+  if (x->dtype != w->dtype || c->ctype != (x->dtype == HALF ? 0 : x->dtype)) return BAD_PARAM;
   if (w->dims[1] * c->groups != x->dims[1] || w->dims[0] % c->groups) return BAD_PARAM;
   out[0] = x->dims[0], out[1] = w->dims[0];
   for (int i = 0; i < c->n; i++) {
@@ -205,7 +212,7 @@ static int supported(int pass, int algo) {
   return algo >= 0 && algo < 8 && ok[pass][algo];
 }
 static size_t workspace_of(int pass, int algo, const geom *g) {
-  const size_t es = g->dtype == 1 ? 8 : 4;
+  const size_t es = g->dtype == 1 ? 8 : g->dtype == HALF ? 2 : 4;
   switch (algo) {
     case 0: return 0;
     case 1: return (size_t)spatial(g->y->dims, g->y->nb) * 8 + 64;   /* "index precomputation" */
@@ -275,11 +282,20 @@ EXPORT int cudnnGetConvolutionBackwardFilterWorkspaceSize(void *h, const void *x
   return ws_size(BWD_FILTER, h, x, dy, c, dw, algo, size);
 }
 
+static void count(const char *fn);
+
 /* ---------------------------------------------------------------- the arithmetic */
 
-static double load(const void *p, int64_t i, int dbl) { return dbl ? ((const double *)p)[i] : ((const float *)p)[i]; }
-static void store(void *p, int64_t i, int dbl, double v) {
-  if (dbl) ((double *)p)[i] = v;
+/* element i of data of type el (0 float, 1 double, 2 half); a half store rounds through float, as the float
+ * computation of half data ends */
+static double load(const void *p, int64_t i, int el) {
+  if (el == 1) return ((const double *)p)[i];
+  if (el == HALF) return half_to_double(((const uint16_t *)p)[i]);
+  return ((const float *)p)[i];
+}
+static void store(void *p, int64_t i, int el, double v) {
+  if (el == 1) ((double *)p)[i] = v;
+  else if (el == HALF) ((uint16_t *)p)[i] = float_to_half((float)v);
   else ((float *)p)[i] = (float)v;
 }
 
@@ -312,7 +328,7 @@ static int64_t at(const tensor *t, int64_t i) {
 
 /* out = alpha op(a, b) + beta out, the sums in double; beta == 0 does not read out */
 static int compute(int pass, const geom *g, double alpha, double beta, const void *a, const void *b, void *out) {
-  const int dbl = g->dtype == 1;
+  const int dbl = g->dtype;   /* (the element type: load and store take 0, 1, 2) */
   const tensor *x = g->x, *y = g->y;
   const filter *w = g->w;
   const conv *c = g->c;
@@ -389,16 +405,19 @@ static int run(int pass, void *h, const void *alpha, const void *ad, const void 
 EXPORT int cudnnConvolutionForward(void *h, const void *alpha, const void *xd, const void *x, const void *wd,
                                    const void *w, const void *cd, int algo, void *ws, size_t wsb, const void *beta,
                                    const void *yd, void *y) {
+  count(__func__);
   return run(FWD, h, alpha, xd, x, wd, w, cd, algo, ws, wsb, beta, yd, y);
 }
 EXPORT int cudnnConvolutionBackwardData(void *h, const void *alpha, const void *wd, const void *w, const void *dyd,
                                         const void *dy, const void *cd, int algo, void *ws, size_t wsb,
                                         const void *beta, const void *dxd, void *dx) {
+  count(__func__);
   return run(BWD_DATA, h, alpha, wd, w, dyd, dy, cd, algo, ws, wsb, beta, dxd, dx);
 }
 EXPORT int cudnnConvolutionBackwardFilter(void *h, const void *alpha, const void *xd, const void *x,
                                           const void *dyd, const void *dy, const void *cd, int algo, void *ws,
                                           size_t wsb, const void *beta, const void *dwd, void *dw) {
+  count(__func__);
   return run(BWD_FILTER, h, alpha, xd, x, dyd, dy, cd, algo, ws, wsb, beta, dwd, dw);
 }
 
@@ -459,9 +478,9 @@ static int bias_op(int grad, void *h, const void *alpha, const tensor *bd, void 
   if (!is(bd, K_TENSOR) || !is(td, K_TENSOR) || !bd->set || !td->set || bd->dtype != td->dtype) return BAD_PARAM;
   if (bd->nb != td->nb || bd->dims[0] != 1 || bd->dims[1] != td->dims[1] || spatial(bd->dims, bd->nb) != 1)
     return BAD_PARAM;
-  const int dev = ((const handle *)h)->device, dbl = bd->dtype == 1, nb = td->nb;
+  const int dev = ((const handle *)h)->device, dbl = bd->dtype, nb = td->nb;   /* (the element type) */
   if (!on_device(bias, dev) || !on_device(t, dev)) return EXECUTION_FAILED;
-  const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
+  const double al = scalar(alpha, dbl == 1), be = scalar(beta, dbl == 1);   /* float scalars for half data */
   emu_device_work(dev, ((const handle *)h)->stream, 1);
   for (int k = 0; k < td->dims[1]; k++) {
     const int64_t bi = (int64_t)k * bd->strides[1];
@@ -502,6 +521,7 @@ static int bn_check(void *h, int mode, const tensor *x, const tensor *y, const t
   if (!is(x, K_TENSOR) || !is(y, K_TENSOR) || !is(p, K_TENSOR) || !x->set || !y->set || !p->set) return BAD_PARAM;
   if (x->nb != 4 || y->nb != 4 || p->nb != 4) return BAD_PARAM;
   if (x->dtype != y->dtype || p->dtype != x->dtype || eps < 0) return BAD_PARAM;
+  if (x->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   for (int i = 0; i < 4; i++)
     if (x->dims[i] != y->dims[i]) return BAD_PARAM;
   if (p->dims[0] != 1 || p->dims[1] != x->dims[1] || p->dims[2] != 1 || p->dims[3] != 1) return BAD_PARAM;
@@ -649,9 +669,11 @@ EXPORT int cudnnBatchNormalizationBackward(void *h, int mode, const void *alpha_
 /* ---------------------------------------------------------------- pooling, activations, softmax */
 
 /* How often each of these entry points ran, for tests that must know cuDNN computed a layer (not our kernels):
- * emu_cudnn_calls("cudnnPoolingForward"). */
+ * emu_cudnn_calls("cudnnPoolingForward"); the convolutions' three passes too. */
 static const char *const counted[] = {"cudnnPoolingForward", "cudnnPoolingBackward", "cudnnActivationForward",
-                                      "cudnnActivationBackward", "cudnnSoftmaxForward", "cudnnSoftmaxBackward"};
+                                      "cudnnActivationBackward", "cudnnSoftmaxForward", "cudnnSoftmaxBackward",
+                                      "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+                                      "cudnnConvolutionBackwardFilter"};
 static long counts[sizeof counted / sizeof counted[0]];
 static void count(const char *fn) {
   for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
@@ -759,6 +781,7 @@ EXPORT int cudnnPoolingForward(void *h, const void *pd, const void *alpha, const
     if (yd->dims[i] != out[i]) return BAD_PARAM;
   const void *ptrs[] = {x, y};
   if (!all_on_device(h, ptrs, 2)) return EXECUTION_FAILED;
+  if (xd->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   begin(h, 1);
@@ -802,6 +825,7 @@ EXPORT int cudnnPoolingBackward(void *h, const void *pd, const void *alpha, cons
     if (yd->dims[i] != out[i]) return BAD_PARAM;
   const void *ptrs[] = {x, y, dy, dx};
   if (!all_on_device(h, ptrs, 4)) return EXECUTION_FAILED;
+  if (xd->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   const int64_t nx = tcount(xd);
@@ -864,6 +888,7 @@ EXPORT int cudnnActivationForward(void *h, void *ad, const void *alpha, const vo
   if (!alpha || !beta || !x || !y || !same_dims(xd, yd)) return BAD_PARAM;
   const void *ptrs[] = {x, y};
   if (!all_on_device(h, ptrs, 2)) return EXECUTION_FAILED;
+  if (xd->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   begin(h, 1);
@@ -898,6 +923,7 @@ EXPORT int cudnnActivationBackward(void *h, void *ad, const void *alpha, const v
     return BAD_PARAM;
   const void *ptrs[] = {x, y, dy, dx};
   if (!all_on_device(h, ptrs, 4)) return EXECUTION_FAILED;
+  if (xd->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   begin(h, 1);
@@ -947,6 +973,7 @@ EXPORT int cudnnSoftmaxForward(void *h, int algo, int mode, const void *alpha, c
   if (!alpha || !beta || !x || !y) return BAD_PARAM;
   const void *ptrs[] = {x, y};
   if (!all_on_device(h, ptrs, 2)) return EXECUTION_FAILED;
+  if (xd->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   const int dbl = xd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   const int64_t size = sm_size(mode, xd);
@@ -982,6 +1009,7 @@ EXPORT int cudnnSoftmaxBackward(void *h, int algo, int mode, const void *alpha, 
   if (!alpha || !beta || !y || !dy || !dx) return BAD_PARAM;
   const void *ptrs[] = {y, dy, dx};
   if (!all_on_device(h, ptrs, 3)) return EXECUTION_FAILED;
+  if (yd->dtype == HALF) return NOT_SUPPORTED;   /* half: convolutions and bias only */
   const int dbl = yd->dtype == 1;
   const double al = scalar(alpha, dbl), be = scalar(beta, dbl);
   const int64_t size = sm_size(mode, yd);
