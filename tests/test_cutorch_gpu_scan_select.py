@@ -236,4 +236,15 @@ def test_kthvalue_and_median_by_selection_match_the_sort_and_the_cpu(gpu, rng, f
     v, i = call(to_device(rt, flat, cuda_name), "kthvalue", 300, 1).values()
     same(to_host(rt, i), [[300]])
     same(to_host(rt, v), [[5]])
+    if HOST[cuda_name] in (np.float32, np.float64):   # -0 and 0 are one value: the CPU's ties, by index
+        zeros = np.where(rng.random((1, 3000)) < 0.5, 0.0, -0.0).astype(HOST[cuda_name])
+        z = to_device(rt, zeros, cuda_name)
+        order = stable_order(zeros, 1, False)
+        for k in (1, 1500, 2999):
+            v, i = call(z, "kthvalue", k).values()
+            same(to_host(rt, i), order[:, k - 1:k])
+            same_values(to_host(rt, v), zeros, to_host(rt, i), 1)
+        v, i = call(z, "topk", 5, 2, True, True).values()
+        same(to_host(rt, i), [[1, 2, 3, 4, 5]])
+        same_values(to_host(rt, v), zeros, to_host(rt, i), 1)
     assert fallbacks(rt) == {}
