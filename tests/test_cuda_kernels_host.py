@@ -199,6 +199,7 @@ def expected_kernels(resolve=True):
             k["sort"]["lt_sort_tiles_%s_%s" % (t, idx)] = ",".join([T, Q, Q, Q, I, P, P])
             k["sort"]["lt_sort_write_%s_%s" % (t, idx)] = ",".join([T, Q, T, Q, P, P, Q, Q, Q, Q])
             k["sort"]["lt_sort_mode_%s_%s" % (t, idx)] = ",".join([T, T, P, P, Q, Q])
+            k["sort"]["lt_select_%s_%s" % (t, idx)] = ",".join([T, Q, T, Q, T, Q, Q, Q, Q, I, I])
             k["index"]["lt_index_rows_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, P, P, P, Q, I])
             k["index"]["lt_index_fill_%s_%s" % (t, idx)] = ",".join([T, Q, Q, P, Q, a])
             k["index"]["lt_gather_%s_%s" % (t, idx)] = ",".join([T, T, T] + [Q] * 5)
@@ -221,6 +222,8 @@ def expected_kernels(resolve=True):
         k["index"]["lt_index_check_Long_%s" % idx] = ",".join([T, Q, Q, P])
         for t in TYPES:
             k["scan"]["lt_scan_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, I])
+            k["scan"]["lt_scan_totals_%s_%s" % (t, idx)] = ",".join([T, Q, Q, Q, Q, I, P])
+            k["scan"]["lt_scan_chunks_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, Q, I, P])
         for t in ("Float", "Double"):
             k["stats"]["lt_dim_stat_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
             k["stats"]["lt_dim_stat1_%s_%s" % (t, idx)] = ",".join([T, P, T, Q, Q, Q, I, D, I])
@@ -1360,3 +1363,113 @@ def test_multinomial_search_by_hand(simt, rng):
                    ctypes.c_int64(6), ctypes.c_int64(7))
         assert_exact(out.T, want, idx)
     assert want[0, 0] == 3 and want[2, 0] == 1   # u = 0: past row 0's two leading zeros
+
+
+# ----------------------------------------------------------------------------- scan.cu by blocks, sort.cu's selection
+def slices_of(x):
+    """(slices view, stride along the last axis) of a 2-D array scanned or selected along its last axis"""
+    return tinfo(x[:, 0]), ctypes.c_int64(x.strides[1] // x.itemsize)
+
+
+@pytest.mark.parametrize("t", ["Byte", "Int", "Long", "Float", "Double", "Half"])
+def test_block_scan_by_hand(simt, rng, t):
+    """lt_scan_totals then lt_scan_chunks as the host launches them, on a transposed input (5 slices of 1000,
+    stride 5) into a transposed output: 6 chunks of 3 tiles per slice, a grid of 4 blocks striding over the 30
+    chunks, both index kinds, then under schedule jitter; sums and products. Integers exact (wrapping uint64,
+    then converted); floats within the double rounding of another order, then one ulp of T."""
+    lib = simt.get("scan")
+    nslices, n, block, grid, chunk = 5, 1000, 64, 4, 192
+    m = -(-n // chunk)
+    for prod, idx, jitter in ((0, "i32", 0), (1, "i64", 0), (0, "i64", 3000), (1, "i32", 3000)):
+        if t in INTS:
+            x = random_values(rng, t, (n, nslices)).T
+        elif prod:
+            x = random_values(rng, t, (n, nslices), 0.99, 1.01).T
+        else:
+            x = random_values(rng, t, (n, nslices)).T
+        out = np.full((n, nslices), 77, NP[t]).T
+        totals = np.zeros(nslices * m, np.uint64 if t in INTS else np.float64)
+        xs, xstride = slices_of(x)
+        os_, ostride = slices_of(out)
+        lib.dll.simt_set_jitter(jitter)
+        try:
+            lib.launch("lt_scan_totals_%s_%s" % (t, idx), grid, block, xs, ctypes.c_int64(nslices), ctypes.c_int64(n),
+                       xstride, ctypes.c_int64(chunk), ctypes.c_int(prod), ptr(totals))
+            lib.launch("lt_scan_chunks_%s_%s" % (t, idx), grid, block, os_, xs, ctypes.c_int64(nslices),
+                       ctypes.c_int64(n), ostride, xstride, ctypes.c_int64(chunk), ctypes.c_int(prod), ptr(totals))
+        finally:
+            lib.dll.simt_set_jitter(0)
+        what = "%s %s prod %d jitter %d" % (t, idx, prod, jitter)
+        if t in INTS:
+            acc = x.astype(np.int64).astype(np.uint64)
+            with np.errstate(over="ignore"):
+                want = (np.cumprod(acc, 1) if prod else np.cumsum(acc, 1)).astype(np.int64).astype(NP[t])
+                pieces = [acc[:, c * chunk:(c + 1) * chunk] for c in range(m)]
+                tot = np.stack([p.prod(1) if prod else p.sum(1) for p in pieces], 1).ravel()
+            assert_exact(totals, tot, "totals " + what)
+            assert_exact(out, want, what)
+        else:
+            xd = x.astype(np.float64)
+            want = np.cumprod(xd, 1) if prod else np.cumsum(xd, 1)
+            size = np.cumprod(np.abs(xd), 1) if prod else np.cumsum(np.abs(xd), 1)
+            bound = np.spacing(np.abs(want).astype(NP[t])).astype(np.float64) + 2.0 ** -53 * 4 * n * size
+            assert_bound(out, want, bound, what)
+
+
+def cpu_order(x, desc):
+    """0-based positions sorting each row of x in the CPU sort's order: (value, index), NaN last ascending and
+    first descending, ties (NaNs too) by index"""
+    rows = []
+    for r in np.asarray(x, np.float64):
+        nan = np.isnan(r)
+        pos = np.arange(r.size)
+        key = np.where(nan, 0, -r if desc else r)
+        order = np.lexsort((pos, key, ~nan if desc else nan))
+        rows.append(order)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("t", ["Int", "Long", "Float", "Double"])
+def test_selection_by_hand(simt, rng, t):
+    """lt_select on 3 slices of 1500 (strided input, transposed outputs), a grid of 2 blocks striding over them:
+    many ties, NaN, inf, -0 (one key with 0); kthvalue (mode 2) for k = 1, n and a middle one, topk of k = 1, 100
+    and 1500 (the whole slice) unsorted (index order) and sorted, both directions, then under schedule jitter.
+    The positions and values must be the CPU's exactly."""
+    lib = simt.get("sort")
+    nslices, n, block, grid = 3, 1500, 64, 2
+    base = rng.integers(-20, 20, (nslices, 2 * n)).astype(np.float64)
+    if t in ("Float", "Double"):
+        base[rng.random(base.shape) < 0.05] = np.nan
+        base[rng.random(base.shape) < 0.03] = np.inf
+        base[rng.random(base.shape) < 0.03] = -np.inf
+        base[rng.random(base.shape) < 0.1] = -0.0
+        base[rng.random(base.shape) < 0.3] += 0.5
+    else:
+        base *= 2 ** 40 if t == "Long" else 2 ** 20
+    x = base.astype(NP[t])[:, ::2]   # stride 2 along the slice
+    xs, xstride = slices_of(x)
+    cases = [(2, 1, 0, 0), (2, n, 0, 0), (2, 777, 0, 3000), (0, 100, 1, 0), (1, 100, 1, 0), (1, 100, 0, 3000),
+             (0, 1, 0, 0), (1, 1, 1, 0), (1, n, 0, 0), (0, n, 1, 0)]
+    for (mode, k, desc, jitter), idx in zip(cases, ["i32", "i64"] * len(cases)):
+        count = 1 if mode == 2 else k
+        v = np.full((count, nslices), 99, NP[t]).T
+        i = np.full((count, nslices), -5, np.int64).T
+        vs, vstride = slices_of(v)
+        is_, istride = slices_of(i)
+        lib.dll.simt_set_jitter(jitter)
+        try:
+            lib.launch("lt_select_%s_%s" % (t, idx), grid, block, xs, xstride, vs, vstride, is_, istride,
+                       ctypes.c_int64(nslices), ctypes.c_int64(n), ctypes.c_int64(k), ctypes.c_int(desc),
+                       ctypes.c_int(mode))
+        finally:
+            lib.dll.simt_set_jitter(0)
+        order = cpu_order(x, desc)
+        want = order[:, k - 1:k] if mode == 2 else order[:, :k]
+        if mode == 0:
+            want = np.sort(want, 1)
+        what = "%s mode %d k %d desc %d jitter %d" % (t, mode, k, desc, jitter)
+        assert_exact(i, want + 1, "indices " + what)
+        got_v, want_v = v, np.take_along_axis(x, want, 1)
+        assert_exact(got_v, want_v, "values " + what)
+        if t in ("Float", "Double"):
+            assert_exact(np.signbit(got_v), np.signbit(want_v), "signs " + what)

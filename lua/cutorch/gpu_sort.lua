@@ -5,7 +5,8 @@
 --   or indices:sort(x, ...) (and torch.sort(...) and the others, which call these methods).
 -- dim defaults to the last dimension. Results are in the CPU sort's order (stable, NaN after every number
 -- ascending and before every number descending), so values and indices match the CPU's exactly; topk with
--- sorted=false returns its k in order too (Torch7 leaves that order unspecified). Other forms, bad arguments
+-- sorted=false returns its k in sorted order, or in index order where the selection runs (Torch7 leaves that
+-- order unspecified). Other forms, bad arguments
 -- and host operands return false: they run staged, which gives Torch7's errors.
 local ffi = require 'ffi'
 local C = torch.C
@@ -87,7 +88,7 @@ return function(D, H)
       if not isNum(k) or k ~= math.floor(k) or not optBool(largest) or not optBool(sorted) then return false end
       local d = dimOf(x, dim)
       if not d or k < 1 or k > tonumber(x._c.size[d]) then return false end   -- k = 0: staged
-      return run('topk', rv, ri, x, d, k, largest, k)
+      return run(sorted and 'topk' or 'topk_unsorted', rv, ri, x, d, k, largest, k)
    end
 
    D.kthvalue = function(self, ...)

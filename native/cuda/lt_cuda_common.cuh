@@ -345,6 +345,33 @@ template <typename A, typename Op> LT_D A lt_block_reduce(A v, Op op, A identity
   return r;
 }
 
+/* The inclusive prefix of v over the block's threads under op (associative), in thread order; *total gets op
+ * over the whole block. blockDim.x a multiple of 32 (<= 1024); every thread of the block must call it. */
+template <typename A, typename Op> LT_D A lt_block_scan(A v, Op op, A identity, A *total) {
+  __shared__ A lt_scan_sh[32];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const unsigned nwarps = (blockDim.x + 31u) >> 5;
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    const A u = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v = op(u, v);
+  }
+  if (lane == 31u) lt_scan_sh[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    A w = lane < nwarps ? lt_scan_sh[lane] : identity;
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      const A u = __shfl_up_sync(0xffffffffu, w, d);
+      if (lane >= d) w = op(u, w);
+    }
+    lt_scan_sh[lane] = w;
+  }
+  __syncthreads();
+  if (warp > 0) v = op(lt_scan_sh[warp - 1], v);
+  *total = lt_scan_sh[nwarps - 1];
+  __syncthreads(); /* lt_scan_sh is reused by the next call */
+  return v;
+}
+
 /* ---------------------------------------------------------------- type lists for instantiation */
 /* By default every source instantiates its kernels for all the element types it supports. Compiling
  * with -DLT_SELECT_TYPES instantiates only the types named by -DLT_WANT_<Type> (e.g. -DLT_WANT_Float

@@ -25,33 +25,6 @@
  */
 #include "lt_cuda_common.cuh"
 
-/* The inclusive prefix sum of v over the block's threads, in thread order; *total gets the block's sum.
- * Every thread of the block must call it. */
-template <typename A> LT_D A lt_block_scan(A v, A *total) {
-  __shared__ A lt_scan_sh[32];
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  const unsigned nwarps = (blockDim.x + 31u) >> 5;
-  for (unsigned d = 1; d < 32; d <<= 1) {
-    const A u = __shfl_up_sync(0xffffffffu, v, d);
-    if (lane >= d) v += u;
-  }
-  if (lane == 31u) lt_scan_sh[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    A w = lane < nwarps ? lt_scan_sh[lane] : (A)0;
-    for (unsigned d = 1; d < 32; d <<= 1) {
-      const A u = __shfl_up_sync(0xffffffffu, w, d);
-      if (lane >= d) w += u;
-    }
-    lt_scan_sh[lane] = w;
-  }
-  __syncthreads();
-  if (warp > 0) v += lt_scan_sh[warp - 1];
-  *total = lt_scan_sh[nwarps - 1];
-  __syncthreads(); /* lt_scan_sh is reused by the next call */
-  return v;
-}
-
 /* block b's share [*first, *end) of n elements in chunks of `chunk` */
 LT_D void lt_chunk_of(long long n, long long chunk, long long *first, long long *end) {
   const long long f = (long long)blockIdx.x * chunk;
@@ -97,7 +70,7 @@ extern "C" __global__ void lt_mask_scan(long long *counts, long long nblocks, co
     const long long v = i < nblocks ? counts[i] : 0;
     above += i < nblocks ? big[i] : 0;
     long long tile;
-    const long long incl = lt_block_scan(v, &tile);
+    const long long incl = lt_block_scan(v, lt_op_sum(), 0ll, &tile);
     if (i < nblocks) counts[i] = carry + incl - v;
     carry += tile;
   }
@@ -122,7 +95,7 @@ LT_D void lt_compact(lt_cu_tensor mask, long long n, long long chunk, const long
     const long long i = base + threadIdx.x;
     const int set = i < end && pm[lt_offset<I>(mask, (I)i)] != 0;
     int tile;
-    const int incl = lt_block_scan(set, &tile);
+    const int incl = lt_block_scan(set, lt_op_sum(), 0, &tile);
     if (set && k0 + incl - 1 < limit) put((I)i, (I)(k0 + incl - 1));
     k0 += tile;
   }

@@ -354,18 +354,55 @@ int lt_cuops_renorm(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_
 
 /* ---------------------------------------------------------------- cumsum, cumprod */
 
+/* Many short slices: a thread walks each (lt_scan); a slice at least a block long is scanned by blocks in chunks
+ * (lt_scan_totals, then lt_scan_chunks: scan.cu). LT_CUDA_SCAN=thread or =block forces one (for the tests). */
+static int scan_by_blocks(const lt_cuops *ops, int64_t n) {
+  const char *force = getenv("LT_CUDA_SCAN");
+  if (force && !strcmp(force, "thread")) return 0;
+  if (force && !strcmp(force, "block")) return 1;
+  return n >= threads(ops);
+}
+
 int lt_cuops_scan(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *x, int dim, int prod) {
   const char *fn = prod ? "cumprod" : "cumsum";
   pair_views v;
   if (check_ops(ops, fn) || pair_views_of(fn, out, x, dim, &v)) return -1;
   if (v.n == 0 || v.nslices == 0) return 0;
-  const unsigned grid = grid_for(ops, v.nslices);
   int iprod = prod ? 1 : 0;
-  args_t a = {0};
   char kernel[64];
-  snprintf(kernel, sizeof kernel, "lt_scan_%s_%s", tname(x->type), add_pair_views(ops, &a, &v, grid));
-  add_raw(&a, &iprod, "i");
-  return launch(ops, stream, "scan", kernel, grid, &a);
+  if (!scan_by_blocks(ops, v.n)) {
+    const unsigned grid = grid_for(ops, v.nslices);
+    args_t a = {0};
+    snprintf(kernel, sizeof kernel, "lt_scan_%s_%s", tname(x->type), add_pair_views(ops, &a, &v, grid));
+    add_raw(&a, &iprod, "i");
+    return launch(ops, stream, "scan", kernel, grid, &a);
+  }
+  /* chunks of whole tiles, about block_cap of them in all (at least one per slice) */
+  const int64_t b = threads(ops), per_slice = block_cap(ops) / v.nslices > 1 ? block_cap(ops) / v.nslices : 1;
+  int64_t chunk = ((v.n + per_slice - 1) / per_slice + b - 1) / b * b;
+  const int64_t chunks = v.nslices * ((v.n + chunk - 1) / chunk);
+  const unsigned grid = (unsigned)(chunks < block_cap(ops) ? chunks : block_cap(ops));
+  void *totals = NULL;
+  if (scratch(ops, stream, chunks * 8, &totals)) return -1;
+  args_t t = {0}, a = {0};
+  const char *kind = add_pair_views(ops, &a, &v, grid);
+  snprintf(kernel, sizeof kernel, "lt_scan_totals_%s_%s", tname(x->type), kind);
+  add_tensor(&t, &v.x);
+  add_count(&t, v.nslices);
+  add_count(&t, v.n);
+  add_count(&t, v.xstride);
+  add_count(&t, chunk);
+  add_raw(&t, &iprod, "i");
+  add_raw(&t, &totals, "p");
+  int rc = launch(ops, stream, "scan", kernel, grid, &t);
+  if (rc == 0) {
+    snprintf(kernel, sizeof kernel, "lt_scan_chunks_%s_%s", tname(x->type), kind);
+    add_count(&a, chunk);
+    add_raw(&a, &iprod, "i");
+    add_raw(&a, &totals, "p");
+    rc = launch(ops, stream, "scan", kernel, grid, &a);
+  }
+  return scratch_free(ops, totals, rc);
 }
 
 /* ---------------------------------------------------------------- nonzero */

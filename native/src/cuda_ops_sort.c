@@ -5,13 +5,27 @@
  * descending), then copies the pairs it wants into the results: all of them (sort), the first k (topk, in the
  * order of dir: the k largest when desc), the k-th ascending (kthvalue), or the longest run of equal values
  * (mode). Tiles of LT_SORT_TILE elements are sorted in shared memory, then merged in passes of doubling width.
+ * kthvalue and topk (k at most a tile) of slices longer than a tile select instead (lt_select: radix passes find
+ * the k-th pair, a block per slice): the same pairs; topk with sorted=false ("topk_unsorted") then gives its k in
+ * index order, the sort path in sorted order (Torch7 leaves that order open).
  * Because the input is read whole before any result is written, a result may be the input itself or overlap it. */
 #include "cuda_ops_internal.h"
 
 #define LT_SORT_TILE 2048   /* sort.cu's tile */
 
-static const char *const sort_ops[] = {"sort", "topk", "kthvalue", "mode", NULL};
-enum { SORT_ALL, SORT_TOPK, SORT_KTH, SORT_MODE };
+static const char *const sort_ops[] = {"sort", "topk", "kthvalue", "mode", "topk_unsorted", NULL};
+enum { SORT_ALL, SORT_TOPK, SORT_KTH, SORT_MODE, SORT_TOPK_UNSORTED };
+enum { SELECT_TOPK, SELECT_TOPK_SORTED, SELECT_KTH };   /* sort.cu's lt_select modes */
+
+/* Slices longer than a tile, for kthvalue and topk of at most a tile: the selection (lt_select). LT_CUDA_SELECT=sort
+ * or =select forces one where both can (for the tests). */
+static int by_selection(int which, int64_t n, int64_t k) {
+  if (which != SORT_KTH && ((which != SORT_TOPK && which != SORT_TOPK_UNSORTED) || k > LT_SORT_TILE)) return 0;
+  const char *force = getenv("LT_CUDA_SELECT");
+  if (force && !strcmp(force, "sort")) return 0;
+  if (force && !strcmp(force, "select")) return 1;
+  return n > LT_SORT_TILE;
+}
 
 /* The slices view of t along dim (its dimension dim dropped) described for the kernels, with the largest offset
  * the slice's count elements reach along dim. */
@@ -30,6 +44,8 @@ int lt_cuops_sort(const lt_cuops *ops, void *stream, const char *op, lt_tensor *
   for (int i = 0; op && sort_ops[i]; i++)
     if (!strcmp(sort_ops[i], op)) which = i;
   if (which < 0) return lt_fail("cuda sort: no operation '%s'", op ? op : "(null)");
+  const int sorted = which != SORT_TOPK_UNSORTED;
+  if (which == SORT_TOPK_UNSORTED) which = SORT_TOPK;   /* the sort path gives the k in order either way */
   char fn[64], buf1[256], buf2[256];
   snprintf(fn, sizeof fn, "cuda %s", op);
   if (check_ops(ops, fn)) return -1;
@@ -64,6 +80,26 @@ int lt_cuops_sort(const lt_cuops *ops, void *stream, const char *op, lt_tensor *
   if (slices_view(x, dim, n, &dxs, &off[0]) || slices_view(values, dim, count, &dvs, &off[1]) ||
       slices_view(indices, dim, count, &dis, &off[2]))
     return -1;
+  if (by_selection(which, n, k)) {
+    const unsigned grid = (unsigned)(nslices < block_cap(ops) ? nslices : block_cap(ops));
+    char kernel[64];
+    snprintf(kernel, sizeof kernel, "lt_select_%s_%s", tname(x->type), index_kind(ops, nslices > n ? nslices : n, off, 3, grid));
+    int d = which == SORT_TOPK && desc != 0;
+    int mode = which == SORT_KTH ? SELECT_KTH : sorted ? SELECT_TOPK_SORTED : SELECT_TOPK;
+    args_t a = {0};
+    add_tensor(&a, &dxs);
+    add_count(&a, x->stride[dim]);
+    add_tensor(&a, &dvs);
+    add_count(&a, values->stride[dim]);
+    add_tensor(&a, &dis);
+    add_count(&a, indices->stride[dim]);
+    add_count(&a, nslices);
+    add_count(&a, n);
+    add_count(&a, which == SORT_KTH ? k : count);
+    add_raw(&a, &d, "i");
+    add_raw(&a, &mode, "i");
+    return launch(ops, stream, "sort", kernel, grid, &a);
+  }
   /* scratch: indices, then keys, twice when merge passes ping-pong between two copies */
   const int copies = n > LT_SORT_TILE ? 2 : 1;
   const int64_t ibytes = total * 8, kbytes = (total * acc_bytes(lt_host_type(x->type)) + 7) / 8 * 8;
