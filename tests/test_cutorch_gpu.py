@@ -701,7 +701,7 @@ def test_cunn_convolution_errors_name_the_problem(gpu):
         rt.execute("nn.SpatialConvolution(3, 4, 5, 5):cuda():forward(torch.CudaTensor(3, 4, 4))")
     with pytest.raises(LuaError, match="weight must be a Double tensor like the input, not Float"):
         rt.execute("nn.SpatialConvolution(1, 1, 1, 1):cuda():forward(torch.CudaDoubleTensor(1, 2, 2))")
-    with pytest.raises(LuaError, match="CudaTensor and CudaDoubleTensor only"):
+    with pytest.raises(LuaError, match="CudaTensor, CudaDoubleTensor and CudaHalfTensor only"):
         rt.execute("nn.SpatialConvolution(1, 1, 1, 1):type('torch.CudaLongTensor')"
                    ":forward(torch.CudaLongTensor(1, 2, 2))")
 

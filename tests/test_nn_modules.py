@@ -79,7 +79,10 @@ def check_module(rt, rng, build, in_shape, dtype, train=True, seed_lua=True, gra
         if np.max(np.abs(ref)) < 1e-9 * scale:
             assert np.max(np.abs(grad - ref)) <= 1e-9 * scale, "grad %s of %s (zero gradient)" % (name, build)
         else:
-            assert rel_err(grad, ref) <= (grad_tol or tol), "grad %s of %s" % (name, build)
+            # relative to the larger of this gradient and the network's gradient scale: a sum over the batch
+            # that cancels (a bias gradient of a few samples) keeps the rounding of its terms, not of its result
+            err = np.max(np.abs(grad.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), scale)
+            assert err <= (grad_tol or tol), "grad %s of %s" % (name, build)
     if train:
         # BN running statistics after one training step
         sd = state_dict(rt, m)
