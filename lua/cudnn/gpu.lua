@@ -568,16 +568,11 @@ local hostSoftmax = {forward = cudnn._softmaxForward, backward = cudnn._softmaxB
 local hostKernel = {forward = cudnn._softmaxKernel.forward, backward = cudnn._softmaxKernel.backward}
 function cudnn._softmaxKernel.forward(log, x, output)
    if not torch._onDevice(x) then return hostKernel.forward(log, x, output) end
-   local xc = x:contiguous()
-   output:resizeAs(xc)
-   return (log and C.lt_cuops_logsoftmax_forward or C.lt_cuops_softmax_forward)(opsOf(xc), nil, output._c, xc._c)
+   return cunn._deviceSoftmaxForward(log, x, output)
 end
 function cudnn._softmaxKernel.backward(log, x, g, gradInput, y)
    if not torch._onDevice(x) then return hostKernel.backward(log, x, g, gradInput, y) end
-   local gc = g:contiguous()
-   gradInput:resizeAs(y)
-   return (log and C.lt_cuops_logsoftmax_backward or C.lt_cuops_softmax_backward)(opsOf(x), nil, gradInput._c,
-                                                                                 gc._c, y._c)
+   return cunn._deviceSoftmaxBackward(log, x, g, gradInput, y)
 end
 local function softmaxOnCudnn(self, t)
    local d = t:dim()

@@ -129,27 +129,33 @@ end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- LogSoftMax, SoftMax, SoftMin, ClassNLLCriterion
 
+-- The device (Log)SoftMax (log true) of x into output, and its backward into gradInput from gradOutput g and the
+-- output y; the status code. Also cudnn's softmaxes where cuDNN does not run them (cudnn/gpu.lua).
+function cunn._deviceSoftmaxForward(log, x, output)
+   x = x:contiguous()
+   output:resizeAs(x)
+   return (log and C.lt_cuops_logsoftmax_forward or C.lt_cuops_softmax_forward)(opsOf(x), nil, output._c, x._c)
+end
+function cunn._deviceSoftmaxBackward(log, x, g, gradInput, y)
+   g = g:contiguous()
+   gradInput:resizeAs(y)
+   return (log and C.lt_cuops_logsoftmax_backward or C.lt_cuops_softmax_backward)(opsOf(x), nil, gradInput._c, g._c,
+                                                                                 y._c)
+end
+
 -- The (Log)SoftMax modules over the feature dimension (the spatial ones are the same kernels on 3-D/4-D input).
-local function softmaxOnDevice(class, forward, backward)
+local function softmaxOnDevice(class, log)
    onDevice(class, 'updateOutput', function(self, input)
-      input = input:contiguous()
-      self.output:resizeAs(input)
-      check(forward(opsOf(input), nil, self.output._c, input._c), 2)
+      check(cunn._deviceSoftmaxForward(log, input, self.output), 2)
       return self.output
    end, HALF_KERNELS)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
-      gradOutput = gradOutput:contiguous()
-      self.gradInput:resizeAs(input)
-      check(backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
+      check(cunn._deviceSoftmaxBackward(log, input, gradOutput, self.gradInput, self.output), 2)
       return self.gradInput
    end, HALF_KERNELS)
 end
-for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do
-   softmaxOnDevice(class, C.lt_cuops_logsoftmax_forward, C.lt_cuops_logsoftmax_backward)
-end
-for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do
-   softmaxOnDevice(class, C.lt_cuops_softmax_forward, C.lt_cuops_softmax_backward)
-end
+for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do softmaxOnDevice(class, true) end
+for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do softmaxOnDevice(class, false) end
 
 -- SoftMin: the SoftMax of -x, its gradient negated (as the CPU module computes it)
 onDevice(nn.SoftMin, 'updateOutput', function(self, input)
