@@ -64,8 +64,10 @@ MODULES = {
     "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 3, 2)),
     "PReLU": ("nn.PReLU(4)", (4, 3, 5)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
-    "Sequential of Linear, BN, ReLU": (
-        "nn.Sequential():add(nn.Linear(7, 6)):add(nn.BatchNormalization(6)):add(nn.ReLU(true))", (5, 7)),
+    # (the ReLU first, on the input both modules share: deeper, a value half's rounding moves across 0 would pass
+    # or stop another gradient)
+    "Sequential of ReLU, Linear, BN": (
+        "nn.Sequential():add(nn.ReLU(true)):add(nn.Linear(7, 6)):add(nn.BatchNormalization(6))", (5, 7)),
     "ClassNLLCriterion": ("nn.ClassNLLCriterion()", (6, 5), "target"),
     "CrossEntropyCriterion": ("nn.CrossEntropyCriterion()", (6, 5), "target"),
     "SmoothL1Criterion": ("nn.SmoothL1Criterion()", (4, 6), "target"),
@@ -76,7 +78,7 @@ MODULES = {
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
 HALF_ON_GPU = {"BatchNormalization", "SpatialBatchNormalization", "SpatialBatchNormalization evaluate",
                "SpatialMaxPooling", "SpatialAveragePooling ceil", "ReLU", "ReLU in place", "Tanh", "Sigmoid",
-               "LogSoftMax", "SoftMax", "SpatialSoftMax", "Sequential of Linear, BN, ReLU", "SpatialConvolution",
+               "LogSoftMax", "SoftMax", "SpatialSoftMax", "Sequential of ReLU, Linear, BN", "SpatialConvolution",
                "SpatialConvolution stride 2, no bias", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
                "SpatialFullConvolution", "TemporalConvolution"}   # (the last on cuDNN, which the test loads there)
 # there, a convolution's product is rounded to half before its bias is added (as THCUNN's), so its forward is the
@@ -168,17 +170,19 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
 
 def test_a_half_network_trains_as_the_float_one(cunn, rng):
     """Five optim.sgd steps (momentum, weight decay, over getParameters' flat half tensors) of a small convolutional
-    network with batch norm, max pooling, in-place ReLU, Linear and CrossEntropyCriterion in half: the losses fall
-    and follow the float network's from the same weights within half precision; every tensor stays half."""
+    network with max pooling, in-place ReLU, batch norm, Linear and CrossEntropyCriterion in half: the losses fall
+    and follow the float network's from the same weights within half precision; every tensor stays half. (The
+    pooling and ReLU see the input both networks share: deeper, half's rounding could pick another maximum or move a
+    value across 0, routing a gradient elsewhere.)"""
     rt = cunn
     x = rng.standard_normal((8, 3, 8, 8))
     labels = rng.integers(1, 5, size=8).astype(np.float64)
     run = rt.eval("""function(x, labels)
        require 'optim'
        torch.manualSeed(11)
-       local net = nn.Sequential()
-          :add(nn.SpatialConvolution(3, 6, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(6)):add(nn.ReLU(true))
-          :add(nn.SpatialMaxPooling(2, 2, 2, 2)):add(nn.View(6 * 4 * 4)):add(nn.Linear(6 * 4 * 4, 4))
+       local net = nn.Sequential():add(nn.SpatialMaxPooling(2, 2, 2, 2)):add(nn.ReLU(true))
+          :add(nn.SpatialConvolution(3, 6, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(6))
+          :add(nn.View(6 * 4 * 4)):add(nn.Linear(6 * 4 * 4, 4))
        net:type('torch.CudaHalfTensor')
        local nets = {half = net, float = net:clone():type('torch.CudaTensor')}
        local out = {}
@@ -286,16 +290,19 @@ def test_a_half_module_on_the_second_gpu_runs_there(cunn, rng):
 def test_a_cudnn_converted_network_runs_in_half(cunn, rng):
     """cudnn.convert'ed modules (convolution, batch norm, ReLU, max and average pooling, LogSoftMax) in half: the
     forward and backward follow the double network on the same half-rounded weights within half precision; on the
-    GPU backend they run cunn's half kernels (cuDNN takes no half here), with no float copy of a module."""
+    GPU backend the convolutions run on cuDNN in half and the rest on cunn's half kernels, with no float copy of a
+    module. The max pooling and the ReLU come first, on the half-rounded input both networks share: deeper, values
+    that differ by half's rounding could pick another maximum or fall on the other side of 0, sending a gradient to
+    another pixel or none."""
     rt = cunn
     rt.execute("require 'cudnn'")
     x = rng.standard_normal((4, 3, 9, 9))
     r = rt.eval("""function(x)
        torch.manualSeed(7)
-       local net = nn.Sequential()
-          :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
-          :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)):add(nn.SpatialConvolution(8, 4, 1, 1))
-          :add(nn.SpatialAveragePooling(5, 5)):add(nn.View(4)):add(nn.LogSoftMax())
+       local net = nn.Sequential():add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)):add(nn.ReLU(true))
+          :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8))
+          :add(nn.SpatialConvolution(8, 4, 1, 1)):add(nn.SpatialAveragePooling(5, 5)):add(nn.View(4))
+          :add(nn.LogSoftMax())
        cudnn.convert(net, cudnn)
        local kinds = {}
        for i, m in ipairs(net.modules) do kinds[i] = torch.typename(m) end
