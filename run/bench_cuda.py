@@ -17,11 +17,18 @@ What it measures (one JSON record each, `what` naming the kind):
 - `train_step`: the training step (forward, backward, SGD with momentum) of the paper's networks built by our
   Lua models, images/s and host CPU milliseconds per iteration: PyTorch CUDA eager on the networks converted
   with their weights, with TF32 on and off; and ours (`ours_images_per_s`, `ours_host_cpu_ms_per_iter`, in the
-  TF32-off record: cuBLAS's default math) on cutorch's GPU backend, the same Lua network `:cuda()`'d and
-  trained with optim.sgd over getParameters, as a Torch7 script does. Our convolutions are im2col + cuBLAS per
-  sample (Torch7's cunn), not cuDNN yet.
+  TF32-off record: cuBLAS's default math) on cutorch's GPU backend, the same Lua network `:cuda()`'d, converted
+  with cudnn.convert (cudnn.benchmark on) and trained with optim.sgd over getParameters, as fb.resnet.torch did;
+  with what each of our steps asked of the GPU (cutorch.deviceCallCounts): kernel launches, cuBLAS/cuDNN
+  operations, host waits, device allocations per step.
 
-Without a GPU it says so and exits 2.
+`--ours-only` times our training steps alone (no PyTorch, no launch/bandwidth/gemm cases): records
+`train_step_ours`. On a machine without a GPU it runs over tests/cuda_host's emulated driver in its
+null-execution mode (`LT_EMULATED_CUDA_NOEXEC=1`: every call checked and queued, no kernel or library arithmetic
+run), which leaves the host's own cost per step: the Lua framework, our C layer and the emulated driver's
+bookkeeping, but not a real driver's or cuDNN's host time (docs/results/cuda.md has the commands).
+
+Without a GPU (or the emulated driver) it says so and exits 2.
 """
 import argparse
 import os
@@ -316,29 +323,78 @@ end
 """
 
 
+COUNT_FIELDS = {"launches": "ours_launches_per_iter", "libraryOps": "ours_library_ops_per_iter",
+                "hostWaits": "ours_host_waits_per_iter", "deviceAllocs": "ours_device_allocs_per_iter"}
+
+
 def ours_train_step(build, batch, size, classes, nll, iters, warmup):
-    """Our training step on cutorch's GPU backend: (wall seconds, host CPU seconds) per timed step, and the
-    losses. The host CPU time is taken before the synchronize, as PyTorch's."""
+    """Our training step on cutorch's GPU backend: (wall seconds, host CPU seconds) per timed step, the
+    losses, the staged methods, the convolution path and what a timed step asked of the GPU on average
+    (cutorch.deviceCallCounts). The host CPU time is taken before the synchronize, as PyTorch's."""
     from pytorch_bridge import Runtime
 
     os.environ["LUATORCH_CUTORCH"] = "gpu"   # read when the new state requires cutorch
     rt = Runtime()
     step = rt.call(rt.execute(_LUA_TRAIN_STEP), build, batch, size, classes, nll)
     sync = rt.eval("cutorch.synchronize")
+    counted = rt.eval("cutorch.deviceCallCounts")
     walls, cpus, losses = [], [], []
+    per_iter = dict.fromkeys(COUNT_FIELDS.values(), 0.0)
     for i in range(warmup + iters):
         rt.call(sync)
+        before = dict(rt.call(counted).items())
         w0, c0 = time.perf_counter(), time.thread_time()
         loss = rt.call(step)
         c1 = time.thread_time()
+        after = dict(rt.call(counted).items())   # (before the synchronize, which is not the step's wait)
         rt.call(sync)
         if i >= warmup:
             walls.append(time.perf_counter() - w0)
             cpus.append(c1 - c0)
+            for name, field in COUNT_FIELDS.items():
+                per_iter[field] += (after[name] - before[name]) / iters
         losses.append(loss)
     fallbacks = dict(rt.eval("cutorch.hostFallbacks()").items())
     convolutions = rt.eval("cudnn.isAvailable and cudnn.isAvailable() and 'cuDNN' or 'luatorch im2col + cuBLAS'")
-    return walls, cpus, losses, fallbacks, convolutions
+    return walls, cpus, losses, fallbacks, convolutions, per_iter
+
+
+def ours_record(build, batch, size, classes, nll, iters, warmup):
+    walls, cpus, losses, staged, convolutions, per_iter = ours_train_step(build, batch, size, classes, nll, iters,
+                                                                          warmup)
+    ours = {"ours_images_per_s": round(batch / median(walls), 1),
+            "ours_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
+            "ours_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
+            "ours_host_cpu_ms_per_iter_range": [round(min(cpus) * 1e3, 2), round(max(cpus) * 1e3, 2)],
+            "ours_first_last_loss": [losses[0], losses[-1]], "ours_host_fallbacks": staged,
+            "ours_convolutions": convolutions}
+    ours.update({k: round(v, 2) for k, v in per_iter.items()})
+    return ours
+
+
+def print_ours(model, batch, ours):
+    print("train_step %s batch %d ours (%s): %.1f img/s, host CPU %.2f ms/iter; per step %g launches, %g library "
+          "operations, %g host waits, %g device allocations%s" % (
+              model, batch, ours["ours_convolutions"], ours["ours_images_per_s"], ours["ours_host_cpu_ms_per_iter"],
+              ours["ours_launches_per_iter"], ours["ours_library_ops_per_iter"], ours["ours_host_waits_per_iter"],
+              ours["ours_device_allocs_per_iter"],
+              ", staged on the host: %s" % ours["ours_host_fallbacks"] if ours["ours_host_fallbacks"] else ""),
+          flush=True)
+
+
+def ours_only_records(models, batches, iters, warmup):
+    """Our training steps alone, without PyTorch: what --ours-only records."""
+    from run.bench_model import MODELS
+
+    recs = []
+    for model in models:
+        build, size, classes = MODELS[model]
+        for batch in batches:
+            ours = ours_record(build, batch, size, classes, model == "googlenet_bn", iters, warmup)
+            print_ours(model, batch, ours)
+            recs.append(dict({"what": "train_step_ours", "model": model, "batch": batch, "iters": iters,
+                              "loadavg": _loadavg()}, **ours))
+    return recs
 
 
 def train_records(torch, models, batches, iters, warmup, device="cuda"):
@@ -354,15 +410,8 @@ def train_records(torch, models, batches, iters, warmup, device="cuda"):
         googlenet = model == "googlenet_bn"
         loss_fn = torch.nn.functional.nll_loss if googlenet else torch.nn.functional.cross_entropy
         for batch in batches:
-            walls, cpus, losses, staged, convolutions = ours_train_step(build, batch, size, classes, googlenet, iters, warmup)
-            ours = {"ours_images_per_s": round(batch / median(walls), 1),
-                    "ours_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
-                    "ours_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
-                    "ours_first_last_loss": [losses[0], losses[-1]], "ours_host_fallbacks": staged,
-                    "ours_convolutions": convolutions}
-            print("train_step %s batch %d ours (%s): %.1f img/s, host CPU %.1f ms/iter%s" % (
-                model, batch, convolutions, ours["ours_images_per_s"], ours["ours_host_cpu_ms_per_iter"],
-                ", staged on the host: %s" % staged if staged else ""), flush=True)
+            ours = ours_record(build, batch, size, classes, googlenet, iters, warmup)
+            print_ours(model, batch, ours)
             for tf32 in (True, False):
                 torch.backends.cudnn.allow_tf32 = tf32
                 torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -417,6 +466,8 @@ def main(argv=None):
     ap.add_argument("--elements", type=int, default=1 << 26, help="float32 elements of the bandwidth buffers")
     ap.add_argument("--gemm", default="1024,4096", help="square addmm sizes (float32)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--ours-only", action="store_true",
+                    help="our training steps alone: no PyTorch reference, no launch/bandwidth/gemm cases")
     args = ap.parse_args(argv)
 
     from pytorch_bridge.native import ffi, lib
@@ -426,6 +477,17 @@ def main(argv=None):
     if n[0] == 0:
         print("luatorch bench cuda: no CUDA device: %s" % ffi.string(lib.lt_cuda_library_info(0)).decode())
         return 2
+    if args.ours_only:
+        driver = ffi.string(lib.lt_cuda_library_info(0)).decode()
+        print("driver: %s" % driver, flush=True)
+        records = [{"what": "device", "driver": driver, "null_execution": os.environ.get("LT_EMULATED_CUDA_NOEXEC"),
+                    "loadavg_before": _loadavg()}]
+        records += ours_only_records([m for m in args.models.split(",") if m], [int(b) for b in args.batch.split(",")],
+                                     args.iters, args.warmup)
+        records[0]["loadavg_after"] = _loadavg()
+        if args.json:
+            write_json(args.json, records)
+        return 0
     try:
         import torch
     except ImportError:

@@ -3,6 +3,7 @@ cuLaunchKernel launcher. Without a GPU: both refuse with the driver's reason, an
 launcher loads are the ones cutorch.kernels compiles (one cache key). With one (marked gpu, skipped
 without): the host layer's operations on real device memory against NumPy, the same checks the emulator
 runs in test_cuda_ops_host.py, on one device."""
+import json
 import os
 
 import numpy as np
@@ -181,12 +182,23 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
             # our side of train_step, on a small convolutional network instead of ResNet-50
             "net = ('nn.Sequential():add(nn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))'\n"
             "       ':add(nn.SpatialConvolution(4, 4, 3, 3, 2, 2, 1, 1)):add(nn.View(64)):add(nn.Linear(64, 10))')\n"
-            "walls, cpus, losses, staged, convolutions = B.ours_train_step(net, 4, 8, 10, False, 3, 2)\n"
-            "print('train', len(walls), len(cpus), losses[-1] < losses[0], staged, convolutions)\n")
+            "walls, cpus, losses, staged, convolutions, counts = B.ours_train_step(net, 4, 8, 10, False, 3, 2)\n"
+            "print('train', len(walls), len(cpus), losses[-1] < losses[0], staged, convolutions)\n"
+            "print('counts', counts['ours_device_allocs_per_iter'], counts['ours_launches_per_iter'] > 0)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=600)
     assert r.returncode == 0 and "records ['bandwidth', 'gemm', 'launch'] 8" in r.stdout, r.stdout + r.stderr[-3000:]
     assert "train 3 3 True {} cuDNN" in r.stdout, r.stdout + r.stderr[-3000:]   # converted, on the emulated cuDNN
+    assert "counts 0.0 True" in r.stdout, r.stdout   # warm steps allocate nothing
+    # --ours-only over the null-execution driver (how docs/results/cuda.md measures the host's cost per step)
+    out = tmp_path / "ours.json"
+    r = subprocess.run([sys.executable, "-m", "run.cli", "bench", "cuda", "--ours-only", "--models", "resnet20",
+                        "--batch", "2", "--iters", "2", "--warmup", "3", "--json", str(out)], capture_output=True,
+                       text=True, env=dict(env, LT_EMULATED_CUDA_NOEXEC="1"), cwd=os.path.dirname(here), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    recs = json.loads(out.read_text())
+    assert recs[0]["null_execution"] == "1" and recs[1]["what"] == "train_step_ours", recs
+    assert recs[1]["ours_host_waits_per_iter"] == 2 and recs[1]["ours_device_allocs_per_iter"] == 0, recs[1]
 
 
 @pytest.mark.skipif(GPUS > 0, reason="this machine has a GPU")

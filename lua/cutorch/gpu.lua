@@ -238,6 +238,15 @@ return function(cutorch)
       for k, v in pairs(fallbacks) do out[k] = v end
       return out
    end
+   -- What the process asked of its GPUs so far (lt_cuda.h says what each count is): kernel launches, cuBLAS/cuDNN/
+   -- NCCL operations, host waits (synchronizations, copies that wait), host<->device copies, cuMemAlloc calls.
+   -- Differences over a training step show launches per step, hidden synchronizations, allocations per step.
+   function cutorch.deviceCallCounts()
+      local names = {'launches', 'libraryOps', 'hostWaits', 'hostCopies', 'deviceAllocs'}
+      local out = {}
+      for i, name in ipairs(names) do out[name] = tonumber(C.lt_cuda_counted(i - 1)) end
+      return out
+   end
 
    local cudaType = {}
    for _, ty in ipairs(torch._types) do if ty.cuda then cudaType[ty.id] = true end end

@@ -181,6 +181,9 @@ function cutorch.getState() return nil end
 -- Staged methods exist on the GPU backend only (gpu.lua): here every method runs on the host anyway.
 function cutorch.setHostFallback() end
 function cutorch.hostFallbacks() return {} end
+function cutorch.deviceCallCounts()   -- (the GPU backend's; none here)
+   return {launches = 0, libraryOps = 0, hostWaits = 0, hostCopies = 0, deviceAllocs = 0}
+end
 
 -- Pinned ("host") tensors are plain CPU tensors here.
 local function sizeOf(...)

@@ -79,6 +79,16 @@ const char *lt_cuda_error_text(int code);
 /* Free and total memory of a device (its primary context made current on this thread). */
 int lt_cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes);
 
+/* What this process asked of its GPUs so far, counted where the C layer asks it (all devices and threads):
+ * kernel launches; library operations (a cuBLAS or cuDNN operation fetching its handle, an NCCL call); host waits
+ * (the calling thread blocked until a stream or device has drained: every synchronize, and the copies between
+ * host and device that wait); those copies; device allocations (cuMemAlloc, which the caching allocator
+ * makes only when it has no free block). `luatorch bench cuda` reports them per training step. */
+enum { LT_CUDA_COUNT_LAUNCHES = 0, LT_CUDA_COUNT_LIBRARY_OPS = 1, LT_CUDA_COUNT_HOST_WAITS = 2,
+       LT_CUDA_COUNT_HOST_COPIES = 3, LT_CUDA_COUNT_DEVICE_ALLOCS = 4, LT_CUDA_NCOUNTS = 5 };
+void lt_cuda_count(int what);
+int64_t lt_cuda_counted(int what);
+
 /* ---- NVRTC ---- */
 
 /* Compile one CUDA C++ source. arch: "sm_XX" (CUBIN) or "compute_XX" (PTX). headers: nheaders in-memory

@@ -440,6 +440,7 @@ static int handle_for(const char *fn, int device, void *stream, void **h) {
     return failed(fn, "Create", st);
   }
   if ((st = api.set_stream(handles[device], stream)) != ST_SUCCESS) return failed(fn, "SetStream", st);
+  lt_cuda_count(LT_CUDA_COUNT_LIBRARY_OPS);
   *h = handles[device];
   return 0;
 }

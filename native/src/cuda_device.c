@@ -75,9 +75,16 @@ static int failed(const char *what, int device, int code) {
  * thread whose current context may be another device's, so each call sets its own. */
 typedef struct { void *event; int device; } cu_event;
 
+static int64_t counts[LT_CUDA_NCOUNTS];
+void lt_cuda_count(int what) { __atomic_fetch_add(&counts[what], 1, __ATOMIC_RELAXED); }
+int64_t lt_cuda_counted(int what) {
+  return what >= 0 && what < LT_CUDA_NCOUNTS ? __atomic_load_n(&counts[what], __ATOMIC_RELAXED) : -1;
+}
+
 static int be_malloc(void *ctx, int device, int64_t size, void **ptr) {
   (void)ctx;
   if (lt_cuda_set_device(device)) return -1;
+  lt_cuda_count(LT_CUDA_COUNT_DEVICE_ALLOCS);
   cu_ptr p = 0;
   int rc = drv.mem_alloc(&p, (size_t)size);
   if (rc == CU_OUT_OF_MEMORY) return LT_CUDA_BACKEND_OOM;
@@ -305,6 +312,7 @@ static int cu_launch(void *ctx, const char *file, const char *kernel, const char
   int rc = find_function(device, file, kernel, &f);
   pthread_mutex_unlock(&lock);
   if (rc) return -1;
+  lt_cuda_count(LT_CUDA_COUNT_LAUNCHES);
   rc = drv.launch(f, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
   if (rc != CU_OK) return lt_fail("cuda: launching %s (%u x %u threads) on device %d: %s (%d)", kernel, grid, block,
                                   device, lt_cuda_error_text(rc), rc);
@@ -314,6 +322,8 @@ static int cu_launch(void *ctx, const char *file, const char *kernel, const char
 static int cu_to_host(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
   int device = (int)(intptr_t)ctx;
   if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
+  lt_cuda_count(LT_CUDA_COUNT_HOST_COPIES);
+  lt_cuda_count(LT_CUDA_COUNT_HOST_WAITS);
   int rc = drv.dtoh_async(dst, (cu_ptr)(uintptr_t)src, (size_t)bytes, stream);
   if (rc == CU_OK) rc = drv.stream_sync(stream);
   return rc == CU_OK ? 0 : failed("a copy to the host", device, rc);
@@ -322,6 +332,8 @@ static int cu_to_host(void *ctx, void *dst, const void *src, int64_t bytes, void
 static int cu_to_device(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
   int device = (int)(intptr_t)ctx;
   if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
+  lt_cuda_count(LT_CUDA_COUNT_HOST_COPIES);
+  lt_cuda_count(LT_CUDA_COUNT_HOST_WAITS);
   int rc = drv.htod_async((cu_ptr)(uintptr_t)dst, src, (size_t)bytes, stream);
   if (rc == CU_OK) rc = drv.stream_sync(stream);   /* src is the caller's again when this returns */
   return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
@@ -420,6 +432,7 @@ static void *blas_handle(void *ctx, void *stream) {
     lt_fail("cuda: cublasSetStream on device %d: %s (%d)", device, blas_status(st), st);
     return NULL;
   }
+  lt_cuda_count(LT_CUDA_COUNT_LIBRARY_OPS);
   return *h;
 }
 

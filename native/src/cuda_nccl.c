@@ -107,6 +107,7 @@ static int group(lt_nccl *c, int op, int type, void **buffers, int64_t count) {
       api.group_end();
       return -1;
     }
+    lt_cuda_count(LT_CUDA_COUNT_LIBRARY_OPS);
     rc = op == 0 ? api.reduce(buffers[i], buffers[i], (size_t)count, dt, NCCL_SUM, 0, c->comms[i], stream)
                  : api.bcast(buffers[i], (size_t)count, dt, 0, c->comms[i], stream);
     if (rc != NCCL_SUCCESS && first == NCCL_SUCCESS) first = rc;

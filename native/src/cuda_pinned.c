@@ -85,6 +85,7 @@ int lt_cuda_copy_async(lt_tensor *dst, const lt_tensor *src) {
   void *stream = NULL;
   if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   const size_t bytes = (size_t)n * (size_t)lt_elemsize(src->type);
+  lt_cuda_count(LT_CUDA_COUNT_HOST_COPIES);   /* (no wait: pinned memory) */
   int rc = to_device ? drv.htod_async((cu_ptr)(uintptr_t)lt_tensor_data(dst), lt_tensor_data((lt_tensor *)src), bytes,
                                       stream)
                      : drv.dtoh_async(lt_tensor_data(dst), (cu_ptr)(uintptr_t)lt_tensor_data((lt_tensor *)src),

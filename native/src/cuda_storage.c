@@ -86,6 +86,7 @@ int lt_cuda_storage_synchronize(int device) {
   for (int d = 0; d < LT_CUDA_MAX_DEVICES; d++) {
     if (device >= 0 ? d != device : !__atomic_load_n(&ops_ready[d], __ATOMIC_ACQUIRE)) continue;
     if (lt_cuda_set_device(d)) return -1;
+    lt_cuda_count(LT_CUDA_COUNT_HOST_WAITS);
     int rc = ctx_sync();
     if (rc) return lt_fail("cuda: synchronizing device %d: %s (%d)", d, lt_cuda_error_text(rc), rc);
   }

@@ -177,6 +177,7 @@ int lt_cuda_stream_synchronize(int device, int index) {
   void *s, *saved;
   if (lt_cuda_stream_of(device, index, &s)) return -1;
   if (enter(device, &saved)) return leave(saved, -1);
+  lt_cuda_count(LT_CUDA_COUNT_HOST_WAITS);
   int rc = drv.stream_sync(s);
   if (rc != CU_OK)
     return leave(saved, lt_fail("cuda: synchronizing stream %d of device %d: %s (%d)", index, device,

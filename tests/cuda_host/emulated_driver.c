@@ -6,8 +6,8 @@
  * that name, from the libraries named in LT_EMULATED_CUDA_KERNELS (paths, ':'-separated).
  *
  * LT_EMULATED_CUDA_DEVICES devices (1 to 8, default 1), each with its primary context (the current one is per
- * thread, as the driver's), compute capability 8.0, 2 multiprocessors and 1 GiB. Memory is allocated on the
- * current context's device.
+ * thread, as the driver's), compute capability 8.0, 2 multiprocessors and 1 GiB (LT_EMULATED_CUDA_MEMORY_GIB).
+ * Memory is allocated on the current context's device.
  *
  * Streams are asynchronous, and lazily so: a launch, an asynchronous copy, an event record or a wait only joins
  * its stream's queue (each context's legacy stream, and those cuStreamCreate made), and a queue runs only when
@@ -28,6 +28,12 @@
  * faults on GPUs without peer access), and while the emulated cuBLAS multiplies (emulated_device_access), so
  * host code that dereferences a device pointer crashes the test instead of passing unnoticed. Without it
  * device memory is plain host memory, which tests that share buffers with the host (bench cuda's) rely on.
+ *
+ * LT_EMULATED_CUDA_NOEXEC=1 (null execution) checks and queues every call as usual, but runs no kernel and moves
+ * no bytes, and the emulated libraries skip their arithmetic: a copy to the host fills it with all-one bytes
+ * (which reads as -1, a kernel's "no error" index). Values are meaningless; what is left is the host's own cost
+ * per call, which `luatorch bench cuda --ours-only` measures for whole training steps (device memory, malloc'ed
+ * and never touched, costs nothing until used).
  * CUresult values as CUDA's: 0 success, 1 invalid value, 2 out of memory, 101 invalid device, 200 invalid
  * image, 201 invalid context, 500 not found, 719 launch failed. */
 #define _GNU_SOURCE
@@ -45,8 +51,24 @@
 enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, INVALID_IMAGE = 200,
        INVALID_CONTEXT = 201, INVALID_HANDLE = 400, NOT_FOUND = 500, NOT_READY = 600, LAUNCH_FAILED = 719,
        MAX_DEVICES = 8 };
-static const long long MEMORY = 1ll << 30;   /* per device */
+/* per device: 1 GiB, or LT_EMULATED_CUDA_MEMORY_GIB (an unguarded device's memory is malloc'ed on demand) */
+static long long memory_bytes(void) {
+  static long long m;
+  if (!__atomic_load_n(&m, __ATOMIC_ACQUIRE)) {
+    const char *e = getenv("LT_EMULATED_CUDA_MEMORY_GIB");
+    long long g = e && *e ? atoll(e) : 1;
+    __atomic_store_n(&m, (g < 1 ? 1 : g) << 30, __ATOMIC_RELEASE);
+  }
+  return m;
+}
+#define MEMORY memory_bytes()
 static long long in_use[MAX_DEVICES];
+/* What the driver saw, for tests to compare with the C layer's own counts (lt_cuda_counted): [0] launches,
+ * [1] stream and context synchronizations, [2] cuMemAlloc calls */
+static long long seen[3];
+EXPORT long long emulated_calls_seen(int which) {
+  return which >= 0 && which < 3 ? __atomic_load_n(&seen[which], __ATOMIC_RELAXED) : -1;
+}
 static char contexts[MAX_DEVICES];            /* a primary context is the address of its device's byte */
 static __thread int current = -1;             /* the calling thread's current context's device */
 
@@ -309,6 +331,7 @@ static int npinned;
 typedef struct { size_t size; int device; } header;
 
 EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
+  __atomic_fetch_add(&seen[2], 1, __ATOMIC_RELAXED);
   if (n == 0) return INVALID_VALUE;
   int dev = current;
   if (dev < 0) return INVALID_CONTEXT;
@@ -394,6 +417,7 @@ typedef struct item {
   const void *src;
   size_t n;
   char *owned;                   /* a snapshot of pageable source bytes, freed after the copy */
+  char dtoh;                     /* to host memory (which LT_EMULATED_CUDA_NOEXEC fills with all-one bytes) */
   /* I_WAIT: the stream that must have run up to seq */
   stream_t *on;
   unsigned long long seq;
@@ -424,6 +448,18 @@ static int eager(void) {
     e = v && *v && strcmp(v, "0");
   }
   return e;
+}
+
+/* LT_EMULATED_CUDA_NOEXEC=1: launches and library calls make every check, but no kernel runs and no bytes move;
+ * a copy to the host fills it with all-one bytes, which a kernel's "no error" index (-1) reads as. What remains is
+ * the host's own cost per call (emulated_link.h has the libraries' side). */
+static int noexec(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("LT_EMULATED_CUDA_NOEXEC");
+    v = e && *e && e[0] != '0';
+  }
+  return v;
 }
 
 /* The stream a call names: NULL is the current context's legacy stream. */
@@ -512,6 +548,7 @@ EXPORT int cuStreamDestroy_v2(void *stream) {
   return OK;
 }
 EXPORT int cuStreamSynchronize(void *stream) {
+  __atomic_fetch_add(&seen[1], 1, __ATOMIC_RELAXED);
   stream_t *s = stream_of(stream);
   if (!s) return INVALID_CONTEXT;
   qlock();
@@ -521,6 +558,7 @@ EXPORT int cuStreamSynchronize(void *stream) {
   return rc;
 }
 EXPORT int cuCtxSynchronize(void) {
+  __atomic_fetch_add(&seen[1], 1, __ATOMIC_RELAXED);
   if (current < 0) return INVALID_CONTEXT;
   run_device(current);
   qlock();
@@ -585,9 +623,10 @@ static int is_pinned(const void *p, size_t n) {
 }
 
 /* Copies find the devices of their device pointers from the addresses, as unified addressing does. */
-static int queue_copy(stream_t *s, void *dst, const void *src, size_t n, int dev, int dev2, int snapshot) {
+static int queue_copy(stream_t *s, void *dst, const void *src, size_t n, int dev, int dev2, int snapshot, int dtoh) {
   item *it = new_item(I_COPY);
   if (!it) return OUT_OF_MEMORY;
+  it->dtoh = (char)dtoh;
   it->dst = dst, it->src = src, it->n = n, it->dev = dev, it->dev2 = dev2;
   if (snapshot) {   /* pageable source: its bytes now, as CUDA's staging copy takes them */
     if (!(it->owned = malloc(n ? n : 1))) {
@@ -602,7 +641,7 @@ static int queue_copy(stream_t *s, void *dst, const void *src, size_t n, int dev
 EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *stream) {
   stream_t *s = stream_of(stream);
   if (!s) return INVALID_CONTEXT;
-  int rc = queue_copy(s, dst, (const void *)(uintptr_t)src, n, guarded() ? arena_of(src) : current, -1, 0);
+  int rc = queue_copy(s, dst, (const void *)(uintptr_t)src, n, guarded() ? arena_of(src) : current, -1, 0, 1);
   if (rc == OK && !is_pinned(dst, n)) {   /* to pageable memory: done when this returns, as CUDA's */
     qlock();
     run_until(s, s->queued);
@@ -614,13 +653,13 @@ EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, voi
 EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *stream) {
   stream_t *s = stream_of(stream);
   if (!s) return INVALID_CONTEXT;
-  return queue_copy(s, (void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current, -1, !is_pinned(src, n));
+  return queue_copy(s, (void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current, -1, !is_pinned(src, n), 0);
 }
 /* The synchronous copies (pycuda's memcpy_dtoh/htod, GPUArray.get/set): on the legacy stream, done on return. */
-static int copy_and_wait(void *dst, const void *src, size_t n, int dev) {
+static int copy_and_wait(void *dst, const void *src, size_t n, int dev, int dtoh) {
   stream_t *s = stream_of(NULL);
   if (!s) return INVALID_CONTEXT;
-  int rc = queue_copy(s, dst, src, n, dev, -1, 0);
+  int rc = queue_copy(s, dst, src, n, dev, -1, 0, dtoh);
   if (rc != OK) return rc;
   qlock();
   run_until(s, s->queued);
@@ -629,10 +668,10 @@ static int copy_and_wait(void *dst, const void *src, size_t n, int dev) {
   return rc;
 }
 EXPORT int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) {
-  return copy_and_wait(dst, (const void *)(uintptr_t)src, n, guarded() ? arena_of(src) : current);
+  return copy_and_wait(dst, (const void *)(uintptr_t)src, n, guarded() ? arena_of(src) : current, 1);
 }
 EXPORT int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
-  return copy_and_wait((void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current);
+  return copy_and_wait((void *)(uintptr_t)dst, src, n, guarded() ? arena_of(dst) : current, 0);
 }
 /* Between the memories of two contexts' devices (the same one allowed). */
 EXPORT int cuMemcpyPeerAsync(unsigned long long dst, void *dst_ctx, unsigned long long src, void *src_ctx, size_t n,
@@ -642,7 +681,7 @@ EXPORT int cuMemcpyPeerAsync(unsigned long long dst, void *dst_ctx, unsigned lon
   if (guarded() && (arena_of(dst) != dd || arena_of(src) != sd)) return INVALID_VALUE;   /* not that device's */
   stream_t *s = stream_of(stream);
   if (!s) return INVALID_CONTEXT;
-  return queue_copy(s, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, (int)dd, sd != dd ? (int)sd : -1, 0);
+  return queue_copy(s, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, (int)dd, sd != dd ? (int)sd : -1, 0, 0);
 }
 
 /* A module: the kernel names of its CUBIN (each __global__ function is an ELF section .text.NAME). */
@@ -726,6 +765,7 @@ EXPORT int cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsig
     it->params[i] = at;
     at += (sizes[i] + 7) / 8 * 8;
   }
+  __atomic_fetch_add(&seen[0], 1, __ATOMIC_RELAXED);
   it->f = f, it->dev = current;
   it->grid[0] = gx, it->grid[1] = gy, it->grid[2] = gz, it->block[0] = bx, it->block[1] = by, it->block[2] = bz;
   return enqueue(s, it);
@@ -738,8 +778,9 @@ static int run_item(item *it) {
   if (it->dev2 >= 0) access_device(it->dev2, 1);
   int rc = 0;
   if (it->kind == I_COPY) {
-    memmove(it->dst, it->src, it->n);
-  } else {
+    if (!noexec()) memmove(it->dst, it->src, it->n);
+    else if (it->dtoh) memset(it->dst, 0xFF, it->n);
+  } else if (!noexec()) {
     char err[512] = "";
     rc = it->f->launch(it->f->name, NULL, it->grid[0], it->grid[1], it->grid[2], it->block[0], it->block[1],
                        it->block[2], it->params, err, (int)sizeof err);

@@ -35,4 +35,15 @@ static void emu_device_work(int dev, void *stream, int open) {
   if (emu_access_device) emu_access_device(dev, open);
 }
 
+/* LT_EMULATED_CUDA_NOEXEC=1: launches and library calls make every check, then skip the arithmetic (copies still
+ * move bytes). Values are garbage; what remains is the host's own cost per call (`luatorch bench cuda --host-only`). */
+static int emu_noexec(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("LT_EMULATED_CUDA_NOEXEC");
+    v = e && *e && e[0] != '0';
+  }
+  return v;
+}
+
 #endif

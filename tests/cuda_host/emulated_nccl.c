@@ -109,7 +109,7 @@ static int run(op *ops, int n) {
   if (n != q->n) return INVALID_USAGE;
   for (int r = 0; r < n; r++) emu_device_work(by_rank[r]->c->device, by_rank[r]->stream, 1);
   op *root = by_rank[ops[0].root];
-  for (size_t i = 0; i < ops[0].count; i++) {
+  for (size_t i = 0; i < (emu_noexec() ? 0 : ops[0].count); i++) {
     if (ops[0].kind == 0) {
       double s = 0;
       for (int r = 0; r < n; r++) s += load(by_rank[r]->send, ops[0].type, i);
