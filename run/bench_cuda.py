@@ -22,7 +22,9 @@ What it measures (one JSON record each, `what` naming the kind):
   with what each of our steps asked of the GPU (cutorch.deviceCallCounts): kernel launches, cuBLAS/cuDNN
   operations, host waits, device allocations per step.
 
-`--ours-only` times our training steps alone (no PyTorch, no launch/bandwidth/gemm cases): records
+`--half` makes both sides of train_step train in half precision (Torch7's `CudaHalfTensor` networks: cuDNN's
+convolutions in half with float arithmetic, our kernels' half instantiations; PyTorch's `.half()`), with no float
+master weights on either side. `--ours-only` times our training steps alone (no PyTorch, no launch/bandwidth/gemm cases): records
 `train_step_ours`. On a machine without a GPU it runs over tests/cuda_host's emulated driver in its
 null-execution mode (`LT_EMULATED_CUDA_NOEXEC=1`: every call checked and queued, no kernel or library arithmetic
 run), which leaves the host's own cost per step: the Lua framework, our C layer and the emulated driver's
@@ -294,7 +296,7 @@ def gemm_records(torch, ours, rounds, sizes, device="cuda"):
 
 
 _LUA_TRAIN_STEP = """
-return function(build, batch, size, classes, nll)
+return function(build, batch, size, classes, nll, half)
    require 'cunn'
    require 'cudnn'
    require 'optim'
@@ -306,6 +308,9 @@ return function(build, batch, size, classes, nll)
    net:training()
    local crit = (nll and nn.ClassNLLCriterion() or nn.CrossEntropyCriterion()):cuda()
    local x = torch.FloatTensor(batch, 3, size, size):normal():cuda()
+   if half then   -- cunn's half training: parameters, activations and gradients in half, no float master copy
+      net, crit, x = net:type('torch.CudaHalfTensor'), crit:type('torch.CudaHalfTensor'), x:cudaHalf()
+   end
    local y = torch.LongTensor(batch):random(1, classes):cuda()
    local w, dw = net:getParameters()
    local state = {learningRate = 0.01, momentum = 0.9, dampening = 0.9, weightDecay = 1e-4}
@@ -327,7 +332,7 @@ COUNT_FIELDS = {"launches": "ours_launches_per_iter", "libraryOps": "ours_librar
                 "hostWaits": "ours_host_waits_per_iter", "deviceAllocs": "ours_device_allocs_per_iter"}
 
 
-def ours_train_step(build, batch, size, classes, nll, iters, warmup):
+def ours_train_step(build, batch, size, classes, nll, iters, warmup, half=False):
     """Our training step on cutorch's GPU backend: (wall seconds, host CPU seconds) per timed step, the
     losses, the staged methods, the convolution path and what a timed step asked of the GPU on average
     (cutorch.deviceCallCounts). The host CPU time is taken before the synchronize, as PyTorch's."""
@@ -335,7 +340,7 @@ def ours_train_step(build, batch, size, classes, nll, iters, warmup):
 
     os.environ["LUATORCH_CUTORCH"] = "gpu"   # read when the new state requires cutorch
     rt = Runtime()
-    step = rt.call(rt.execute(_LUA_TRAIN_STEP), build, batch, size, classes, nll)
+    step = rt.call(rt.execute(_LUA_TRAIN_STEP), build, batch, size, classes, nll, half)
     sync = rt.eval("cutorch.synchronize")
     counted = rt.eval("cutorch.deviceCallCounts")
     walls, cpus, losses = [], [], []
@@ -359,9 +364,9 @@ def ours_train_step(build, batch, size, classes, nll, iters, warmup):
     return walls, cpus, losses, fallbacks, convolutions, per_iter
 
 
-def ours_record(build, batch, size, classes, nll, iters, warmup):
+def ours_record(build, batch, size, classes, nll, iters, warmup, half=False):
     walls, cpus, losses, staged, convolutions, per_iter = ours_train_step(build, batch, size, classes, nll, iters,
-                                                                          warmup)
+                                                                          warmup, half)
     ours = {"ours_images_per_s": round(batch / median(walls), 1),
             "ours_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
             "ours_host_cpu_ms_per_iter": round(median(cpus) * 1e3, 2),
@@ -382,7 +387,7 @@ def print_ours(model, batch, ours):
           flush=True)
 
 
-def ours_only_records(models, batches, iters, warmup):
+def ours_only_records(models, batches, iters, warmup, half=False):
     """Our training steps alone, without PyTorch: what --ours-only records."""
     from run.bench_model import MODELS
 
@@ -390,14 +395,14 @@ def ours_only_records(models, batches, iters, warmup):
     for model in models:
         build, size, classes = MODELS[model]
         for batch in batches:
-            ours = ours_record(build, batch, size, classes, model == "googlenet_bn", iters, warmup)
+            ours = ours_record(build, batch, size, classes, model == "googlenet_bn", iters, warmup, half)
             print_ours(model, batch, ours)
             recs.append(dict({"what": "train_step_ours", "model": model, "batch": batch, "iters": iters,
-                              "loadavg": _loadavg()}, **ours))
+                              "dtype": "half" if half else "float", "loadavg": _loadavg()}, **ours))
     return recs
 
 
-def train_records(torch, models, batches, iters, warmup, device="cuda"):
+def train_records(torch, models, batches, iters, warmup, device="cuda", half=False):
     from pytorch_bridge import Runtime
     from pytorch_bridge.interop import to_torch
     from run.bench_model import MODELS
@@ -410,16 +415,20 @@ def train_records(torch, models, batches, iters, warmup, device="cuda"):
         googlenet = model == "googlenet_bn"
         loss_fn = torch.nn.functional.nll_loss if googlenet else torch.nn.functional.cross_entropy
         for batch in batches:
-            ours = ours_record(build, batch, size, classes, googlenet, iters, warmup)
+            ours = ours_record(build, batch, size, classes, googlenet, iters, warmup, half)
             print_ours(model, batch, ours)
-            for tf32 in (True, False):
-                torch.backends.cudnn.allow_tf32 = tf32
-                torch.backends.cuda.matmul.allow_tf32 = tf32
+            for tf32 in ((None,) if half else (True, False)):   # (half: pure half on both sides, TF32 moot)
+                torch.backends.cudnn.allow_tf32 = bool(tf32)
+                torch.backends.cuda.matmul.allow_tf32 = bool(tf32)
                 torch.backends.cudnn.benchmark = True
                 net = to_torch(rt, net_lua, np.float32).to(device).train()
+                if half:
+                    net = net.half()
                 opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, dampening=0.9, weight_decay=1e-4)
                 g = torch.Generator(device=device).manual_seed(0)
                 x = torch.randn(batch, 3, size, size, device=device, generator=g)
+                if half:
+                    x = x.half()
                 y = torch.randint(0, classes, (batch,), device=device, generator=g)
                 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
                 walls, cpus = [], []
@@ -437,6 +446,7 @@ def train_records(torch, models, batches, iters, warmup, device="cuda"):
                         cpus.append(c1 - c0)
                 assert torch.isfinite(loss).item(), "%s: the loss is not finite" % model
                 recs.append({"what": "train_step", "model": model, "batch": batch, "tf32": tf32,
+                             "dtype": "half" if half else "float",
                              "memory_format": "NCHW", "iters": iters,
                              "pytorch_images_per_s": round(batch / median(walls), 1),
                              "pytorch_images_per_s_range": [round(batch / max(walls), 1), round(batch / min(walls), 1)],
@@ -466,6 +476,8 @@ def main(argv=None):
     ap.add_argument("--elements", type=int, default=1 << 26, help="float32 elements of the bandwidth buffers")
     ap.add_argument("--gemm", default="1024,4096", help="square addmm sizes (float32)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--half", action="store_true",
+                    help="train_step in half on both sides (cunn's CudaHalfTensor; PyTorch's .half()), not float")
     ap.add_argument("--ours-only", action="store_true",
                     help="our training steps alone: no PyTorch reference, no launch/bandwidth/gemm cases")
     args = ap.parse_args(argv)
@@ -483,7 +495,7 @@ def main(argv=None):
         records = [{"what": "device", "driver": driver, "null_execution": os.environ.get("LT_EMULATED_CUDA_NOEXEC"),
                     "loadavg_before": _loadavg()}]
         records += ours_only_records([m for m in args.models.split(",") if m], [int(b) for b in args.batch.split(",")],
-                                     args.iters, args.warmup)
+                                     args.iters, args.warmup, args.half)
         records[0]["loadavg_after"] = _loadavg()
         if args.json:
             write_json(args.json, records)
@@ -523,7 +535,8 @@ def main(argv=None):
                 [[r["op"], r["ours_TFLOPs"], r["pytorch_TFLOPs"], r["ratio"]] for r in gemms])
     models = [m for m in args.models.split(",") if m]
     if models:
-        records += train_records(torch, models, [int(b) for b in args.batch.split(",")], args.iters, args.warmup)
+        records += train_records(torch, models, [int(b) for b in args.batch.split(",")], args.iters, args.warmup,
+                                 half=args.half)
     records[0]["loadavg_after"] = _loadavg()
     if args.json:
         write_json(args.json, records)

@@ -207,6 +207,33 @@ def test_reductions_accumulate_in_float(cuda, rng):
     np.testing.assert_allclose(values(rt, r).astype(np.float64), hx.sum(0, keepdims=True), rtol=2e-3, atol=2e-3)
 
 
+def test_half_math_runs_on_half_kernels_without_float_copies_on_the_gpu(cuda, rng):
+    """On the GPU backend the pointwise methods and reductions whose kernels have Half instantiations take half
+    operands directly, so a method on half tensors makes as many launches as on float ones (the float route made
+    four more per operand: a zero-filled float tensor, a conversion there, and one back)."""
+    rt = cuda
+    if rt.eval("cutorch.backend") != "gpu":
+        pytest.skip("the GPU backend's launches (CI runs this file on the emulated driver too)")
+    x, y = rng.standard_normal((9, 13)).astype(np.float32), rng.standard_normal((9, 13)).astype(np.float32)
+    half = (half_of(rt, x), half_of(rt, y))
+    single = rt.eval("function(a, b) return a:float():cuda(), b:float():cuda() end")(*half)
+    launches = rt.eval("""function(code, a, b)
+        local f = loadstring('local a, b = ...; ' .. code)
+        local before = cutorch.deviceCallCounts().launches
+        f(a, b)
+        return cutorch.deviceCallCounts().launches - before
+    end""")
+    for code in ("a:add(b)", "a:csub(0.5, b)", "a:mul(1.5)", "a:cmul(b)", "a:cdiv(b:clone():abs():add(1))",
+                 "a:addcmul(0.25, a, b)", "a:tanh()", "a:sign()", "a:clamp(-1, 1)", "a:neg()", "return a:sum()",
+                 "return a:sum(1)", "return a:max(2)", "return a:mean()", "return a:norm()"):
+        assert launches(code, *half) == launches(code, *single), code
+    assert launches("a:add(b)", *half) == 1
+    # and the values are still the float computation rounded once to half (the tests above check every form)
+    r = rt.eval("function(a, b) return a:clone():add(2, b) end")(half_of(rt, x), half_of(rt, y))
+    want = (x.astype(np.float16).astype(np.float32) + 2 * y.astype(np.float16).astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(values(rt, r), want)
+
+
 def test_matrix_products(cuda, rng):
     rt = cuda
     a = rng.standard_normal((5, 7)).astype(np.float32)

@@ -433,6 +433,27 @@ return function(cutorch)
    end
    torch._installTensorMethods()
 
+   -- CudaHalfTensor's math runs on float copies of its operands (lua/torch/Half.lua): four launches and a float
+   -- tensor per operand. The device versions whose kernels have Half instantiations (computing in float, rounding
+   -- once to half, so the same values) serve half operands directly; other forms still go through float.
+   -- (A device-method set of their own, whose operands may be half; the other classes' keep refusing half.)
+   local halfMT, halfType = torch.getmetatable('torch.CudaHalfTensor'), torch._cudaHalfType.id
+   local halfDevice = require('cutorch.gpu_math')(cutorch, function(x)
+      return deviceTensor(x) or (torch.isTensor(x) and x._c.type == halfType and (x._c.storage == nil or onDevice(x)))
+   end)
+   for name in ([[add csub mul div pow cmul cdiv addcmul addcdiv sqrt rsqrt exp log abs neg sign tanh sigmoid
+                  clamp sum prod mean max min norm]]):gmatch('%S+') do
+      local fast, throughFloat = halfDevice[name], rawget(halfMT, name)
+      assert(fast and throughFloat, name)
+      halfMT[name] = function(...)
+         if depth == 0 then
+            local r = table.pack(fast(...))
+            if r[1] then return unpack(r, 2, r.n) end
+         end
+         return throughFloat(...)
+      end
+   end
+
    -- The pointwise functional forms and the matrix products (torch.add(r, x, y), torch.exp(x), torch.mm(a, b), ...)
    -- call their result's method (torch._throughMethods): device versions where there are. Those that are their
    -- method (torch.sum(x, 1) is x:sum(1); torch.max, torch.norm, ...) call their first argument's method, so a
