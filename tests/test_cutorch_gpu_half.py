@@ -209,8 +209,9 @@ def test_reductions_accumulate_in_float(cuda, rng):
 
 def test_half_math_runs_on_half_kernels_without_float_copies_on_the_gpu(cuda, rng):
     """On the GPU backend the pointwise methods and reductions whose kernels have Half instantiations take half
-    operands directly, so a method on half tensors makes as many launches as on float ones (the float route made
-    four more per operand: a zero-filled float tensor, a conversion there, and one back)."""
+    operands directly (matrix products: cublasGemmEx with half operands and float arithmetic), so a method on half
+    tensors makes as many launches as on float ones (the float route made four more per operand: a zero-filled
+    float tensor, a conversion there, and one back)."""
     rt = cuda
     if rt.eval("cutorch.backend") != "gpu":
         pytest.skip("the GPU backend's launches (CI runs this file on the emulated driver too)")
@@ -225,7 +226,8 @@ def test_half_math_runs_on_half_kernels_without_float_copies_on_the_gpu(cuda, rn
     end""")
     for code in ("a:add(b)", "a:csub(0.5, b)", "a:mul(1.5)", "a:cmul(b)", "a:cdiv(b:clone():abs():add(1))",
                  "a:addcmul(0.25, a, b)", "a:tanh()", "a:sign()", "a:clamp(-1, 1)", "a:neg()", "return a:sum()",
-                 "return a:sum(1)", "return a:max(2)", "return a:mean()", "return a:norm()"):
+                 "return a:sum(1)", "return a:max(2)", "return a:mean()", "return a:norm()",
+                 "return torch.mm(a, b:t())", "return torch.mv(a, b:select(1, 2))", "return torch.ger(a[1], b[2])"):
         assert launches(code, *half) == launches(code, *single), code
     assert launches("a:add(b)", *half) == 1
     # and the values are still the float computation rounded once to half (the tests above check every form)

@@ -442,7 +442,7 @@ return function(cutorch)
       return deviceTensor(x) or (torch.isTensor(x) and x._c.type == halfType and (x._c.storage == nil or onDevice(x)))
    end)
    for name in ([[add csub mul div pow cmul cdiv addcmul addcdiv sqrt rsqrt exp log abs neg sign tanh sigmoid
-                  clamp sum prod mean max min norm]]):gmatch('%S+') do
+                  clamp sum prod mean max min norm addmm mm addmv mv addr ger]]):gmatch('%S+') do
       local fast, throughFloat = halfDevice[name], rawget(halfMT, name)
       assert(fast and throughFloat, name)
       halfMT[name] = function(...)

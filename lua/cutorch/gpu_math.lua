@@ -206,7 +206,7 @@ return function(cutorch, deviceTensor)
 
    -- ------------------------------------------------------------ matrix products (cuBLAS)
 
-   local GEMM = {[C.LT_CUDA_FLOAT] = true, [C.LT_CUDA_DOUBLE] = true}
+   local GEMM = {[C.LT_CUDA_FLOAT] = true, [C.LT_CUDA_DOUBLE] = true, [C.LT_CUDA_HALF] = true}   -- (half: GemmEx)
 
    local function addmm(self, beta, m, alpha, a, b)
       if not (live(m) and live(a) and live(b) and deviceTensor(self)) or not GEMM[m._c.type] then return false end

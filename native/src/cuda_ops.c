@@ -638,8 +638,8 @@ int lt_cuops_addmm(const lt_cuops *ops, void *stream, lt_tensor *out, double bet
   if (m->ndim != 2 || out->ndim != 2)
     return lt_fail("%s: the added matrix and the result must be 2D, got %dD and %dD", fn, m->ndim, out->ndim);
   const int type = lt_host_type(a->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE)
-    return lt_fail("%s: not defined for %s tensors (Float and Double only)", fn, tname(a->type));
+  if (type != LT_FLOAT && type != LT_DOUBLE && type != LT_HALF)   /* half: cublasGemmEx, float arithmetic */
+    return lt_fail("%s: not defined for %s tensors (Float, Double and Half only)", fn, tname(a->type));
   const lt_tensor *all[3] = {b, m, out};
   for (int i = 0; i < 3; i++)
     if (all[i]->type != a->type)
