@@ -44,12 +44,14 @@ function NP.storage(kind, words, n)
    f:close()
    return s
 end
--- what Lua sees: the type for anything but a number, 'nan' for a NaN, else the value
+-- what Lua sees: the type for anything but a number, 'nan' for a NaN, else the value. A value that
+-- prints as a NaN but equals itself is one LuaJIT does not treat as a number (high word 0xFFF90000).
 function NP.describe(v)
    local ty = type(v)
    if ty ~= 'number' then return ty end
    if v ~= v then return 'nan' end
-   return string.format('%.17g', v)
+   local text = string.format('%.17g', v)
+   return text:find('nan') and 'a NaN equal to itself' or text
 end
 -- the type shape of a call's results, for the sweep: numbers are 'number', tensors their type name
 function NP.shape(v, depth)
