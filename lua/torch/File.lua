@@ -34,7 +34,8 @@ kinds.Int.what = 'an int'
 -- Half elements are binary16 bits in memory and in binary files; ascii files
 -- hold them as float text (as Torch7's THFile did).
 kinds.Half.float, kinds.Half.half = true, true
-local halfToFloat, floatToHalf = torch.C.lt_half_to_float, torch.C.lt_float_to_half
+for name, kind in pairs(kinds) do kind.numberAt = (torch._types[name] or torch._halfType).numberAt end
+local floatToHalf = torch.C.lt_float_to_half
 File._kinds = kinds
 
 local scratch = ffi.new('uint8_t[8]')
@@ -169,16 +170,16 @@ local function int64str(v)
    return (s:gsub('LL$', ''))
 end
 
-local function fmtElem(kind, v)
-   if kind.name == 'Long' then return int64str(v) end
-   if kind.half then v = halfToFloat(v) end
+-- Element i of p (a kind.ptr) as ascii text.
+local function fmtElem(kind, p, i)
+   if kind.name == 'Long' then return int64str(p[i]) end
+   local v = kind.numberAt(p, i)
    if kind.float then
-      v = tonumber(v)
       if v ~= v then return 'nan' end
       if v == math.huge then return 'inf' end
       if v == -math.huge then return '-inf' end
    end
-   return string.format(kind.fmt, tonumber(v))
+   return string.format(kind.fmt, v)
 end
 
 -- Write n elements of `kind` from ptr (binary: raw; ascii: Torch7's text).
@@ -214,7 +215,7 @@ function File:_writeRaw(kind, ptr, n)
       while done < n do
          local m = math.min(4096, n - done)
          local parts = {}
-         for i = 0, m - 1 do parts[i + 1] = fmtElem(kind, p[done + i]) end
+         for i = 0, m - 1 do parts[i + 1] = fmtElem(kind, p, done + i) end
          local s = table.concat(parts, sep)
          if done + m < n then s = s .. sep end
          self:_rawwrite(s, #s)
@@ -360,8 +361,7 @@ for name, kind in pairs(kinds) do
          local p = ffi.cast(kind.ptr, scratch)
          p[0] = 0
          if self:_readRaw(kind, scratch, 1) < 1 then return 0 end
-         if kind.half then return halfToFloat(p[0]) end
-         return tonumber(p[0])
+         return kind.numberAt(p, 0)
       end
       if type(n) == 'number' then
          if n < 0 or n ~= math.floor(n) then error('read' .. name .. ': non-negative count expected', 2) end

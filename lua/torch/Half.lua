@@ -19,7 +19,7 @@ local ffi = require 'ffi'
 local C = torch.C
 local M = torch._tensorMethods
 local check = torch._check
-local halfToFloat, floatToHalf = C.lt_half_to_float, C.lt_float_to_half
+local floatToHalf = C.lt_float_to_half
 
 -- ---------------------------------------------------------------- every tensor type
 
@@ -35,7 +35,6 @@ local newTensor = torch._newTensor
 -- offsets from the first element, checked as for every tensor type (Tensor.lua)
 local elementOffset = torch._elementOffset
 local onDevice = torch._onDevice
-local elementBuf = ffi.new('double[1]')
 
 -- Methods that never read elements as numbers work unchanged on half bits.
 local geometry = {
@@ -139,13 +138,7 @@ local function halfClass(ty, withMath)
       end
    end
 
-   local function elementRead(self, off)
-      if onDevice(self) then
-         check(C.lt_cuda_storage_get(self._c.storage, self._c.offset + off, elementBuf), 3)
-         return elementBuf[0]
-      end
-      return halfToFloat(ffi.cast(ty.ptr, self._c.storage.data)[self._c.offset + off])
-   end
+   local elementRead = torch._elementAt   -- as every type's (Tensor.lua): half bits read as numbers
    local function elementWrite(self, off, v)
       if onDevice(self) then return check(C.lt_cuda_storage_set(self._c.storage, self._c.offset + off, v), 3) end
       ffi.cast(ty.ptr, self._c.storage.data)[self._c.offset + off] = floatToHalf(v)

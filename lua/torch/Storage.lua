@@ -8,9 +8,9 @@ local C = torch.C
 local check = torch._check
 
 local release_fn = ffi.cast('void(*)(void*)', C.lt_storage_release)
-local halfToFloat, floatToHalf = C.lt_half_to_float, C.lt_float_to_half
+local floatToHalf = C.lt_float_to_half
 
--- Element reads and writes: Half storages hold binary16 bits.
+-- Element writes: Half storages hold binary16 bits (reads: ty.numberAt, utils.lua).
 local function identity(v) return v end
 
 local function fileExists(path)
@@ -30,9 +30,8 @@ for _, ty in ipairs(storageTypes) do
    local mt = {}       -- the class table (torch.getmetatable(name)): methods
    local methods = {}
    local ptrtype = ty.ptr
-   local integer = ty.integer
    local toElement = ty.half and floatToHalf or identity
-   local fromElement = ty.half and halfToFloat or (integer and tonumber or identity)
+   local numberAt = ty.numberAt
    local name = ty.storagename
    local hostName = 'torch.' .. (ty.hostName or ty.name) .. 'Storage'   -- a Cuda type's host counterpart
    local handleName = 'TH' .. ty.name .. 'Storage'
@@ -154,7 +153,7 @@ for _, ty in ipairs(storageTypes) do
    function methods.totable(self)
       if onDevice(self) then return host(self):totable() end
       local t, d = {}, ffi.cast(ptrtype, self._c.data)
-      for i = 0, tonumber(self._c.size) - 1 do t[i + 1] = tonumber(fromElement(d[i])) end
+      for i = 0, tonumber(self._c.size) - 1 do t[i + 1] = numberAt(d, i) end
       return t
    end
 
@@ -196,7 +195,7 @@ for _, ty in ipairs(storageTypes) do
             check(C.lt_cuda_storage_get(c, k - 1, elementBuf), 2)
             return elementBuf[0]
          end
-         return fromElement(ffi.cast(ptrtype, c.data)[k - 1])
+         return numberAt(c.data, k - 1)
       end
       return nil
    end

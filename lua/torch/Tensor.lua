@@ -53,7 +53,7 @@ local function elementAt(t, off)
       check(C.lt_cuda_storage_get(t._c.storage, t._c.offset + off, elementBuf), 3)
       return elementBuf[0]
    end
-   return tonumber(ffi.cast(typeOfTensor(t).ptr, C.lt_tensor_data(t._c))[off])
+   return typeOfTensor(t).numberAt(C.lt_tensor_data(t._c), off)
 end
 local function setElementAt(t, off, v)
    if onDevice(t) then return check(C.lt_cuda_storage_set(t._c.storage, t._c.offset + off, v), 3) end
@@ -697,8 +697,8 @@ function M.totable(self)
    local c = self._c
    if c.ndim == 0 then return {} end
    if c.ndim == 1 then
-      local d, st, out = M.data(self), tonumber(c.stride[0]), {}
-      for i = 0, tonumber(c.size[0]) - 1 do out[i + 1] = tonumber(d[i * st]) end
+      local d, st, out, numberAt = M.data(self), tonumber(c.stride[0]), {}, typeOfTensor(self).numberAt
+      for i = 0, tonumber(c.size[0]) - 1 do out[i + 1] = numberAt(d, i * st) end
       return out
    end
    local out = {}
@@ -724,11 +724,11 @@ local function elementLoop(tensors, fn)
 end
 
 function M.apply(self, func)
-   local integer = typeOfTensor(self).integer
+   local numberAt = typeOfTensor(self).numberAt
    elementLoop({self}, function(n, d)
       local a = d[1]
       for i = 0, n - 1 do
-         local r = func(integer and tonumber(a[i]) or a[i])
+         local r = func(numberAt(a, i))
          if r ~= nil then a[i] = r end
       end
    end)
@@ -736,11 +736,11 @@ function M.apply(self, func)
 end
 
 function M.map(self, other, func)
-   local ia, ib = typeOfTensor(self).integer, typeOfTensor(other).integer
+   local na, nb = typeOfTensor(self).numberAt, typeOfTensor(other).numberAt
    elementLoop({self, other}, function(n, d)
       local a, b = d[1], d[2]
       for i = 0, n - 1 do
-         local r = func(ia and tonumber(a[i]) or a[i], ib and tonumber(b[i]) or b[i])
+         local r = func(na(a, i), nb(b, i))
          if r ~= nil then a[i] = r end
       end
    end)
@@ -748,10 +748,11 @@ function M.map(self, other, func)
 end
 
 function M.map2(self, t1, t2, func)
+   local na, nb, nc = typeOfTensor(self).numberAt, typeOfTensor(t1).numberAt, typeOfTensor(t2).numberAt
    elementLoop({self, t1, t2}, function(n, d)
       local a, b, c = d[1], d[2], d[3]
       for i = 0, n - 1 do
-         local r = func(tonumber(a[i]), tonumber(b[i]), tonumber(c[i]))
+         local r = func(na(a, i), nb(b, i), nc(c, i))
          if r ~= nil then a[i] = r end
       end
    end)

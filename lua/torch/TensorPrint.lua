@@ -11,12 +11,15 @@ local C = torch.C
 local floor, log10, abs = math.floor, math.log10, math.abs
 local fmt = string.format
 
--- Elements of t as a contiguous double array (a fresh copy; ndim >= 1).
-local function asDoubles(t)
+-- Elements of t in row-major order as Lua numbers: a 0-based table and its length (ndim >= 1).
+local function asNumbers(t)
    local d = torch.DoubleTensor()
    torch._check(C.lt_tensor_resize(d._c, t._c.ndim, t._c.size), 3)
    torch._check(C.lt_tensor_copy(d._c, t._c), 3)
-   return d, d:data(), d:nElement()
+   local data, n, numberAt = {}, d:nElement(), torch._types.Double.numberAt
+   local p = d:data()
+   for i = 0, n - 1 do data[i] = numberAt(p, i) end
+   return data, n
 end
 
 -- Digits before the point of |x| (0 for x == 0 counts as 1), like Torch7.
@@ -83,7 +86,7 @@ end
 
 -- The body of a 1-D tensor's string; Storage's tostring uses it.
 function torch._formatVector(t)
-   local _, data, n = asDoubles(t)
+   local data, n = asNumbers(t)
    return vectorLines(data, n)
 end
 
@@ -144,7 +147,7 @@ function torch._tensorToString(t)
    local name = torch.typename(t)
    local nd = c.ndim
    if nd == 0 then return '[' .. name .. ' with no dimension]\n' end
-   local _, data, n = asDoubles(t)
+   local data, n = asNumbers(t)
    local size = {}
    for i = 1, nd do size[i] = tonumber(c.size[i - 1]) end
    local out = {}

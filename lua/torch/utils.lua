@@ -55,6 +55,51 @@ torch._allTypes = {unpack(torch._types)}
 torch._allTypes[#torch._allTypes + 1] = torch._halfType
 torch._allTypes[#torch._allTypes + 1] = torch._cudaHalfType
 
+-- Lua numbers from element memory: ty.numberAt(p, i) is element i (0-based) at pointer p, a Lua number.
+-- LuaJIT (GC64) keeps every Lua value in 8 bytes and tells numbers from other types by the high bits: a
+-- negative NaN whose high word is 0xFFF90000 or more reads as nil, a string or table pointer, ... Its FFI
+-- hands doubles read from memory to Lua unchanged (LuaJIT issue #348), so such bytes (files, all-ones
+-- memory, their sums) would not be numbers; Torch7 pushed numbers with lua_pushnumber, which canonicalizes
+-- NaN. So the reads look at the bits first and give those NaNs as 0/0 (x86's default NaN, a safe one).
+-- Doubles: every negative NaN with a payload in its high word, as quieting a signalling one (0xFFF1...)
+-- in arithmetic would make it a bad one. Floats become quiet doubles with the sign and payload kept: all
+-- the bad ones come from bits 0xFF880000 and up (binary16: 0xFC40 and up), so one comparison suffices.
+assert(ffi.abi('le'), 'luatorch: element reads assume a little-endian machine')
+local NAN = 0 / 0
+local uint32Ptr, uint16Ptr = ffi.typeof('uint32_t*'), ffi.typeof('uint16_t*')
+local doublePtr, floatPtr = ffi.typeof('double*'), ffi.typeof('float*')
+local halfToFloat = C.lt_half_to_float
+
+local function doubleAt(p, i)
+   if ffi.cast(uint32Ptr, p)[2 * i + 1] > 0xFFF00000 then return NAN end
+   return ffi.cast(doublePtr, p)[i]
+end
+local function floatAt(p, i)
+   if ffi.cast(uint32Ptr, p)[i] >= 0xFF880000 then return NAN end
+   return ffi.cast(floatPtr, p)[i]
+end
+-- A binary16 value (its bits) as a Lua number.
+function torch._halfNumber(h)
+   if h >= 0xFC40 then return NAN end
+   return halfToFloat(h)
+end
+local halfNumber = torch._halfNumber
+local function halfAt(p, i) return halfNumber(ffi.cast(uint16Ptr, p)[i]) end
+
+-- Integer elements: one function per C type, each compiled from its own text. Closures of one shared
+-- prototype would keep the pointer type an upvalue the JIT does not specialize (t[i] about 1.5x slower).
+local integerAt = {}
+local function integerReader(ctype)
+   integerAt[ctype] = integerAt[ctype] or assert(loadstring(string.format(
+      "local ffi = ... return function(p, i) return tonumber(ffi.cast('%s*', p)[i]) end", ctype)))(ffi)
+   return integerAt[ctype]
+end
+
+for _, ty in ipairs(torch._allTypes) do
+   ty.numberAt = ty.half and halfAt or ty.ctype == 'double' and doubleAt or ty.ctype == 'float' and floatAt
+      or integerReader(ty.ctype)
+end
+
 -- args[1..n], a call's arguments, each replaced by fn(arg), and one level into the plain tables among them (those
 -- copied: the caller's tables stay as they were). Staged calls and CudaHalfTensor's math map their tensors so.
 function torch._mapArguments(args, n, fn)

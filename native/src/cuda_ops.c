@@ -4,10 +4,11 @@
 
 #include <limits.h>
 
+/* A device result for Lua (through lt_number): a sum of NaNs with a payload keeps it. */
 static double acc_to_double(int host, const void *p) {
   switch (acc_kind(host)) {
-    case ACC_FLOAT: return *(const float *)p;
-    case ACC_DOUBLE: return *(const double *)p;
+    case ACC_FLOAT: return lt_number(*(const float *)p);
+    case ACC_DOUBLE: return lt_number(*(const double *)p);
     default: return (double)*(const long long *)p;
   }
 }

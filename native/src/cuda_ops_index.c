@@ -304,6 +304,7 @@ int lt_cuops_stat(const lt_cuops *ops, void *stream, const char *op, lt_tensor *
     rc = launch(ops, stream, "stats", kernel, grid, &a);
   }
   if (rc == 0 && whole) rc = ops->to_host(ops->ctx, result, whole, 8, stream);
+  if (rc == 0 && whole) *result = lt_number(*result);   /* for Lua */
   rc = scratch_free(ops, copy, rc);
   return scratch_free(ops, whole, rc);
 }

@@ -319,7 +319,7 @@ int lt_cuda_storage_get(lt_storage *s, int64_t index, double *value) {
   lt_storage *one = lt_storage_new(LT_DOUBLE, 1);
   lt_storage *raw = lt_storage_new(lt_host_type(s->type), 1);
   int rc = !one || !raw || lt_cuda_storage_read(s, index, 1, raw->data) || lt_storage_copy(one, 0, raw, 0, 1);
-  if (rc == 0) *value = *(double *)one->data;
+  if (rc == 0) *value = lt_number(*(double *)one->data);   /* for Lua */
   lt_storage_release(one);
   lt_storage_release(raw);
   return rc ? -1 : 0;

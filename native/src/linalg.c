@@ -379,7 +379,7 @@ int lt_dot(const lt_tensor *a, const lt_tensor *b, double *out) {
       lt_iter_advance(&ia, m);
       lt_iter_advance(&ib, m);
     }
-    *out = is_int ? (double)(int64_t)isum : dsum;
+    *out = is_int ? (double)(int64_t)isum : lt_number(dsum);
   });
   return 0;
 }

@@ -44,6 +44,19 @@ int lt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * themselves, so a CudaTensor and a FloatTensor do not mix (as in cutorch). */
 static inline int lt_host_type(int type) { return type >= LT_CUDA_BYTE ? type - LT_CUDA_BYTE : type; }
 
+/* A double for Lua: the scalar results that the FFI hands to LuaJIT (returned, or written through a double *)
+ * pass through this. LuaJIT NaN-tags its values and does not canonicalize FFI doubles (its issue #348): a
+ * negative NaN with a large payload (high word 0xFFF90000 and up: sums of such data, bytes from files) would
+ * be nil or a pointer to Lua. Torch7's lua_pushnumber canonicalized; every NaN here becomes the positive quiet
+ * NaN, whose bits are spelled out so that no platform's NAN macro can change them. */
+static inline double lt_number(double x) {
+  if (x == x) return x;
+  const uint64_t positive_quiet_nan = 0x7ff8000000000000ull;
+  double nan;
+  memcpy(&nan, &positive_quiet_nan, sizeof nan);
+  return nan;
+}
+
 /* cuda_storage.c: the storage and copy paths of device memory (lt_cuda_storage.h), called where the host
  * code would otherwise read or write a device storage's data. */
 lt_storage *lt_cuda_storage_new_if_device(int type, int64_t size, int *handled);

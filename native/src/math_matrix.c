@@ -110,7 +110,7 @@ int lt_math_trace(const lt_tensor *t, double *out) {
     const scalar_t *td = (const scalar_t *)lt_tensor_data(t);
     ACCREAL sum = 0;
     for (int64_t i = 0; i < sz; i++) sum += td[i * step];
-    *out = (double)sum;
+    *out = lt_number((double)sum);
   });
   return 0;
 }

@@ -272,6 +272,7 @@ int lt_math_reduce_all(const lt_tensor *t, int op, double p, int biased, double 
       }
     }
   });
+  *out = lt_number(*out);
   return 0;
 }
 

@@ -77,7 +77,8 @@ uint32_t lt_gen_random(lt_generator *g) {
 /* [0, 1) from one 32-bit draw, as TH's __uniform__. */
 static inline double unit(lt_generator *g) { return (double)lt_gen_random(g) * (1.0 / 4294967296.0); }
 
-double lt_gen_uniform(lt_generator *g, double a, double b) { return unit(g) * (b - a) + a; }
+/* The scalar draws go to Lua: their results pass through lt_number (a NaN parameter gives a NaN draw). */
+double lt_gen_uniform(lt_generator *g, double a, double b) { return lt_number(unit(g) * (b - a) + a); }
 
 static double normal_draw(lt_generator *g, double mean, double stdv) {
   /* Box-Muller: one pair of uniforms gives rho*cos now and rho*sin next call. */
@@ -118,17 +119,19 @@ static inline int64_t range_draw(lt_generator *g, int64_t a, int64_t b) {
 
 int lt_gen_normal(lt_generator *g, double mean, double stdv, double *out) {
   if (check_stdv(stdv)) return -1;
-  *out = normal_draw(g, mean, stdv);
+  *out = lt_number(normal_draw(g, mean, stdv));
   return 0;
 }
 int lt_gen_exponential(lt_generator *g, double lambda, double *out) {
-  *out = exponential_draw(g, lambda);
+  *out = lt_number(exponential_draw(g, lambda));
   return 0;
 }
-double lt_gen_cauchy(lt_generator *g, double median, double sigma) { return cauchy_draw(g, median, sigma); }
+double lt_gen_cauchy(lt_generator *g, double median, double sigma) {
+  return lt_number(cauchy_draw(g, median, sigma));
+}
 int lt_gen_log_normal(lt_generator *g, double mean, double stdv, double *out) {
   if (check_stdv(stdv)) return -1;
-  *out = exp(normal_draw(g, mean, stdv));
+  *out = lt_number(exp(normal_draw(g, mean, stdv)));
   return 0;
 }
 int lt_gen_geometric(lt_generator *g, double p, double *out) {
