@@ -429,6 +429,7 @@ BN_EVAL = ("(function() local m = %s m.running_mean:uniform(-1, 1) m.running_var
 
 LAYERS = {
     "ReLU": ("nn.ReLU()", (5, 7)), "ReLU in place": ("nn.ReLU(true)", (5, 7)), "Tanh": ("nn.Tanh()", (5, 7)),
+    "Threshold": ("nn.Threshold(0.3, -2)", (5, 7)), "Threshold in place": ("nn.Threshold(0.2, 0.1, true)", (4, 6)),
     "Sigmoid": ("nn.Sigmoid()", (4, 6)), "LogSoftMax": ("nn.LogSoftMax()", (5, 7)),
     "Linear": ("nn.Linear(7, 3)", (5, 7)), "Linear on a vector": ("nn.Linear(7, 3)", (7,)),
     "Sequential": ("nn.Sequential():add(nn.Linear(6, 4)):add(nn.Tanh()):add(nn.Linear(4, 2))", (3, 6)),
@@ -522,6 +523,35 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
         assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+def test_relu_in_place_on_a_noncontiguous_gradient_is_one_launch(gpu, rng):
+    """cudnn.ReLU(true) whose gradOutput is a narrowed view (the branches of GoogLeNet's Concat get such
+    slices): cuDNN's activations take contiguous tensors only, so this runs nn.Threshold's device version, one
+    threshold launch each way; against the CPU in double."""
+    rt = gpu
+    rt.execute("require 'cunn'; require 'cudnn'")
+    x, g = rng.standard_normal((3, 4, 5, 6)), rng.standard_normal((3, 9, 5, 6))
+    run = rt.eval("""function(x, g)
+       local out, launches = {}, {}
+       for k, ty in ipairs {'torch.DoubleTensor', 'torch.CudaDoubleTensor'} do
+          local m = cudnn.ReLU(true):type(ty)
+          local input = x:clone():type(ty)   -- (clones: in place, the CPU run would change x and g for the next)
+          local grad = g:clone():type(ty):narrow(2, 3, 4)   -- noncontiguous
+          local before = cutorch.deviceCallCounts()
+          local y = m:forward(input)
+          local gi = m:backward(input, grad)
+          local after = cutorch.deviceCallCounts()
+          out[k] = {y:double(), gi:double()}
+          launches[k] = {after.launches - before.launches, after.libraryOps - before.libraryOps}
+       end
+       return out, launches
+    end""")
+    out, launches = run(rt.from_numpy(x), rt.from_numpy(g))
+    for i in (1, 2):
+        np.testing.assert_array_equal(rt.to_numpy(out[2][i]), rt.to_numpy(out[1][i]))
+    assert (launches[2][1], launches[2][2]) == (1, 1)   # forward on cuDNN (contiguous), backward one launch
     assert fallbacks(rt) == {}
 
 

@@ -73,16 +73,23 @@ local HALF_KERNELS = {half = true}
 
 -- ---------------------------------------------------------------- Threshold (and ReLU)
 
--- y = x > th ? x : v is clamp(x, th, inf) when v == th (ReLU: 0, 0); the gradient passes where y > th, and
+-- Float and Double: nn_pointwise.cu's threshold op, one launch each way, any layout (y = x > th ? x : v; the
+-- gradient passes where the input, or in place the output, is above th: nn.Threshold keeps v <= th in place).
+-- Half (no such kernel): y = clamp(x, th, inf) when v == th (ReLU: 0, 0); the gradient passes where y > th, and
 -- sign(y - th) is 1 exactly there, 0 elsewhere.
-local function thresholdOK(self)
+local function halfThresholdOK(self)
    if self.val ~= self.threshold then
-      error(string.format('%s on the GPU: only value == threshold (ReLU) has a GPU version yet (got threshold %g, '
-                          .. 'value %g)', torch.type(self), self.threshold, self.val), 3)
+      error(string.format('%s on the GPU in half: only value == threshold (ReLU) has a half version yet (got '
+                          .. 'threshold %g, value %g)', torch.type(self), self.threshold, self.val), 3)
    end
 end
 onDevice(nn.Threshold, 'updateOutput', function(self, input)
-   thresholdOK(self)
+   if input._c.type ~= HALF then
+      check(C.lt_nn_pointwise_updateOutput(C.LT_PW_THRESHOLD, input._c, self.output._c, self.threshold, self.val,
+                                           self.inplace and 1 or 0), 2)
+      return self.output
+   end
+   halfThresholdOK(self)
    if self.inplace then
       input:clamp(self.threshold, math.huge)
       self.output:set(input)
@@ -92,7 +99,12 @@ onDevice(nn.Threshold, 'updateOutput', function(self, input)
    return self.output
 end, HALF_KERNELS)
 onDevice(nn.Threshold, 'updateGradInput', function(self, input, gradOutput)
-   thresholdOK(self)
+   if input._c.type ~= HALF then
+      check(C.lt_nn_pointwise_updateGradInput(C.LT_PW_THRESHOLD, input._c, gradOutput._c, self.gradInput._c,
+                                              self.threshold, self.val, self.inplace and 1 or 0), 2)
+      return self.gradInput
+   end
+   halfThresholdOK(self)
    self._gpuMask = self._gpuMask or self.output.new()
    self._gpuMask:add(self.output, -self.threshold):sign()
    if self.inplace then

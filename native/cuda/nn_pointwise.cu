@@ -1,4 +1,4 @@
-/* nn_pointwise.cu — nn's elementwise activations on the GPU (Tanh ... Power: the ops of
+/* nn_pointwise.cu — nn's elementwise activations on the GPU (Tanh ... Power, Threshold: the ops of
  * native/include/lt_nn_pointwise.h, whose numbers and formulas these are; native/src/nn_pointwise.c is the CPU
  * kernel and the oracle).
  *
@@ -15,7 +15,8 @@
 
 /* lt_nn_pointwise.h's op numbers */
 enum { PW_TANH = 1, PW_SIGMOID, PW_HARDTANH, PW_LEAKYRELU, PW_ELU, PW_SOFTPLUS, PW_SOFTSIGN, PW_SOFTSHRINK,
-       PW_HARDSHRINK, PW_TANHSHRINK, PW_LOGSIGMOID, PW_ABS, PW_EXP, PW_LOG, PW_SQRT, PW_SQUARE, PW_POWER };
+       PW_HARDSHRINK, PW_TANHSHRINK, PW_LOGSIGMOID, PW_ABS, PW_EXP, PW_LOG, PW_SQRT, PW_SQUARE, PW_POWER,
+       PW_THRESHOLD };
 
 LT_D float lt_m_log1p(float x) { return log1pf(x); }
 LT_D double lt_m_log1p(double x) { return log1p(x); }
@@ -41,6 +42,7 @@ LT_D A lt_pw_f(int op, A x, A a, A b) {
     case PW_SQRT: return lt_m_sqrt(x + a);
     case PW_SQUARE: return x * x;
     case PW_POWER: return lt_m_pow(x, a);
+    case PW_THRESHOLD: return x > a ? x : b;
   }
   return zero;
 }
@@ -79,6 +81,7 @@ LT_D A lt_pw_df(int op, A g, A r, A a, A b) {
     case PW_SQRT: return r == zero ? zero : (A)0.5 * g / r;
     case PW_SQUARE: return (A)2 * g * r;
     case PW_POWER: return g * a * lt_m_pow(r, a - one);
+    case PW_THRESHOLD: return r > a ? g : zero;
   }
   return zero;
 }

@@ -23,6 +23,8 @@ enum lt_nn_pointwise_op {
   LT_PW_SQRT,        /* sqrt(x + a)                             y              */
   LT_PW_SQUARE,      /* x*x                                     x              */
   LT_PW_POWER,       /* x^a                                     x              */
+  LT_PW_THRESHOLD,   /* x > a ? x : b  (gradient where x > a)   x (y in place: */
+                     /*   b <= a there, as nn.Threshold asks)                  */
   LT_PW_LAST
 };
 /* Forward: inplace writes into input and makes output a view of it.

@@ -77,6 +77,7 @@ static inline real NN_(pw_f)(int op, real x, real a, real b) {
     case LT_PW_SQRT: return (real)sqrt((double)x + a);
     case LT_PW_SQUARE: return x * x;
     case LT_PW_POWER: return (real)pow(x, a);
+    case LT_PW_THRESHOLD: return x > a ? x : b;
   }
   return 0;
 }
@@ -115,6 +116,7 @@ static inline real NN_(pw_df)(int op, real g, real r, real a, real b) {
     case LT_PW_SQRT: return r == 0 ? 0 : (real)0.5 * g / r;
     case LT_PW_SQUARE: return 2 * g * r;
     case LT_PW_POWER: return (real)(g * a * pow(r, a - 1));
+    case LT_PW_THRESHOLD: return r > a ? g : 0;
   }
   return 0;
 }
