@@ -260,10 +260,12 @@ def expected_kernels(resolve=True):
             k["conv"]["lt_%s_%s" % (unfold, t)] = ",".join([P, P] + [Q] * 13)
         k["conv"]["lt_conv_bias_add_%s" % t] = ",".join([P, P, Q, Q, Q])
         k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
-    for t in ("Float", "Double"):
+    for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])
+    for t in ("Float", "Double"):
+        for idx in ("i32", "i64"):
             k["nn_criterion"]["lt_nn_crit_fwd_%s_%s" % (t, idx)] = ",".join([P, T, T, T, I, Q, I, D])
             k["nn_criterion"]["lt_nn_crit_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, T, I, Q, I, D, D])
         k["gather_map"]["lt_map_fwd_%s" % t] = ",".join([P, P, P] + [Q] * 7)

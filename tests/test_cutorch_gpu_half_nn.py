@@ -51,6 +51,7 @@ MODULES = {
     "SpatialAveragePooling ceil": ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):ceil()", (2, 3, 8, 7)),
     "ReLU": ("nn.ReLU()", (4, 9)),
     "ReLU in place": ("nn.ReLU(true)", (4, 9)),
+    "Threshold": ("nn.Threshold(0.2, -1)", (4, 9)),
     "Tanh": ("nn.Tanh()", (4, 9)),
     "Sigmoid": ("nn.Sigmoid()", (4, 9)),
     "LogSoftMax": ("nn.LogSoftMax()", (5, 10)),
@@ -59,6 +60,7 @@ MODULES = {
     "ELU": ("nn.ELU(0.7)", (4, 9)),
     "LeakyReLU in place": ("nn.LeakyReLU(0.1, true)", (4, 9)),
     "HardTanh": ("nn.HardTanh(-0.5, 0.7)", (4, 9)),
+    "Sequential of SoftSign, SoftPlus, Square": ("nn.Sequential():add(nn.SoftSign()):add(nn.SoftPlus(2)):add(nn.Square())", (4, 9)),
     "SpatialCrossMapLRN": ("nn.SpatialCrossMapLRN(3, 1e-2, 0.75, 2)", (2, 5, 3, 4)),
     "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 0, 1)", (2, 3, 4, 5)),
     "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 3, 2)),
@@ -80,7 +82,9 @@ HALF_ON_GPU = {"BatchNormalization", "SpatialBatchNormalization", "SpatialBatchN
                "SpatialMaxPooling", "SpatialAveragePooling ceil", "ReLU", "ReLU in place", "Tanh", "Sigmoid",
                "LogSoftMax", "SoftMax", "SpatialSoftMax", "Sequential of ReLU, Linear, BN", "SpatialConvolution",
                "SpatialConvolution stride 2, no bias", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
-               "SpatialFullConvolution", "TemporalConvolution"}   # (the last on cuDNN, which the test loads there)
+               "SpatialFullConvolution", "TemporalConvolution",   # (the last on cuDNN, which the test loads there)
+               "ELU", "LeakyReLU in place", "HardTanh", "Threshold", "Sequential of SoftSign, SoftPlus, Square"}
+# (nn's other elementwise activations: nn_pointwise.cu's Half kernels)
 # there, a convolution's product is rounded to half before its bias is added (as THCUNN's), so its forward is the
 # float module's rounded once only without a bias
 ROUNDED_TWICE_ON_GPU = {"SpatialConvolution", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",

@@ -73,46 +73,16 @@ local HALF_KERNELS = {half = true}
 
 -- ---------------------------------------------------------------- Threshold (and ReLU)
 
--- Float and Double: nn_pointwise.cu's threshold op, one launch each way, any layout (y = x > th ? x : v; the
--- gradient passes where the input, or in place the output, is above th: nn.Threshold keeps v <= th in place).
--- Half (no such kernel): y = clamp(x, th, inf) when v == th (ReLU: 0, 0); the gradient passes where y > th, and
--- sign(y - th) is 1 exactly there, 0 elsewhere.
-local function halfThresholdOK(self)
-   if self.val ~= self.threshold then
-      error(string.format('%s on the GPU in half: only value == threshold (ReLU) has a half version yet (got '
-                          .. 'threshold %g, value %g)', torch.type(self), self.threshold, self.val), 3)
-   end
-end
+-- nn_pointwise.cu's threshold op (Float, Double, Half), one launch each way, any layout: y = x > th ? x : v; the
+-- gradient passes where the input, or in place the output, is above th (nn.Threshold keeps v <= th in place).
 onDevice(nn.Threshold, 'updateOutput', function(self, input)
-   if input._c.type ~= HALF then
-      check(C.lt_nn_pointwise_updateOutput(C.LT_PW_THRESHOLD, input._c, self.output._c, self.threshold, self.val,
-                                           self.inplace and 1 or 0), 2)
-      return self.output
-   end
-   halfThresholdOK(self)
-   if self.inplace then
-      input:clamp(self.threshold, math.huge)
-      self.output:set(input)
-   else
-      self.output:clamp(input, self.threshold, math.huge)
-   end
+   check(C.lt_nn_pointwise_updateOutput(C.LT_PW_THRESHOLD, input._c, self.output._c, self.threshold, self.val,
+                                        self.inplace and 1 or 0), 2)
    return self.output
 end, HALF_KERNELS)
 onDevice(nn.Threshold, 'updateGradInput', function(self, input, gradOutput)
-   if input._c.type ~= HALF then
-      check(C.lt_nn_pointwise_updateGradInput(C.LT_PW_THRESHOLD, input._c, gradOutput._c, self.gradInput._c,
-                                              self.threshold, self.val, self.inplace and 1 or 0), 2)
-      return self.gradInput
-   end
-   halfThresholdOK(self)
-   self._gpuMask = self._gpuMask or self.output.new()
-   self._gpuMask:add(self.output, -self.threshold):sign()
-   if self.inplace then
-      gradOutput:cmul(self._gpuMask)
-      self.gradInput:set(gradOutput)
-   else
-      self.gradInput:cmul(gradOutput, self._gpuMask)
-   end
+   check(C.lt_nn_pointwise_updateGradInput(C.LT_PW_THRESHOLD, input._c, gradOutput._c, self.gradInput._c,
+                                           self.threshold, self.val, self.inplace and 1 or 0), 2)
    return self.gradInput
 end, HALF_KERNELS)
 
@@ -138,6 +108,14 @@ onDevice(nn.Sigmoid, 'updateGradInput', function(self, input, gradOutput)
    self.gradInput:mul(self.output, -1):add(1):cmul(self.output):cmul(gradOutput)
    return self.gradInput
 end, HALF_KERNELS)
+
+-- nn's other elementwise activations call lt_nn_pointwise_* themselves, which takes device tensors (its kernels,
+-- nn_pointwise.cu, have Half instantiations computing in float): half stays half, no float copies (cunn/half.lua)
+for _, name in ipairs {'Abs', 'ELU', 'Exp', 'HardShrink', 'HardTanh', 'LeakyReLU', 'Log', 'LogSigmoid', 'Power',
+                       'ReLU6', 'SoftPlus', 'SoftShrink', 'SoftSign', 'Sqrt', 'Square', 'TanhShrink'} do
+   cunn._halfOnGPU = cunn._halfOnGPU or {}
+   cunn._halfOnGPU['nn.' .. name] = true
+end
 
 -- ---------------------------------------------------------------- LogSoftMax, SoftMax, SoftMin, ClassNLLCriterion
 

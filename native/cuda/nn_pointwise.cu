@@ -8,8 +8,8 @@
  *                          double a, double b)
  *     gradIn[i] = df_op(gradOut[i], ref[i]; a, b), ref being the input or the output as the header says per op;
  *     gradIn may be gradOut.
- * T is Float or Double; values are computed in lt_acc_t<T>, a and b rounded to it first (as the CPU kernel
- * rounds them to its real type). Grid-stride loops: any launch geometry.
+ * T is Float, Double or Half; values are computed in lt_acc_t<T> (float for Half), a and b rounded to it first
+ * (as the CPU kernel rounds them to its real type), and the result rounded once to T. Grid-stride loops: any launch geometry.
  */
 #include "lt_cuda_common.cuh"
 
@@ -127,3 +127,4 @@ LT_D void lt_nn_pw_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, lt_cu_tensor re
 
 LT_IF_Float(LT_NN_PW(float, Float))
 LT_IF_Double(LT_NN_PW(double, Double))
+LT_IF_Half(LT_NN_PW(__half, Half))

@@ -463,7 +463,8 @@ static int nn_pointwise(const lt_cuops *ops, void *stream, int op, lt_tensor *ds
       (ref && (same_type(fn, dst, ref, "the reference") || same_count(fn, dst, ref, "the reference"))))
     return -1;
   int host = lt_host_type(src->type);
-  if (host != LT_FLOAT && host != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(host));
+  if (host != LT_FLOAT && host != LT_DOUBLE && host != LT_HALF)
+    return lt_fail("%s: Float, Double and Half only, not %s", fn, tname(host));
   lt_cu_tensor d[3];
   int64_t off[3];
   int k = ref ? 3 : 2;
