@@ -83,7 +83,7 @@ HALF_ON_GPU = {"BatchNormalization", "SpatialBatchNormalization", "SpatialBatchN
                "LogSoftMax", "SoftMax", "SpatialSoftMax", "Sequential of ReLU, Linear, BN", "SpatialConvolution",
                "SpatialConvolution stride 2, no bias", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
                "SpatialFullConvolution", "TemporalConvolution",   # (the last on cuDNN, which the test loads there)
-               "ELU", "LeakyReLU in place", "HardTanh", "Threshold", "Sequential of SoftSign, SoftPlus, Square"}
+               "ELU", "LeakyReLU in place", "HardTanh", "Threshold", "ClassNLLCriterion", "CrossEntropyCriterion", "Sequential of SoftSign, SoftPlus, Square"}
 # (nn's other elementwise activations: nn_pointwise.cu's Half kernels)
 # there, a convolution's product is rounded to half before its bias is added (as THCUNN's), so its forward is the
 # float module's rounded once only without a bias

@@ -176,8 +176,10 @@ onDevice(nn.ClassNLLCriterion, 'updateOutput', function(self, input, target)
    check(C.lt_cuops_classnll_forward(opsOf(input), nil, input._c, t._c, deviceWeights(self, input),
                                      self.sizeAverage and 1 or 0, self.ignoreIndex, loss, totalWeight), 2)
    self.output, self._gpuTotalWeight = loss[0], totalWeight[0]
+   -- half (the kernels' Half instantiation sums in float): the loss rounded to half, as THCUNN's half output was
+   if input._c.type == HALF then self.output = tonumber(C.lt_half_to_float(C.lt_float_to_half(self.output))) end
    return self.output, self._gpuTotalWeight
-end)
+end, HALF_KERNELS)
 onDevice(nn.ClassNLLCriterion, 'updateGradInput', function(self, input, target)
    local t = deviceTarget(self, target)
    if not self._gpuTotalWeight then self:updateOutput(input, target) end
@@ -185,7 +187,7 @@ onDevice(nn.ClassNLLCriterion, 'updateGradInput', function(self, input, target)
    check(C.lt_cuops_classnll_backward(opsOf(input), nil, self.gradInput._c, t._c, deviceWeights(self, input),
                                       self.sizeAverage and 1 or 0, self.ignoreIndex, self._gpuTotalWeight), 2)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- SpatialClassNLLCriterion: the ClassNLLCriterion kernels over the N*H*W pixels as rows, the N x C x H x W input
 -- laid out as (N*H*W) x C by a device copy of its N x H x W x C permutation, the target as N*H*W classes; the
