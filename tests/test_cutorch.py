@@ -234,3 +234,15 @@ def test_data_parallel_table_over_cuda_types(cu, rng):
     assert (tout, tg) == ("torch.CudaTensor", "torch.CudaTensor")
     # a 2-row slice and the 4-row batch may take different sgemm kernels (oneDNN picks by shape): last bits
     assert diff <= 1e-6 and gnorm > 0
+
+
+def test_the_cpu_backend_counts_no_device_calls(rt):
+    """cutorch.deviceCallCounts (what the GPU backend asked of its GPUs: tests/test_cutorch_gpu_step_counts.py) is
+    all zeros on the CPU backend, whatever its Cuda tensors do."""
+    rt.execute("require 'cutorch'")
+    if rt.eval("cutorch.backend") == "gpu":
+        pytest.skip("the GPU backend is on")
+    rt.execute("x = torch.CudaTensor(4):fill(1); y = x:sum(); z = torch.mm(x:view(2, 2), x:view(2, 2))")
+    counts = rt.eval("cutorch.deviceCallCounts()")
+    assert {k: counts[k] for k in ("launches", "libraryOps", "hostWaits", "hostCopies", "deviceAllocs")} == \
+        dict.fromkeys(("launches", "libraryOps", "hostWaits", "hostCopies", "deviceAllocs"), 0)
