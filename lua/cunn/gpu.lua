@@ -111,9 +111,9 @@ end, HALF_KERNELS)
 
 -- nn's other elementwise activations call lt_nn_pointwise_* themselves, which takes device tensors (its kernels,
 -- nn_pointwise.cu, have Half instantiations computing in float): half stays half, no float copies (cunn/half.lua)
+cunn._halfOnGPU = cunn._halfOnGPU or {}
 for _, name in ipairs {'Abs', 'ELU', 'Exp', 'HardShrink', 'HardTanh', 'LeakyReLU', 'Log', 'LogSigmoid', 'Power',
                        'ReLU6', 'SoftPlus', 'SoftShrink', 'SoftSign', 'Sqrt', 'Square', 'TanhShrink'} do
-   cunn._halfOnGPU = cunn._halfOnGPU or {}
    cunn._halfOnGPU['nn.' .. name] = true
 end
 
@@ -432,7 +432,6 @@ local function fullOutputSize(self, x, adjW, adjH)
    if d == 4 then return x:size(1), self.nOutputPlane, math.max(oH, 0), math.max(oW, 0) end
    return self.nOutputPlane, math.max(oH, 0), math.max(oW, 0)
 end
-cunn._halfOnGPU = cunn._halfOnGPU or {}
 cunn._halfOnGPU['nn.SpatialFullConvolution'] = true   -- its updateOutput, ... reach these with half tensors
 onDevice(nn.SpatialFullConvolution, '_forward', function(self, x, adjW, adjH)
    self.output:resize(fullOutputSize(self, x, adjW, adjH))

@@ -242,9 +242,8 @@ return function(cutorch)
    -- NCCL operations, host waits (synchronizations, copies that wait), host<->device copies, cuMemAlloc calls.
    -- Differences over a training step show launches per step, hidden synchronizations, allocations per step.
    function cutorch.deviceCallCounts()
-      local names = {'launches', 'libraryOps', 'hostWaits', 'hostCopies', 'deviceAllocs'}
       local out = {}
-      for i, name in ipairs(names) do out[name] = tonumber(C.lt_cuda_counted(i - 1)) end
+      for i, name in ipairs(cutorch._deviceCallCountNames) do out[name] = tonumber(C.lt_cuda_counted(i - 1)) end
       return out
    end
 
@@ -412,20 +411,23 @@ return function(cutorch)
                   cudaByte cudaChar cudaShort cudaInt cudaLong cudaHalf new getDevice cat repeatTensor]]):gmatch('%S+') do
       direct[name] = true
    end
+   -- a method that tries its device version fast (outside staged calls), then fallback where fast says no
+   local function deviceFirst(fast, fallback)
+      return function(...)
+         if depth == 0 then
+            local r = table.pack(fast(...))
+            if r[1] then return unpack(r, 2, r.n) end
+         end
+         return fallback(...)
+      end
+   end
    for _, ty in ipairs(torch._types) do
       if ty.cuda then
          local overrides = {}
          for name, fn in pairs(M) do
             if not direct[name] then
                local fallback = staged('torch.' .. ty.name .. 'Tensor:' .. name, fn)
-               local fast = device[name]
-               overrides[name] = fast and function(...)
-                  if depth == 0 then
-                     local r = table.pack(fast(...))
-                     if r[1] then return unpack(r, 2, r.n) end
-                  end
-                  return fallback(...)
-               end or fallback
+               overrides[name] = device[name] and deviceFirst(device[name], fallback) or fallback
             end
          end
          torch._tensorOverrides[ty.id] = overrides
@@ -445,13 +447,7 @@ return function(cutorch)
                   clamp sum prod mean max min norm addmm mm addmv mv addr ger]]):gmatch('%S+') do
       local fast, throughFloat = halfDevice[name], rawget(halfMT, name)
       assert(fast and throughFloat, name)
-      halfMT[name] = function(...)
-         if depth == 0 then
-            local r = table.pack(fast(...))
-            if r[1] then return unpack(r, 2, r.n) end
-         end
-         return throughFloat(...)
-      end
+      halfMT[name] = deviceFirst(fast, throughFloat)
    end
 
    -- The pointwise functional forms and the matrix products (torch.add(r, x, y), torch.exp(x), torch.mm(a, b), ...)

@@ -181,8 +181,12 @@ function cutorch.getState() return nil end
 -- Staged methods exist on the GPU backend only (gpu.lua): here every method runs on the host anyway.
 function cutorch.setHostFallback() end
 function cutorch.hostFallbacks() return {} end
-function cutorch.deviceCallCounts()   -- (the GPU backend's; none here)
-   return {launches = 0, libraryOps = 0, hostWaits = 0, hostCopies = 0, deviceAllocs = 0}
+-- What the GPU backend asked of its GPUs (gpu.lua); its names in lt_cuda.h's order (LT_CUDA_COUNT_*). None here.
+cutorch._deviceCallCountNames = {'launches', 'libraryOps', 'hostWaits', 'hostCopies', 'deviceAllocs'}
+function cutorch.deviceCallCounts()
+   local out = {}
+   for _, name in ipairs(cutorch._deviceCallCountNames) do out[name] = 0 end
+   return out
 end
 
 -- Pinned ("host") tensors are plain CPU tensors here.
