@@ -581,6 +581,36 @@ def test_reduction_forms(shared_rt, rng):
     assert math.isnan(got[0]) and got[1] == 0
 
 
+@pytest.mark.parametrize("tname", FLOATS)
+@pytest.mark.parametrize("layout", ["contig", "transposed"])
+def test_sum_and_prod_along_a_dim_fold_in_order(shared_rt, rng, tname, layout):
+    """x:sum(d), x:prod(d) and x:mean(d) fold each slice first to last in TH's accreal (double), as Torch7 did:
+    Torch7's own test compares y:prod(d) bit for bit with a loop of cmuls. The oracle is that fold in Python
+    floats (double), element by element; a SIMD reduction (several partial products combined at the end) gives
+    other bits for most rows of 5 or more."""
+    rt = shared_rt
+    a = rng.uniform(0.1, 1.0, (6, 9, 37)).astype(DTYPES[tname])
+    t = rt.from_numpy(a)
+    if layout == "transposed":
+        t = run(rt, "return a:transpose(1, 3)", t)
+        a = np.swapaxes(a, 0, 2)
+    for d in range(3):
+        got = run(rt, "return a:sum(%d), a:prod(%d), a:mean(%d)" % (d + 1, d + 1, d + 1), t)
+        moved = np.moveaxis(a.astype(np.float64), d, -1)
+        s = np.empty(moved.shape[:-1])
+        p = np.empty(moved.shape[:-1])
+        for idx in np.ndindex(*moved.shape[:-1]):
+            acc_s, acc_p = 0.0, 1.0
+            for x in moved[idx]:
+                acc_s += float(x)
+                acc_p *= float(x)
+            s[idx], p[idx] = acc_s, acc_p
+        n = moved.shape[-1]
+        for k, (want, what) in enumerate(((s, "sum"), (p, "prod"), (s / n, "mean"))):
+            want = np.expand_dims(want, d).astype(DTYPES[tname])
+            np.testing.assert_array_equal(np_of(rt, got[k]), want, err_msg="%s along dim %d" % (what, d + 1))
+
+
 def test_reduction_outer_dims_large(shared_rt, rng):
     # 3-D reductions on every dimension of a transposed tensor (strided runs)
     rt = shared_rt

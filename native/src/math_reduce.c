@@ -101,8 +101,16 @@ static int threads_for(int64_t n) { (void)n; return 1; }
 
 /* Reduction of T along DIM into R (R already has T's sizes with DIM = 1).
  * INIT and SHIFT may use p_, the start of the output's slice; FINAL uses a1,
- * a2 and N_. */
-#define REDUCE_DIM(R, T, DIM, ACC_T, RED, INIT, SHIFT, STEP, FINAL)                  \
+ * a2 and N_. Every output folds its slice in order, first element to last, as
+ * TH did (Torch7's own tests compare y:sum(d) and y:prod(d) bit for bit with
+ * a loop of adds or multiplies), so no SIMD reduction within a slice: a block
+ * of neighbouring outputs is folded side by side, one element of each per
+ * step, in accumulators on the stack. When the reduced dimension has the
+ * larger stride the block is wide and memory is read in its own order (whole
+ * rows added into the accumulators); otherwise (a contiguous row per output)
+ * it is ROW_GROUP outputs, independent chains that keep the adder busy. */
+#define ROW_GROUP 8
+#define REDUCE_DIM(R, T, DIM, ACC_T, INIT, SHIFT, STEP, FINAL)                       \
   do {                                                                               \
     lt_tensor slice_ = *(T), rv_ = *(R);                                             \
     slice_.size[DIM] = 1;                                                            \
@@ -117,67 +125,51 @@ static int threads_for(int64_t n) { (void)n; return 1; }
       scalar_t *dst_ = (scalar_t *)ir_.ptr;                                          \
       int64_t ss_ = is_.inner_stride, ds_ = ir_.inner_stride;                        \
       int64_t lt_par_n = m_ * N_;                                                    \
-      if (m_ == 1 || sd_ <= ss_) {                                                   \
-        LT_PARALLEL_FOR                                                              \
-        for (int64_t j_ = 0; j_ < m_; j_++) {                                        \
-          const scalar_t *p_ = src_ + j_ * ss_;                                      \
-          ACC_T a1 = (INIT), a2 = 0, c = (SHIFT);                                    \
-          (void)c;                                                                   \
-          (void)a2;                                                                  \
-          if (sd_ == 1) {                                                            \
-            PRAGMA(omp simd reduction(RED:a1) reduction(+:a2))                       \
-            for (int64_t k_ = 0; k_ < N_; k_++) { scalar_t x = p_[k_]; STEP(a1, a2, c, x); } \
-          } else {                                                                   \
-            for (int64_t k_ = 0; k_ < N_; k_++) { scalar_t x = p_[k_ * sd_]; STEP(a1, a2, c, x); } \
-          }                                                                          \
-          dst_[j_ * ds_] = (scalar_t)(FINAL);                                        \
+      int64_t bw_ = m_ == 1 || sd_ <= ss_ ? ROW_GROUP : RED_BLOCK;                   \
+      int64_t nb_ = (m_ + bw_ - 1) / bw_;                                            \
+      LT_PARALLEL_FOR                                                                \
+      for (int64_t b_ = 0; b_ < nb_; b_++) {                                         \
+        int64_t j0_ = b_ * bw_, w_ = m_ - j0_ < bw_ ? m_ - j0_ : bw_;                \
+        ACC_T A1_[RED_BLOCK], A2_[RED_BLOCK], C_[RED_BLOCK];                         \
+        (void)C_;                                                                    \
+        for (int64_t q_ = 0; q_ < w_; q_++) {                                        \
+          const scalar_t *p_ = src_ + (j0_ + q_) * ss_;                              \
+          (void)p_;                                                                  \
+          A1_[q_] = (INIT);                                                          \
+          A2_[q_] = 0;                                                               \
+          C_[q_] = (SHIFT);                                                          \
         }                                                                            \
-      } else {                                                                       \
-        int64_t nb_ = (m_ + RED_BLOCK - 1) / RED_BLOCK;                              \
-        LT_PARALLEL_FOR                                                              \
-        for (int64_t b_ = 0; b_ < nb_; b_++) {                                       \
-          int64_t j0_ = b_ * RED_BLOCK, w_ = m_ - j0_ < RED_BLOCK ? m_ - j0_ : RED_BLOCK; \
-          ACC_T A1_[RED_BLOCK], A2_[RED_BLOCK], C_[RED_BLOCK];                       \
-          (void)C_;                                                                  \
-          for (int64_t q_ = 0; q_ < w_; q_++) {                                      \
-            const scalar_t *p_ = src_ + (j0_ + q_) * ss_;                            \
-            (void)p_;                                                                \
-            A1_[q_] = (INIT);                                                        \
-            A2_[q_] = 0;                                                             \
-            C_[q_] = (SHIFT);                                                        \
+        int64_t k_ = 0;                                                              \
+        if (ss_ == 1) {                                                              \
+          /* four rows per sweep: a quarter of the accumulator traffic */            \
+          for (; k_ + 4 <= N_; k_ += 4) {                                            \
+            const scalar_t *r0_ = src_ + k_ * sd_ + j0_, *r1_ = r0_ + sd_;           \
+            const scalar_t *r2_ = r1_ + sd_, *r3_ = r2_ + sd_;                       \
+            PRAGMA(omp simd)                                                         \
+            for (int64_t q_ = 0; q_ < w_; q_++) {                                    \
+              STEP(A1_[q_], A2_[q_], C_[q_], r0_[q_]);                               \
+              STEP(A1_[q_], A2_[q_], C_[q_], r1_[q_]);                               \
+              STEP(A1_[q_], A2_[q_], C_[q_], r2_[q_]);                               \
+              STEP(A1_[q_], A2_[q_], C_[q_], r3_[q_]);                               \
+            }                                                                        \
           }                                                                          \
-          int64_t k_ = 0;                                                            \
+        }                                                                            \
+        for (; k_ < N_; k_++) {                                                      \
+          const scalar_t *row_ = src_ + k_ * sd_ + j0_ * ss_;                        \
           if (ss_ == 1) {                                                            \
-            /* four rows per sweep: a quarter of the accumulator traffic */          \
-            for (; k_ + 4 <= N_; k_ += 4) {                                          \
-              const scalar_t *r0_ = src_ + k_ * sd_ + j0_, *r1_ = r0_ + sd_;         \
-              const scalar_t *r2_ = r1_ + sd_, *r3_ = r2_ + sd_;                     \
-              PRAGMA(omp simd)                                                       \
-              for (int64_t q_ = 0; q_ < w_; q_++) {                                  \
-                STEP(A1_[q_], A2_[q_], C_[q_], r0_[q_]);                             \
-                STEP(A1_[q_], A2_[q_], C_[q_], r1_[q_]);                             \
-                STEP(A1_[q_], A2_[q_], C_[q_], r2_[q_]);                             \
-                STEP(A1_[q_], A2_[q_], C_[q_], r3_[q_]);                             \
-              }                                                                      \
+            PRAGMA(omp simd)                                                         \
+            for (int64_t q_ = 0; q_ < w_; q_++) { scalar_t x = row_[q_]; STEP(A1_[q_], A2_[q_], C_[q_], x); } \
+          } else {                                                                   \
+            for (int64_t q_ = 0; q_ < w_; q_++) {                                    \
+              scalar_t x = row_[q_ * ss_];                                           \
+              STEP(A1_[q_], A2_[q_], C_[q_], x);                                     \
             }                                                                        \
           }                                                                          \
-          for (; k_ < N_; k_++) {                                                    \
-            const scalar_t *row_ = src_ + k_ * sd_ + j0_ * ss_;                      \
-            if (ss_ == 1) {                                                          \
-              PRAGMA(omp simd)                                                       \
-              for (int64_t q_ = 0; q_ < w_; q_++) { scalar_t x = row_[q_]; STEP(A1_[q_], A2_[q_], C_[q_], x); } \
-            } else {                                                                 \
-              for (int64_t q_ = 0; q_ < w_; q_++) {                                  \
-                scalar_t x = row_[q_ * ss_];                                         \
-                STEP(A1_[q_], A2_[q_], C_[q_], x);                                   \
-              }                                                                      \
-            }                                                                        \
-          }                                                                          \
-          for (int64_t q_ = 0; q_ < w_; q_++) {                                      \
-            ACC_T a1 = A1_[q_], a2 = A2_[q_];                                        \
-            (void)a2;                                                                \
-            dst_[(j0_ + q_) * ds_] = (scalar_t)(FINAL);                              \
-          }                                                                          \
+        }                                                                            \
+        for (int64_t q_ = 0; q_ < w_; q_++) {                                        \
+          ACC_T a1 = A1_[q_], a2 = A2_[q_];                                          \
+          (void)a2;                                                                  \
+          dst_[(j0_ + q_) * ds_] = (scalar_t)(FINAL);                                \
         }                                                                            \
       }                                                                              \
       lt_iter_advance(&is_, m_);                                                     \
@@ -296,22 +288,22 @@ int lt_math_reduce_dim(lt_tensor *r, const lt_tensor *t, int dim, int op, double
   LT_DISPATCH(t->type, {
     typedef ACCREAL acc_t;
     switch (op) {
-      case LT_RED_SUM: REDUCE_DIM(r, t, dim, acc_t, +, 0, 0, STEP_SUM, a1); break;
-      case LT_RED_MEAN: REDUCE_DIM(r, t, dim, acc_t, +, 0, 0, STEP_SUM, a1 / (acc_t)N_); break;
-      case LT_RED_PROD: REDUCE_DIM(r, t, dim, acc_t, *, 1, 0, STEP_PROD, a1); break;
+      case LT_RED_SUM: REDUCE_DIM(r, t, dim, acc_t, 0, 0, STEP_SUM, a1); break;
+      case LT_RED_MEAN: REDUCE_DIM(r, t, dim, acc_t, 0, 0, STEP_SUM, a1 / (acc_t)N_); break;
+      case LT_RED_PROD: REDUCE_DIM(r, t, dim, acc_t, 1, 0, STEP_PROD, a1); break;
       case LT_RED_VAR:
-        REDUCE_DIM(r, t, dim, double, +, 0, p_[0], STEP_VAR, N_ > 1 || biased ? var_of(a1, a2, N_, biased) : NAN);
+        REDUCE_DIM(r, t, dim, double, 0, p_[0], STEP_VAR, N_ > 1 || biased ? var_of(a1, a2, N_, biased) : NAN);
         break;
       case LT_RED_STD:
-        REDUCE_DIM(r, t, dim, double, +, 0, p_[0], STEP_VAR,
+        REDUCE_DIM(r, t, dim, double, 0, p_[0], STEP_VAR,
                    N_ > 1 || biased ? sqrt(var_of(a1, a2, N_, biased)) : NAN);
         break;
       case LT_RED_NORM:
-        if (p == 0) REDUCE_DIM(r, t, dim, double, +, 0, 0, STEP_NORM0, a1);
-        else if (p == 1) REDUCE_DIM(r, t, dim, double, +, 0, 0, STEP_NORM1, a1);
-        else if (p == 2) REDUCE_DIM(r, t, dim, double, +, 0, 0, STEP_NORM2, sqrt(a1));
-        else if (isinf(p)) REDUCE_DIM(r, t, dim, double, max, 0, 0, STEP_NORMINF, a1);
-        else REDUCE_DIM(r, t, dim, double, +, 0, 0, STEP_NORMP, pow(a1, 1.0 / p));
+        if (p == 0) REDUCE_DIM(r, t, dim, double, 0, 0, STEP_NORM0, a1);
+        else if (p == 1) REDUCE_DIM(r, t, dim, double, 0, 0, STEP_NORM1, a1);
+        else if (p == 2) REDUCE_DIM(r, t, dim, double, 0, 0, STEP_NORM2, sqrt(a1));
+        else if (isinf(p)) REDUCE_DIM(r, t, dim, double, 0, 0, STEP_NORMINF, a1);
+        else REDUCE_DIM(r, t, dim, double, 0, 0, STEP_NORMP, pow(a1, 1.0 / p));
         break;
     }
   });
