@@ -254,7 +254,7 @@ def expected_kernels(resolve=True):
         k["pooling"]["lt_avgpool_fwd_%s" % t] = ",".join([P, P] + geo + [I])
         k["pooling"]["lt_avgpool_bwd_%s" % t] = ",".join([P, P] + geo + [I])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
-        k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, I, Q])
+        k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, D, Q, Q, I, Q])
     for t in ("Float", "Double", "Half"):
         for unfold in ("im2col", "col2im"):
             k["conv"]["lt_%s_%s" % (unfold, t)] = ",".join([P, P] + [Q] * 13)
@@ -1052,8 +1052,8 @@ def test_classnll(simt, rng, t):
         if special == "all_ignored":
             assert out[0] == 0 and not np.signbit(out[0]) and tw[0] == 0
         gi = np.full((batch, classes), np.nan, dt)
-        lib.launch("lt_classnll_bwd_%s" % t, *geometry(batch * classes), ptr(gi), ptr(target), ptr(w), ptr(tw),
-                   ctypes.c_int64(batch), ctypes.c_int64(classes), ctypes.c_int32(size_average),
+        lib.launch("lt_classnll_bwd_%s" % t, *geometry(batch * classes), ptr(gi), ptr(target), ptr(w),
+                   ctypes.c_double(tw[0]), ctypes.c_int64(batch), ctypes.c_int64(classes), ctypes.c_int32(size_average),
                    ctypes.c_int64(ignore))
         exp = np.zeros((batch, classes), A)
         twa = A(tw[0])

@@ -19,11 +19,12 @@
  *     Output and total weight are A (float for Half, so the weight count stays exact).
  *
  *   lt_classnll_bwd_<T>(T *gradInput, const long long *target, const T *weights,
- *                       const A *total_weight, long long batch, long long classes,
+ *                       double total_weight, long long batch, long long classes,
  *                       int size_average, long long ignore_index)
  *     Writes EVERY element of the contiguous (batch, classes) gradInput (no zeroing needed):
  *       gradInput[i][t_i - 1] = -w[t_i] * (size_average ? 1 / total_weight : 1), 0 elsewhere;
- *     all zeros when total_weight <= 0 (Torch7 returns early then). total_weight is the forward's.
+ *     all zeros when total_weight <= 0 (Torch7 returns early then). total_weight is the forward's (the value
+ *     the host read back, rounded to A here): an argument, so the backward needs no upload and no host wait.
  *     Grid-stride over batch*classes: any geometry.
  */
 #include "lt_cuda_common.cuh"
@@ -60,10 +61,10 @@ LT_D void lt_cnll_fwd(lt_acc_t<T> *output, lt_acc_t<T> *total_weight, long long 
 }
 
 template <typename T>
-LT_D void lt_cnll_bwd(T *gin, const long long *target, const T *weights, const lt_acc_t<T> *total_weight,
-                      long long batch, long long classes, int size_average, long long ignore_index) {
+LT_D void lt_cnll_bwd(T *gin, const long long *target, const T *weights, double total_weight, long long batch,
+                      long long classes, int size_average, long long ignore_index) {
   typedef lt_acc_t<T> A;
-  const A tw = total_weight[0];
+  const A tw = (A)total_weight;
   const A norm = size_average ? (A)1 / tw : (A)1;
   LT_GRID_LOOP(long long, e, batch * classes) {
     const long long i = e / classes, c = e - i * classes;
@@ -84,7 +85,7 @@ LT_D void lt_cnll_bwd(T *gin, const long long *target, const T *weights, const l
   }                                                                                                \
   LT_EXPORT(lt_classnll_fwd_##N)                                                                   \
   extern "C" __global__ void lt_classnll_bwd_##N(T *gradInput, const long long *target,             \
-                                                 const T *weights, const lt_acc_t<T> *total_weight, \
+                                                 const T *weights, double total_weight,             \
                                                  long long batch, long long classes,                \
                                                  int size_average, long long ignore_index) {        \
     lt_cnll_bwd<T>(gradInput, target, weights, total_weight, batch, classes, size_average,          \

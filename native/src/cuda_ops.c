@@ -334,15 +334,11 @@ int lt_cuops_classnll_backward(const lt_cuops *ops, void *stream, lt_tensor *gra
   if (check_ops(ops, fn) || cnll_geometry(fn, grad_input, target, weights, &batch, &classes)) return -1;
   if (!lt_tensor_is_contiguous(grad_input)) return lt_fail("%s: gradInput must be contiguous", fn);
   if (batch * classes == 0) return 0;
-  const int host = lt_host_type(grad_input->type);
   const void *tg, *w = NULL;
-  void *c2, *c3 = NULL, *tw = NULL;
+  void *c2, *c3 = NULL;
   int rc = -1;
-  if (contiguous_input(ops, stream, target, &tg, &c2) ||
-      (weights && contiguous_input(ops, stream, weights, &w, &c3)) || scratch(ops, stream, 8, &tw))
+  if (contiguous_input(ops, stream, target, &tg, &c2) || (weights && contiguous_input(ops, stream, weights, &w, &c3)))
     goto done;
-  acc_value v = acc_of(host, total_weight);
-  if (ops->to_device(ops->ctx, tw, &v, acc_bytes(host), stream)) goto done;
   lt_cu_tensor d;
   lt_cuops_describe(grad_input, &d, NULL);
   void *gi = d.data;
@@ -351,15 +347,14 @@ int lt_cuops_classnll_backward(const lt_cuops *ops, void *stream, lt_tensor *gra
   add_raw(&a, &gi, "p");
   add_raw(&a, (void *)&tg, "p");
   add_raw(&a, (void *)&w, "p");
-  add_raw(&a, &tw, "p");
+  add_raw(&a, &total_weight, "d");   /* by value: no upload, no wait */
   cnll_tail(&a, batch, classes, &sa, ignore_index);
   char kernel[64];
   snprintf(kernel, sizeof kernel, "lt_classnll_bwd_%s", tname(grad_input->type));
   rc = launch(ops, stream, "classnll", kernel, grid_for(ops, batch * classes), &a);
 done:
   rc = scratch_free(ops, c2, rc);
-  rc = scratch_free(ops, c3, rc);
-  return scratch_free(ops, tw, rc);
+  return scratch_free(ops, c3, rc);
 }
 
 int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
