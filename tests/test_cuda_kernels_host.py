@@ -264,7 +264,8 @@ def expected_kernels(resolve=True):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])
-    for t in ("Float", "Double"):
+    # (Half: the nn layers' kernels that nn's modules reach with device half tensors)
+    for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):
             k["nn_criterion"]["lt_nn_crit_fwd_%s_%s" % (t, idx)] = ",".join([P, T, T, T, I, Q, I, D])
             k["nn_criterion"]["lt_nn_crit_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, T, I, Q, I, D, D])
@@ -274,8 +275,6 @@ def expected_kernels(resolve=True):
         k["nn_criterion"]["lt_multilabel_fwd_%s" % t] = ",".join([P, P, P, P, Q, Q])
         k["nn_criterion"]["lt_multilabel_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, D])
         k["gather_map"]["lt_map_bwd_%s" % t] = ",".join([P, P, P, P] + [Q] * 7)
-        k["gather_map"]["lt_rows_acc_%s" % t] = ",".join([P] * 5 + [Q, Q, sc(t), Q])
-        k["gather_map"]["lt_rows_renorm_%s" % t] = ",".join([P, P, Q, Q, sc(t), sc(t)])
         k["pooling"]["lt_plane_scatter_%s" % t] = ",".join([P, P, P, Q, Q, Q])
         k["pooling"]["lt_plane_gather_%s" % t] = ",".join([P, P, P, Q, Q, Q])
         k["pooling"]["lt_dilmax_fwd_%s" % t] = ",".join([P, P, P] + [Q] * 13)
@@ -288,6 +287,9 @@ def expected_kernels(resolve=True):
         for d in ("fwd", "bwd"):
             k["adaptive_pooling"]["lt_adaptive_avgpool_%s_%s" % (d, t)] = ",".join([P, P] + [Q] * 5)
             k["adaptive_pooling"]["lt_adaptive_maxpool_%s_%s" % (d, t)] = ",".join([P, P, P] + [Q] * 5)
+    for t in ("Float", "Double"):
+        k["gather_map"]["lt_rows_acc_%s" % t] = ",".join([P] * 5 + [Q, Q, sc(t), Q])
+        k["gather_map"]["lt_rows_renorm_%s" % t] = ",".join([P, P, Q, Q, sc(t), sc(t)])
         for idx in ("i32", "i64"):
             k["histc"]["lt_histc_partial_%s_%s" % (t, idx)] = ",".join([T, Q, Q, sc(t), sc(t), Q, P])
             k["histc"]["lt_histc_total_%s_%s" % (t, idx)] = ",".join([T, P, Q, Q])

@@ -36,7 +36,8 @@ def test_the_kernel_class_list_is_nns_modules_that_call_kernels(rt):
     assert listed == calling, (sorted(calling - listed), sorted(listed - calling))
 
 
-# constructor, input shape; 'target' marks criterions (their target: classes for NLL-like ones, else values)
+# constructor, input shape, and for a criterion its target: "classes" (one per row, 1-based), "labels" (each row's
+# classes, then zeros), "values" (half the input), "signs" (+-1), "probs" (in [0, 1]; the input too)
 MODULES = {
     "SpatialConvolution": ("nn.SpatialConvolution(3, 5, 3, 3, 1, 1, 1, 1)", (2, 3, 7, 6)),
     "SpatialConvolution stride 2, no bias": ("nn.SpatialConvolution(4, 3, 3, 3, 2, 2):noBias()", (2, 4, 9, 8)),
@@ -63,18 +64,45 @@ MODULES = {
     "Sequential of SoftSign, SoftPlus, Square": ("nn.Sequential():add(nn.SoftSign()):add(nn.SoftPlus(2)):add(nn.Square())", (4, 9)),
     "SpatialCrossMapLRN": ("nn.SpatialCrossMapLRN(3, 1e-2, 0.75, 2)", (2, 5, 3, 4)),
     "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 0, 1)", (2, 3, 4, 5)),
+    "SpatialZeroPadding cropping, non-contiguous input": ("nn.SpatialZeroPadding(-1, 2, 1, -1)", (2, 3, 5, 4)),
+    "SpatialReflectionPadding": ("nn.SpatialReflectionPadding(2, 1, 1, 2)", (2, 3, 5, 4)),
+    "SpatialReplicationPadding": ("nn.SpatialReplicationPadding(1, 3, 2, 0)", (3, 4, 5)),
+    "VolumetricReplicationPadding": ("nn.VolumetricReplicationPadding(1, 0, 2, 1, 0, 1)", (2, 2, 3, 4, 3)),
     "SpatialUpSamplingNearest": ("nn.SpatialUpSamplingNearest(2)", (2, 3, 3, 2)),
+    "SpatialUpSamplingBilinear": ("nn.SpatialUpSamplingBilinear(2)", (2, 3, 3, 4)),
+    "UpSampling trilinear": ("nn.UpSampling({odepth = 3, oheight = 5, owidth = 4}, 'linear')", (2, 2, 2, 3, 3)),
+    "SpatialAdaptiveAveragePooling": ("nn.SpatialAdaptiveAveragePooling(3, 2)", (2, 3, 7, 5)),
+    "SpatialAdaptiveMaxPooling": ("nn.SpatialAdaptiveMaxPooling(2, 3)", (3, 7, 5)),
+    "SpatialDilatedMaxPooling": ("nn.SpatialDilatedMaxPooling(3, 3, 2, 2, 1, 1, 2, 2)", (2, 3, 9, 8)),
+    "SpatialMaxUnpooling after its pooling": ("""(function() local p = nn.SpatialMaxPooling(2, 2, 2, 2)
+        return nn.Sequential():add(p):add(nn.SpatialMaxUnpooling(p)) end)()""", (2, 3, 6, 4)),
+    "TemporalMaxPooling": ("nn.TemporalMaxPooling(3, 2)", (2, 9, 5)),
     "PReLU": ("nn.PReLU(4)", (4, 3, 5)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
     # (the ReLU first, on the input both modules share: deeper, a value half's rounding moves across 0 would pass
     # or stop another gradient)
     "Sequential of ReLU, Linear, BN": (
         "nn.Sequential():add(nn.ReLU(true)):add(nn.Linear(7, 6)):add(nn.BatchNormalization(6))", (5, 7)),
-    "ClassNLLCriterion": ("nn.ClassNLLCriterion()", (6, 5), "target"),
-    "CrossEntropyCriterion": ("nn.CrossEntropyCriterion()", (6, 5), "target"),
-    "SmoothL1Criterion": ("nn.SmoothL1Criterion()", (4, 6), "target"),
-    "MultiMarginCriterion": ("nn.MultiMarginCriterion()", (6, 5), "target"),
+    "ClassNLLCriterion": ("nn.ClassNLLCriterion()", (6, 5), "classes"),
+    "CrossEntropyCriterion": ("nn.CrossEntropyCriterion()", (6, 5), "classes"),
+    "SmoothL1Criterion": ("nn.SmoothL1Criterion()", (4, 6), "values"),
+    "MultiMarginCriterion": ("nn.MultiMarginCriterion()", (6, 5), "classes"),
+    "MultiMarginCriterion p=2, weights": ("nn.MultiMarginCriterion(2, torch.Tensor{1, 0.5, 2, 1.5, 0.25}, 0.7)", (6, 5),
+                                          "classes"),
+    "MultiLabelMarginCriterion": ("nn.MultiLabelMarginCriterion()", (4, 5), "labels"),
+    "AbsCriterion": ("nn.AbsCriterion()", (5, 7), "values"),
+    "AbsCriterion non-contiguous input, summed": ("nn.AbsCriterion(false)", (3, 4, 5), "values"),
+    "DistKLDivCriterion": ("nn.DistKLDivCriterion()", (4, 6), "probs"),
+    "MarginCriterion": ("nn.MarginCriterion(0.8)", (9,), "signs"),
+    "SoftMarginCriterion": ("nn.SoftMarginCriterion()", (4, 5), "signs"),
+    "BCECriterion": ("nn.BCECriterion()", (5, 3), "probs"),
+    "BCECriterion weights": ("nn.BCECriterion(torch.Tensor{0.5, 2, 1, 0.25})", (3, 4), "probs"),
+    "L1Cost": ("nn.L1Cost()", (4, 7), "values"),
+    "HingeEmbeddingCriterion": ("nn.HingeEmbeddingCriterion(0.6)", (11,), "signs"),
+    "MSECriterion": ("nn.MSECriterion()", (4, 6), "values"),
 }
+# these take their input as the transpose of a contiguous tensor
+NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -85,6 +113,18 @@ HALF_ON_GPU = {"BatchNormalization", "SpatialBatchNormalization", "SpatialBatchN
                "SpatialFullConvolution", "TemporalConvolution",   # (the last on cuDNN, which the test loads there)
                "ELU", "LeakyReLU in place", "HardTanh", "Threshold", "ClassNLLCriterion", "CrossEntropyCriterion", "Sequential of SoftSign, SoftPlus, Square"}
 # (nn's other elementwise activations: nn_pointwise.cu's Half kernels)
+# the modules whose C kernels reach Half instantiations of lrn.cu, gather_map.cu, adaptive_pooling.cu, pooling.cu
+# and nn_criterion.cu (every criterion above but the NLL ones)
+HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in (
+    "SpatialCrossMapLRN", "SpatialZeroPadding", "SpatialReflectionPadding", "SpatialReplicationPadding",
+    "VolumetricReplicationPadding", "SpatialUpSamplingNearest", "SpatialUpSamplingBilinear", "UpSampling",
+    "SpatialAdaptiveAveragePooling", "SpatialAdaptiveMaxPooling", "SpatialDilatedMaxPooling", "SpatialMaxUnpooling",
+    "TemporalMaxPooling")}
+HALF_ON_GPU |= {name for name in MODULES if len(MODULES[name]) > 2 and name.split()[0] not in (
+    "ClassNLLCriterion", "CrossEntropyCriterion")}
+# on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
+# half before it is squared, so its loss is only close to the float one's)
+COMPOSED_ON_CPU = {"MSECriterion"}
 # there, a convolution's product is rounded to half before its bias is added (as THCUNN's), so its forward is the
 # float module's rounded once only without a bias
 ROUNDED_TWICE_ON_GPU = {"SpatialConvolution", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
@@ -99,13 +139,29 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
     the same half-rounded weights and inputs, within half precision."""
     rt = cunn
     ctor, shape = MODULES[name][:2]
-    criterion = len(MODULES[name]) > 2
+    kind = MODULES[name][2] if len(MODULES[name]) > 2 else None
     if name.startswith("TemporalConvolution") and rt.eval("cutorch.backend") == "gpu":
         rt.execute("require 'cudnn'")
     x = rng.standard_normal(shape)
     g = rng.standard_normal(tuple(n + 4 for n in shape))
+    # a criterion's target: class indices (a CudaTensor; DoubleTensor for the double module), else values of the
+    # input's type
     classes = rng.integers(1, shape[-1] + 1, size=shape[0]).astype(np.float64)
-    run = rt.eval("""function(x, g, classes, criterion)
+    target = {"values": 0.5 * x, "signs": np.where(rng.random(shape) < 0.5, -1.0, 1.0),
+              "probs": rng.uniform(0.05, 0.95, size=shape)}.get(kind)
+    if kind == "probs":
+        x = 1 / (1 + np.exp(-x))
+    if kind == "labels":   # each row: a few distinct classes, then zeros
+        classes = np.zeros(shape)
+        for row in classes:
+            k = rng.integers(1, shape[-1])
+            row[:k] = rng.permutation(shape[-1])[:k] + 1
+    if kind == "classes" or kind == "labels":
+        target = None
+    transposed = name in NONCONTIGUOUS
+    if transposed:   # given as the transpose of a contiguous tensor of the last two sizes swapped
+        x = np.ascontiguousarray(np.swapaxes(x, -1, -2))
+    run = rt.eval("""function(x, g, classes, values, criterion, transposed)
        torch.manualSeed(3)
        local before = 0
        for _, v in pairs(cunn.halfThroughFloat()) do before = before + v end
@@ -120,10 +176,11 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
           local tt = k == 'half' and 'torch.CudaHalfTensor' or k == 'float' and 'torch.CudaTensor'
                      or 'torch.DoubleTensor'
           local input = x:cudaHalf():type(tt)
+          if transposed then input = input:transpose(input:dim() - 1, input:dim()) end
           local r = {}
           if criterion then
              local target = classes:clone():type(k == 'double' and 'torch.DoubleTensor' or 'torch.CudaTensor')
-             if %s then target = x:clone():mul(0.5):cudaHalf():type(tt) end
+             if values then target = values:cudaHalf():type(tt) end
              r.loss = m:forward(input, target)
              local gi = m:backward(input, target)
              r.types = {torch.type(gi)}
@@ -149,10 +206,12 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
        out.throughFloat = -before
        for _, v in pairs(cunn.halfThroughFloat()) do out.throughFloat = out.throughFloat + v end
        return out
-    end""" % (ctor, "true" if name.startswith("SmoothL1") else "false"))
-    out = run(rt.from_numpy(x), rt.from_numpy(g), rt.from_numpy(classes), criterion)
+    end""" % ctor)
+    out = run(rt.from_numpy(x), rt.from_numpy(g), rt.from_numpy(classes),
+              None if target is None else rt.from_numpy(target), kind is not None, transposed)
     half, flt, dbl = out["half"], out["float"], out["double"]
-    if rt.eval("cutorch.backend") == "gpu" and name in HALF_ON_GPU:
+    gpu = rt.eval("cutorch.backend") == "gpu"
+    if (gpu and name in HALF_ON_GPU) or (not gpu and name in COMPOSED_ON_CPU):
         assert out["throughFloat"] == 0
     else:
         assert out["throughFloat"] > 0
@@ -160,8 +219,8 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
     y_half = rt.to_numpy(half["y"])
     # computed in float, stored in half: the float module's output rounded once (a container, and
     # CrossEntropyCriterion's LogSoftMax, store their inner results in half too, so those are only close)
-    gpu = rt.eval("cutorch.backend") == "gpu"
-    if not name.startswith(("Sequential", "CrossEntropy")) and not (gpu and name in ROUNDED_TWICE_ON_GPU):
+    if not name.startswith(("Sequential", "CrossEntropy")) and not (gpu and name in ROUNDED_TWICE_ON_GPU) and \
+            not (not gpu and name in COMPOSED_ON_CPU):
         np.testing.assert_array_equal(y_half, rt.to_numpy(flt["y"]).astype(np.float16).astype(np.float64))
     for what in ("y", "gi", "gp", "inputAfter"):
         if what not in half or rt.to_numpy(dbl[what]).size == 0:
@@ -238,11 +297,11 @@ def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, r
        local conv = nn.SpatialConvolution(3, 2, 3, 3):type('torch.CudaHalfTensor')
        -- a table of half tensors among the fields of a module that goes through float stays that table, of half
        -- tensors with their values
-       local lrn = nn.SpatialCrossMapLRN(3):type('torch.CudaHalfTensor')
+       local prelu = nn.PReLU(3):type('torch.CudaHalfTensor')
        local kept = {torch.CudaHalfTensor(4):fill(0.5)}
-       lrn.kept = kept
-       lrn:forward(torch.CudaHalfTensor(2, 3, 5, 5):fill(1))
-       local keptOK = lrn.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and kept[1]:min() == 0.5
+       prelu.kept = kept
+       prelu:forward(torch.CudaHalfTensor(2, 3, 5, 5):fill(1))
+       local keptOK = prelu.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and kept[1]:min() == 0.5
        local ok, err = pcall(function() conv:forward(torch.CudaHalfTensor(2, 4, 5, 5)) end)
        return {input = input:double(), shared = shared, keptOK = keptOK, ok = ok, err = tostring(err),
                types = {torch.type(conv.weight), torch.type(conv.output), torch.type(conv.gradWeight)}}
@@ -254,7 +313,7 @@ def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, r
     assert set(r["types"].values()) == {"torch.CudaHalfTensor"}
     counts = dict(rt.eval("function() local o = {} for k, v in pairs(cunn.halfThroughFloat()) do o[k] = v end "
                           "return o end")().items())
-    assert counts.get("nn.SpatialCrossMapLRN.updateOutput", 0) >= 1, counts
+    assert counts.get("nn.PReLU.updateOutput", 0) >= 1, counts
     assert all(v >= 1 for v in counts.values())
 
 

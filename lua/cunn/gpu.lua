@@ -117,6 +117,32 @@ for _, name in ipairs {'Abs', 'ELU', 'Exp', 'HardShrink', 'HardTanh', 'LeakyReLU
    cunn._halfOnGPU['nn.' .. name] = true
 end
 
+-- nn's modules whose C kernels send device tensors to these native/cuda kernels, which have Half instantiations
+-- too (computing in float, each result rounded once; a criterion's loss summed in double and written into its
+-- half output through float, as THCUNN's half loss): half stays half, no float copies
+for _, name in ipairs {'SpatialCrossMapLRN',                                                    -- lrn.cu
+                       'SpatialZeroPadding', 'SpatialReflectionPadding', 'SpatialReplicationPadding',
+                       'VolumetricReplicationPadding', 'SpatialUpSamplingNearest', 'SpatialUpSamplingBilinear',
+                       'UpSampling',                                                            -- gather_map.cu
+                       'SpatialAdaptiveAveragePooling', 'SpatialAdaptiveMaxPooling',            -- adaptive_pooling.cu
+                       'AbsCriterion', 'SmoothL1Criterion', 'DistKLDivCriterion', 'MarginCriterion',
+                       'SoftMarginCriterion', 'BCECriterion', 'L1Cost', 'HingeEmbeddingCriterion',
+                       'MultiMarginCriterion', 'MultiLabelMarginCriterion',                     -- nn_criterion.cu
+                       'SpatialMaxUnpooling', 'SpatialDilatedMaxPooling', 'TemporalMaxPooling'} do   -- pooling.cu
+   cunn._halfOnGPU['nn.' .. name] = true
+end
+
+-- MSECriterion: nn's composes tensor methods (a difference, then its dot product); here nn_criterion.cu's kernels
+-- (LT_CRIT_MSE): the squares summed in double, one launch each way, and in half the loss the float one's rounded
+-- once (a half composition would round the difference first).
+local criterionKernels = nn._criterionKernels
+onDevice(nn.MSECriterion, 'updateOutput', function(self, input, target)
+   return criterionKernels.pointwiseOutput(self, C.LT_CRIT_MSE, input, target)
+end, HALF_KERNELS)
+onDevice(nn.MSECriterion, 'updateGradInput', function(self, input, target)
+   return criterionKernels.pointwiseGradInput(self, C.LT_CRIT_MSE, input, target)
+end, HALF_KERNELS)
+
 -- ---------------------------------------------------------------- LogSoftMax, SoftMax, SoftMin, ClassNLLCriterion
 
 -- The device (Log)SoftMax (log true) of x into output, and its backward into gradInput from gradOutput g and the

@@ -30,7 +30,9 @@
  *     per axis, input i is read by outputs[first[i] .. first[i+1]) with those weights (first: D+1, H+1, W+1
  *     entries; outputs and weights: 2·oD, 2·oH, 2·oW entries, each axis's offsets relative to its own part);
  *     thread per input element, summing weight products times gradOut (a gather: no atomics, deterministic).
- * Sums in lt_acc_t<T> (the linear ones in double, as the CPU kernel's accreal).
+ * Sums in lt_acc_t<T> (the linear ones in double, as the CPU kernel's accreal). The maps and linear upsampling are
+ * Float, Double and Half (computing in float, each result rounded once: the Float kernel's rounded to half), the
+ * rows Float and Double.
  */
 #include "lt_cuda_common.cuh"
 
@@ -41,7 +43,7 @@ LT_D void lt_map_fwd_impl(T *out, const T *in, const long long *maps, long long 
   LT_GRID_LOOP(long long, e, planes * oD * oH * oW) {
     const long long x = e % oW, y = (e / oW) % oH, z = (e / (oW * oH)) % oD, p = e / (oW * oH * oD);
     const long long iz = md[z], iy = mh[y], ix = mw[x];
-    out[e] = (iz < 0 || iy < 0 || ix < 0) ? (T)0 : in[((p * D + iz) * H + iy) * W + ix];
+    out[e] = (iz < 0 || iy < 0 || ix < 0) ? lt_cast<T>(0.0f) : in[((p * D + iz) * H + iy) * W + ix];
   }
 }
 
@@ -80,6 +82,7 @@ LT_D void lt_map_bwd_impl(T *gin, const T *gout, const long long *first, const l
 
 LT_IF_Float(LT_MAP(float, Float))
 LT_IF_Double(LT_MAP(double, Double))
+LT_IF_Half(LT_MAP(__half, Half))
 
 template <typename T>
 LT_D void lt_rows_acc_impl(T *gw, const T *gout, const long long *rows, const long long *first,
@@ -149,7 +152,7 @@ LT_D void lt_lin_fwd_impl(T *out, const T *in, const long long *i0, const long l
     const double v1 = wh0 * (ww0 * LT_AT(d1, h0, w0) + ww1 * LT_AT(d1, h0, w1i)) +
                       wh1 * (ww0 * LT_AT(d1, h1, w0) + ww1 * LT_AT(d1, h1, w1i));
 #undef LT_AT
-    out[e] = lt_cast<T>(wd0 * v0 + wd1 * v1);
+    out[e] = lt_store<T>(wd0 * v0 + wd1 * v1);
   }
 }
 
@@ -170,7 +173,7 @@ LT_D void lt_lin_bwd_impl(T *gin, const T *gout, const long long *first, const l
         const T *row = pl + (od[a] * oH + oh[b]) * oW;
         for (long long c = fw[x]; c < fw[x + 1]; c++) s += wab * ww[c] * lt_cast<double>(row[ow[c]]);
       }
-    gin[e] = lt_cast<T>(s);
+    gin[e] = lt_store<T>(s);
   }
 }
 
@@ -191,3 +194,4 @@ LT_D void lt_lin_bwd_impl(T *gin, const T *gout, const long long *first, const l
 
 LT_IF_Float(LT_LIN(float, Float))
 LT_IF_Double(LT_LIN(double, Double))
+LT_IF_Half(LT_LIN(__half, Half))

@@ -1,6 +1,8 @@
 /* lrn.cu — nn.SpatialCrossMapLRN (and cudnn's) on the GPU: local response normalization across channels, as
  * native/src/nn_pooling_spatial.c computes it (the CPU kernel and the oracle). Input N x C x S (S = H*W),
- * contiguous; one thread per (n, s) walks the channels with a running sum, in double.
+ * contiguous; one thread per (n, s) walks the channels with a running sum, in double. T is Float, Double or Half:
+ * scale and out rounded to lt_acc_t<T> (float for Half) as the Float kernel rounds them, the output computed from
+ * that scale, then stored in T (lt_store): a Half result is the Float kernel's rounded once to half.
  *
  *   lt_lrn_fwd_<T>(T* out, T* scale, const T* in, q N, q C, q S, int size, double alpha, double beta, double k)
  *     scale_c = k + alpha/size * sum of x^2 over channels [c - size/2, c + (size-1)/2]; out = x * scale^-beta.
@@ -14,21 +16,24 @@
 template <typename T>
 LT_D void lt_lrn_fwd_impl(T *out, T *scale, const T *in, long long N, long long C, long long S, int size,
                           double alpha, double beta, double k) {
+  typedef lt_acc_t<T> A;
   const long long lo = size / 2, hi = (size - 1) / 2;
   LT_GRID_LOOP(long long, ns, N * S) {
     const long long off = (ns / S) * C * S + ns % S;
     const T *x = in + off;
     T *y = out + off, *sc = scale + off;
+#define LT_X(c) lt_cast<double>(x[(c) * S])
     double sum = 0;
-    for (long long c = 0; c < hi && c < C; c++) sum += (double)x[c * S] * (double)x[c * S];
+    for (long long c = 0; c < hi && c < C; c++) sum += LT_X(c) * LT_X(c);
     for (long long c = 0; c < C; c++) {
       const long long add = c + hi, drop = c - lo - 1;
-      if (add < C) sum += (double)x[add * S] * (double)x[add * S];
-      if (drop >= 0) sum -= (double)x[drop * S] * (double)x[drop * S];
-      const T s = (T)(k + alpha / size * sum);
-      sc[c * S] = s;
-      y[c * S] = (T)((double)x[c * S] * pow((double)s, -beta));
+      if (add < C) sum += LT_X(add) * LT_X(add);
+      if (drop >= 0) sum -= LT_X(drop) * LT_X(drop);
+      const A s = (A)(k + alpha / size * sum);
+      sc[c * S] = lt_cast<T>(s);
+      y[c * S] = lt_store<T>(LT_X(c) * pow((double)s, -beta));
     }
+#undef LT_X
   }
 }
 
@@ -41,14 +46,18 @@ LT_D void lt_lrn_bwd_impl(T *gi, const T *in, const T *go, const T *out, const T
     const long long off = (ns / S) * C * S + ns % S;
     const T *x = in + off, *g = go + off, *y = out + off, *sc = scale + off;
     T *r = gi + off;
+#define LT_AT(p, c) lt_cast<double>(p[(c) * S])
+#define LT_TERM(c) (LT_AT(g, c) * LT_AT(y, c) / LT_AT(sc, c))
     double sum = 0;
-    for (long long c = 0; c < lo && c < C; c++) sum += (double)g[c * S] * (double)y[c * S] / (double)sc[c * S];
+    for (long long c = 0; c < lo && c < C; c++) sum += LT_TERM(c);
     for (long long c = 0; c < C; c++) {
       const long long add = c + lo, drop = c - hi - 1;
-      if (add < C) sum += (double)g[add * S] * (double)y[add * S] / (double)sc[add * S];
-      if (drop >= 0) sum -= (double)g[drop * S] * (double)y[drop * S] / (double)sc[drop * S];
-      r[c * S] = (T)((double)g[c * S] * pow((double)sc[c * S], -beta) - coef * (double)x[c * S] * sum);
+      if (add < C) sum += LT_TERM(add);
+      if (drop >= 0) sum -= LT_TERM(drop);
+      r[c * S] = lt_store<T>(LT_AT(g, c) * pow(LT_AT(sc, c), -beta) - coef * LT_AT(x, c) * sum);
     }
+#undef LT_TERM
+#undef LT_AT
   }
 }
 
@@ -67,3 +76,4 @@ LT_D void lt_lrn_bwd_impl(T *gi, const T *in, const T *go, const T *out, const T
 
 LT_IF_Float(LT_LRN(float, Float))
 LT_IF_Double(LT_LRN(double, Double))
+LT_IF_Half(LT_LRN(__half, Half))

@@ -132,6 +132,14 @@ LT_D To lt_cast(From v) {
   }
 }
 
+/* A value computed in double stored in T as the Float kernel stores it: rounded to lt_acc_t<T> first (float for
+ * Half), so that a Half kernel's result is the Float kernel's rounded once more, to half (as THCUNN's half kernels,
+ * computing in float), never the double rounded to half directly. */
+template <typename T>
+LT_D T lt_store(double v) {
+  return lt_cast<T>((lt_acc_t<T>)v);
+}
+
 /* ---------------------------------------------------------------- limits and NaN */
 template <typename A> LT_D A lt_lowest();
 template <typename A> LT_D A lt_highest();

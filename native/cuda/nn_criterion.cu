@@ -1,5 +1,5 @@
 /* nn_criterion.cu — nn's elementwise criterions on the GPU (Abs, SmoothL1, DistKLDiv, Margin, SoftMargin, BCE,
- * L1Cost, HingeEmbedding: lt_nn_criterion.h's LT_CRIT_* kinds, whose formulas these are; native/src/
+ * L1Cost, HingeEmbedding, MSE: lt_nn_criterion.h's LT_CRIT_* kinds, whose formulas these are; native/src/
  * nn_criterion_pointwise.c is the CPU kernel and the oracle).
  *
  *   lt_nn_crit_fwd_<T>_<idx>(double *loss, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor w, int has_w,
@@ -9,7 +9,9 @@
  *   lt_nn_crit_bwd_<T>_<idx>(lt_cu_tensor gradInput, lt_cu_tensor x, lt_cu_tensor y, lt_cu_tensor w, int has_w,
  *                            long long n, int kind, double param, double norm)
  *     gradInput[i] = f'_kind(x[i], y[i]) (times w[i]) times norm (1/n with sizeAverage).
- * T is Float or Double; values are computed in double, as the CPU kernel's accreal for both. BCE's inputs
+ * T is Float, Double or Half; values are computed in double, as the CPU kernel's accreal for Float and Double, the
+ * gradient stored through float for Half (lt_store: the Float kernel's rounded once to half); the loss, summed in
+ * double by the caller, is rounded to half by writing it into the half output (through float). BCE's inputs
  * outside [0, 1] are the caller's to refuse. Grid-stride loops: any launch geometry.
  *
  * The class-score criterions (native/src/nn_criterion_class.c), one thread per frame (a row of dim scores, x and
@@ -24,12 +26,13 @@
  *     sum_{j target, d not} max(0, 1 - x[j] + x[d])
  *   lt_multilabel_bwd_<T>(T *gradIn, const T *x, const T *isTarget, const q *target, q nframe, q dim,
  *                         double scale)
- *     the CPU kernel's own sequence of += and -= scale, in T
+ *     the CPU kernel's own sequence of += and -= scale, in T (Half: each step in float, rounded to half)
+ * These too for Float, Double and Half (scores read exactly in double; gradients stored through lt_store).
  */
 #include "lt_cuda_common.cuh"
 
 enum { CRIT_ABS = 1, CRIT_SMOOTHL1, CRIT_DISTKLDIV, CRIT_MARGIN, CRIT_SOFTMARGIN, CRIT_BCE, CRIT_L1COST,
-       CRIT_HINGE };
+       CRIT_HINGE, CRIT_MSE };
 #define LT_CRIT_EPS 1e-12
 
 LT_D double lt_crit_f(int kind, double a, double b, double param) {
@@ -51,6 +54,7 @@ LT_D double lt_crit_f(int kind, double a, double b, double param) {
     case CRIT_BCE: return -(log(a + LT_CRIT_EPS) * b + log(1 - a + LT_CRIT_EPS) * (1 - b));
     case CRIT_L1COST: return fabs(a);
     case CRIT_HINGE: return (b != -1 ? a : 0) + (b != 1 && param - a > 0 ? param - a : 0);
+    case CRIT_MSE: return (a - b) * (a - b);
   }
   return 0;
 }
@@ -71,6 +75,7 @@ LT_D double lt_crit_df(int kind, double a, double b, double param) {
     case CRIT_BCE: return -(b - a) / ((1 - a + LT_CRIT_EPS) * (a + LT_CRIT_EPS));
     case CRIT_L1COST: return a > 0 ? 1 : (a < 0 ? -1 : 0);
     case CRIT_HINGE: return b == -1 && a > param ? 0 : b;
+    case CRIT_MSE: return 2 * (a - b);
   }
   return 0;
 }
@@ -80,8 +85,9 @@ LT_D void lt_nn_crit_fwd_impl(double *loss, lt_cu_tensor x, lt_cu_tensor y, lt_c
                               int kind, double param) {
   const T *px = (const T *)x.data, *py = (const T *)y.data, *pw = (const T *)w.data;
   LT_GRID_LOOP(I, i, n) {
-    double v = lt_crit_f(kind, (double)px[lt_offset<I>(x, i)], (double)py[lt_offset<I>(y, i)], param);
-    if (has_w && kind == CRIT_BCE) v *= (double)pw[lt_offset<I>(w, i)];
+    double v = lt_crit_f(kind, lt_cast<double>(px[lt_offset<I>(x, i)]), lt_cast<double>(py[lt_offset<I>(y, i)]),
+                         param);
+    if (has_w && kind == CRIT_BCE) v *= lt_cast<double>(pw[lt_offset<I>(w, i)]);
     loss[i] = v;
   }
 }
@@ -92,9 +98,10 @@ LT_D void lt_nn_crit_bwd_impl(lt_cu_tensor gi, lt_cu_tensor x, lt_cu_tensor y, l
   T *pg = (T *)gi.data;
   const T *px = (const T *)x.data, *py = (const T *)y.data, *pw = (const T *)w.data;
   LT_GRID_LOOP(I, i, n) {
-    double g = lt_crit_df(kind, (double)px[lt_offset<I>(x, i)], (double)py[lt_offset<I>(y, i)], param);
-    if (has_w && kind == CRIT_BCE) g *= (double)pw[lt_offset<I>(w, i)];
-    pg[lt_offset<I>(gi, i)] = (T)(g * norm);
+    double g = lt_crit_df(kind, lt_cast<double>(px[lt_offset<I>(x, i)]), lt_cast<double>(py[lt_offset<I>(y, i)]),
+                          param);
+    if (has_w && kind == CRIT_BCE) g *= lt_cast<double>(pw[lt_offset<I>(w, i)]);
+    pg[lt_offset<I>(gi, i)] = lt_store<T>(g * norm);
   }
 }
 
@@ -116,6 +123,7 @@ LT_D void lt_nn_crit_bwd_impl(lt_cu_tensor gi, lt_cu_tensor x, lt_cu_tensor y, l
 
 LT_IF_Float(LT_NN_CRIT(float, Float))
 LT_IF_Double(LT_NN_CRIT(double, Double))
+LT_IF_Half(LT_NN_CRIT(__half, Half))
 
 template <typename T>
 LT_D void lt_multimargin_fwd_impl(double *terms, const T *x, const long long *target, const T *w, long long nframe,
@@ -125,10 +133,10 @@ LT_D void lt_multimargin_fwd_impl(double *terms, const T *x, const long long *ta
     const long long t = target[f] - 1;
     double frame = 0;
     for (long long d = 0; d < dim; d++) {
-      const double z = margin - (double)row[t] + (double)row[d];
+      const double z = margin - lt_cast<double>(row[t]) + lt_cast<double>(row[d]);
       if (d != t && z > 0) frame += p == 1 ? z : z * z;
     }
-    terms[f] = w ? frame * (double)w[t] : frame;
+    terms[f] = w ? frame * lt_cast<double>(w[t]) : frame;
   }
 }
 
@@ -139,15 +147,15 @@ LT_D void lt_multimargin_bwd_impl(T *gi, const T *x, const long long *target, co
     const T *row = x + f * dim;
     T *grow = gi + f * dim;
     const long long t = target[f] - 1;
-    const double gs = w ? scale * (double)w[t] : scale;
+    const double gs = w ? scale * lt_cast<double>(w[t]) : scale;
     double gt = 0;
     for (long long d = 0; d < dim; d++) {
-      const double z = margin - (double)row[t] + (double)row[d];
+      const double z = margin - lt_cast<double>(row[t]) + lt_cast<double>(row[d]);
       const double h = d != t && z > 0 ? (p == 1 ? gs : 2 * gs * z) : 0;
-      grow[d] = (T)h;
+      grow[d] = lt_store<T>(h);
       gt -= h;
     }
-    grow[t] = (T)gt;
+    grow[t] = lt_store<T>(gt);
   }
 }
 
@@ -158,14 +166,14 @@ LT_D void lt_multilabel_fwd_impl(double *terms, T *is_target, const T *x, const 
     const T *row = x + f * dim;
     const long long *tg = target + f * dim;
     T *is = is_target + f * dim;
-    for (long long d = 0; d < dim; d++) is[d] = (T)0;
-    for (long long j = 0; j < dim && tg[j] != 0; j++) is[tg[j] - 1] = (T)1;
+    for (long long d = 0; d < dim; d++) is[d] = lt_cast<T>(0.0f);
+    for (long long j = 0; j < dim && tg[j] != 0; j++) is[tg[j] - 1] = lt_cast<T>(1.0f);
     double sum = 0;
     for (long long j = 0; j < dim && tg[j] != 0; j++) {
-      const double xt = (double)row[tg[j] - 1];
+      const double xt = lt_cast<double>(row[tg[j] - 1]);
       for (long long d = 0; d < dim; d++) {
-        const double z = 1 - xt + (double)row[d];
-        if (!(double)is[d] && z > 0) sum += z;
+        const double z = 1 - xt + lt_cast<double>(row[d]);
+        if (!lt_cast<double>(is[d]) && z > 0) sum += z;
       }
     }
     terms[f] = sum;
@@ -175,19 +183,21 @@ LT_D void lt_multilabel_fwd_impl(double *terms, T *is_target, const T *x, const 
 template <typename T>
 LT_D void lt_multilabel_bwd_impl(T *gi, const T *x, const T *is_target, const long long *target, long long nframe,
                                  long long dim, double scale) {
+  typedef lt_acc_t<T> A;
+  const A s = lt_cast<A>(lt_cast<T>(scale));
   LT_GRID_LOOP(long long, f, nframe) {
     const T *row = x + f * dim, *is = is_target + f * dim;
     const long long *tg = target + f * dim;
     T *grow = gi + f * dim;
-    for (long long d = 0; d < dim; d++) grow[d] = (T)0;
+    for (long long d = 0; d < dim; d++) grow[d] = lt_cast<T>(0.0f);
     for (long long j = 0; j < dim && tg[j] != 0; j++) {
       const long long t = tg[j] - 1;
-      const double xt = (double)row[t];
+      const double xt = lt_cast<double>(row[t]);
       for (long long d = 0; d < dim; d++) {
-        const double z = 1 - xt + (double)row[d];
-        if (!(double)is[d] && z > 0) {
-          grow[t] = (T)(grow[t] - (T)scale);
-          grow[d] = (T)(grow[d] + (T)scale);
+        const double z = 1 - xt + lt_cast<double>(row[d]);
+        if (!lt_cast<double>(is[d]) && z > 0) {
+          grow[t] = lt_cast<T>(lt_cast<A>(grow[t]) - s);
+          grow[d] = lt_cast<T>(lt_cast<A>(grow[d]) + s);
         }
       }
     }
@@ -221,3 +231,4 @@ LT_D void lt_multilabel_bwd_impl(T *gi, const T *x, const T *is_target, const lo
 
 LT_IF_Float(LT_CLASS_CRIT(float, Float))
 LT_IF_Double(LT_CLASS_CRIT(double, Double))
+LT_IF_Half(LT_CLASS_CRIT(__half, Half))

@@ -252,20 +252,22 @@ LT_D void lt_dilmax_fwd_impl(T *out, long long *ind, const T *in, long long plan
 
 LT_IF_Float(LT_PLANE_INDEX(float, Float))
 LT_IF_Double(LT_PLANE_INDEX(double, Double))
+LT_IF_Half(LT_PLANE_INDEX(__half, Half))
 
 template <typename T>
 LT_D void lt_tmaxpool_fwd_impl(T *out, long long *ind, const T *in, long long N, long long Tn, long long F,
                                long long oT, long long kW, long long dW) {
+  typedef lt_acc_t<T> A;
   LT_GRID_LOOP(long long, e, N * oT * F) {
     const long long f = e % F, t = (e / F) % oT, n = e / (F * oT);
     const T *x = in + (n * Tn + t * dW) * F + f;
-    T best = x[0];
+    A best = lt_cast<A>(x[0]);
     long long at = 0;
     for (long long k = 1; k < kW; k++) {
-      const T v = x[k * F];
+      const A v = lt_cast<A>(x[k * F]);
       if (v > best || (v != v && best == best)) best = v, at = k;
     }
-    out[e] = best;
+    out[e] = lt_cast<T>(best);
     ind[e] = at;
   }
 }
@@ -273,14 +275,15 @@ LT_D void lt_tmaxpool_fwd_impl(T *out, long long *ind, const T *in, long long N,
 template <typename T>
 LT_D void lt_tmaxpool_bwd_impl(T *gi, const T *go, const long long *ind, long long N, long long Tn, long long F,
                                long long oT, long long kW, long long dW) {
+  typedef lt_acc_t<T> A;
   LT_GRID_LOOP(long long, c, N * F) {
     const long long n = c / F, f = c % F;
-    for (long long t = 0; t < Tn; t++) gi[(n * Tn + t) * F + f] = (T)0;
+    for (long long t = 0; t < Tn; t++) gi[(n * Tn + t) * F + f] = lt_cast<T>((A)0);
     for (long long t = 0; t < oT; t++) {
       const long long o = (n * oT + t) * F + f, k = ind[o];
       if (k < 0 || k >= kW) continue;   /* checked by the host first */
       T *g = gi + (n * Tn + t * dW + k) * F + f;
-      *g = (T)(*g + go[o]);
+      *g = lt_cast<T>(lt_cast<A>(*g) + lt_cast<A>(go[o]));
     }
   }
 }
@@ -300,3 +303,4 @@ LT_D void lt_tmaxpool_bwd_impl(T *gi, const T *go, const long long *ind, long lo
 
 LT_IF_Float(LT_TMAXPOOL(float, Float))
 LT_IF_Double(LT_TMAXPOOL(double, Double))
+LT_IF_Half(LT_TMAXPOOL(__half, Half))

@@ -14,7 +14,8 @@ enum {
   LT_CRIT_SOFTMARGIN = 5,
   LT_CRIT_BCE = 6,
   LT_CRIT_L1COST = 7,     /* sum |x|; target is not read (pass input) */
-  LT_CRIT_HINGE = 8       /* HingeEmbeddingCriterion, param = margin */
+  LT_CRIT_HINGE = 8,      /* HingeEmbeddingCriterion, param = margin */
+  LT_CRIT_MSE = 9         /* (x - y)^2: cunn's MSECriterion on the GPU (nn's is tensor methods) */
 };
 int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *output,
                                           int size_average, lt_tensor *weights, double param);

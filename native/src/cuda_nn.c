@@ -389,12 +389,12 @@ static int value_range(const lt_cuops *ops, const lt_tensor *t, double *lo, doub
   return lt_cuops_reduce(ops, NULL, "min", t, 0, lo) || lt_cuops_reduce(ops, NULL, "max", t, 0, hi) ? -1 : 0;
 }
 
-/* The ops of the GPU holding input, for a layer defined for Float and Double only. (Its caller checked that
- * input is in GPU memory and gradOutput, if any, of its type.) */
-static const lt_cuops *float_layer_ops(const char *fn, const lt_tensor *input) {
+/* The ops of the GPU holding input, for a layer defined for Float and Double, and Half where its kernels have a
+ * Half instantiation (half). (Its caller checked that input is in GPU memory and gradOutput, if any, of its type.) */
+static const lt_cuops *layer_ops(const char *fn, const lt_tensor *input, int half) {
   const int type = lt_host_type(input->type);
-  if (type != LT_FLOAT && type != LT_DOUBLE) {
-    lt_fail("%s: Float and Double only, not %s", fn, tname(type));
+  if (type != LT_FLOAT && type != LT_DOUBLE && !(half && type == LT_HALF)) {
+    lt_fail("%s: Float and Double%s only, not %s", fn, half ? " and Half" : "", tname(type));
     return NULL;
   }
   return lt_cuda_storage_ops(input->storage->device);
@@ -467,7 +467,7 @@ int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *in
 static const lt_cuops *map_layer_result(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
                                         const int64_t *out_sizes, int64_t *n) {
   const int dev = input->storage->device, backward = gradOutput != NULL;
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") ||
       resize_on(result, input->ndim, backward ? input->size : out_sizes, dev))
@@ -583,7 +583,7 @@ int lt_cuda_nn_lrn(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_t
                    lt_tensor *output, int64_t N, int64_t C, int64_t S, int size, double alpha, double beta,
                    double k) {
   const int dev = input->storage->device, backward = gradOutput != NULL, type = lt_host_type(input->type);
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, scale, "scale") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") || on_device(fn, dev, output, "output"))
     return -1;
@@ -631,7 +631,7 @@ int lt_cuda_nn_adaptive_avgpool(const char *fn, lt_tensor *input, lt_tensor *gra
   int64_t sz[4];
   for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
   if (!backward) sz[input->ndim - 2] = oH, sz[input->ndim - 1] = oW;
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") || resize_on(result, input->ndim, sz, dev))
     return -1;
@@ -711,7 +711,7 @@ int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tens
   static const char fn[] = "LookupTable_accGradParameters";
   if (lookup_matrix(fn, gradWeight, "gradWeight")) return -1;
   const int dev = gradWeight->storage->device, type = lt_host_type(gradWeight->type);
-  const lt_cuops *ops = float_layer_ops(fn, gradWeight);
+  const lt_cuops *ops = layer_ops(fn, gradWeight, 0);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput")) return -1;
   if (gradOutput->type != gradWeight->type)
     return lt_fail("%s: gradOutput is a %s tensor, gradWeight a %s one", fn, tname(gradOutput->type), tname(type));
@@ -753,7 +753,7 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
   if (lookup_matrix(fn, weight, "weight")) return -1;
   if (norm_type <= 0) return lt_fail("%s: normType must be positive, got %g", fn, norm_type);
   const int type = lt_host_type(weight->type);
-  const lt_cuops *ops = float_layer_ops(fn, weight);
+  const lt_cuops *ops = layer_ops(fn, weight, 0);
   int64_t *idx, n, m = 0;
   if (!ops || lookup_rows(fn, input, weight->size[0], &idx, &n)) return -1;
   void *lists = NULL;
@@ -830,7 +830,7 @@ static int index_pool_launch(const lt_cuops *ops, const char *file, const char *
 int lt_cuda_nn_plane_index(const char *fn, int scatter, lt_tensor *src, lt_tensor *indices, lt_tensor *dst, int ndim,
                            const int64_t *dst_sizes, int64_t planes, int64_t L, int64_t other, const char *plane) {
   const int dev = src->storage->device, type = lt_host_type(src->type);
-  const lt_cuops *ops = float_layer_ops(fn, src);
+  const lt_cuops *ops = layer_ops(fn, src, 1);
   if (!ops || on_device(fn, dev, indices, "indices") || on_device(fn, dev, dst, scatter ? "output" : "gradInput") ||
       resize_on(dst, ndim, dst_sizes, dev))
     return -1;
@@ -864,7 +864,7 @@ int lt_cuda_nn_plane_index(const char *fn, int scatter, lt_tensor *src, lt_tenso
 int lt_cuda_nn_dilated_maxpool(const char *fn, lt_tensor *input, lt_tensor *output, lt_tensor *indices,
                                const int64_t *out_sizes, const int64_t geo[13]) {
   const int dev = input->storage->device, type = lt_host_type(input->type);
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, indices, "indices") || on_device(fn, dev, output, "output") ||
       resize_on(output, input->ndim, out_sizes, dev) || resize_on(indices, input->ndim, out_sizes, dev))
     return -1;
@@ -900,7 +900,7 @@ int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gra
   for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
   if (!backward) sz[input->ndim - 2] = oH, sz[input->ndim - 1] = oW;
   for (int d = 0; d < input->ndim; d++) isz[d + 1] = d < input->ndim - 2 ? input->size[d] : d == input->ndim - 2 ? oH : oW;
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, indices, "indices") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") || resize_on(result, input->ndim, sz, dev) ||
       (!backward && resize_on(indices, input->ndim + 1, isz, dev)))
@@ -937,7 +937,7 @@ int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, co
                             int64_t dim, lt_tensor *weights, lt_tensor *isTarget, lt_tensor *output,
                             lt_tensor *gradInput, int size_average, int p, double margin) {
   const int dev = input->storage->device, type = lt_host_type(input->type), backward = gradInput != NULL;
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, weights, "weights") || on_device(fn, dev, isTarget, "isTarget") ||
       on_device(fn, dev, backward ? gradInput : output, backward ? "gradInput" : "output"))
     return -1;
@@ -992,7 +992,7 @@ int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, co
     }
     sum /= (double)dim;
     if (size_average && nframe > 0) sum /= (double)nframe;
-    if (rc == 0) rc = lt_cuops_fill(ops, NULL, output, type == LT_FLOAT ? (double)(float)sum : sum);
+    if (rc == 0) rc = lt_cuops_fill(ops, NULL, output, sum);   /* (rounded to float, and then half, there) */
   }
   free(host);
   rc = scratch_free(ops, terms, rc);
@@ -1009,7 +1009,7 @@ int lt_cuda_nn_temporal_maxpool(const char *fn, lt_tensor *input, lt_tensor *gra
   int64_t sz[3];
   for (int d = 0; d < input->ndim; d++) sz[d] = input->size[d];
   if (!backward) sz[input->ndim - 2] = oT;
-  const lt_cuops *ops = float_layer_ops(fn, input);
+  const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, indices, "indices") ||
       on_device(fn, dev, result, backward ? "gradInput" : "output") || resize_on(result, input->ndim, sz, dev) ||
       (!backward && resize_on(indices, input->ndim, sz, dev)))

@@ -501,7 +501,8 @@ static int crit_launch(const char *fn, const lt_cuops *ops, void *stream, int ki
                        lt_tensor *grad_input, const lt_tensor *input, const lt_tensor *target,
                        const lt_tensor *weights, double param, double norm) {
   const int host = lt_host_type(input->type), fwd = grad_input == NULL;
-  if (host != LT_FLOAT && host != LT_DOUBLE) return lt_fail("%s: Float and Double only, not %s", fn, tname(host));
+  if (host != LT_FLOAT && host != LT_DOUBLE && host != LT_HALF)
+    return lt_fail("%s: Float, Double and Half only, not %s", fn, tname(host));
   const int64_t n = lt_tensor_nelement(input);
   const lt_tensor *t[4] = {grad_input, input, target, weights ? weights : input};
   lt_cu_tensor d[4];

@@ -19,7 +19,7 @@ typedef struct cls_geom {
 
 static int cls_input(cls_geom *g, const char *fn, const lt_tensor *input, const lt_tensor *target) {
   char b1[160];
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (lt_host_type(target->type) != LT_LONG)
     return lt_fail("%s: target must be a LongTensor, got a %sTensor", fn, lt_type_name(target->type));

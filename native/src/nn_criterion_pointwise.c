@@ -4,7 +4,8 @@
  *   gradInput_i = f'(x_i, y_i [, w_i])  (/ n).
  * One kernel, the element function chosen by `kind` (LT_CRIT_*, see
  * lt_nn_criterion.h); `param` is the margin of Margin- and
- * HingeEmbeddingCriterion. The sum is a parallel reduction over the elements. */
+ * HingeEmbeddingCriterion. LT_CRIT_MSE is (x - y)^2, for cunn's MSECriterion on
+ * the GPU (nn's composes tensor methods). The sum is a parallel reduction over the elements. */
 #ifndef NN_GENERIC_PASS
 #include "nn_internal.h"
 
@@ -18,6 +19,7 @@ static const char *crit_name(int kind) {
     case LT_CRIT_BCE: return "BCECriterion";
     case LT_CRIT_L1COST: return "L1Cost";
     case LT_CRIT_HINGE: return "HingeEmbeddingCriterion";
+    case LT_CRIT_MSE: return "MSECriterion";
     default: return NULL;
   }
 }
@@ -25,7 +27,7 @@ static const char *crit_name(int kind) {
 static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt_tensor *target,
                       const lt_tensor *weights) {
   if (!crit_name(kind)) return lt_fail("%s: unknown criterion kind %d", fn, kind);
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_given(target, input->type, fn, "target") || nn_check_float(weights, input->type, fn, "weights"))
     return -1;
@@ -141,6 +143,7 @@ static int NN_(crit_forward)(int kind, int64_t n, const real *x, const real *y, 
       case LT_CRIT_HINGE: /* y = 1: x; y = -1: max(0, margin - x); both terms for any other y */
         v = (b != -1 ? a : 0) + (b != 1 && param - a > 0 ? param - a : 0);
         break;
+      case LT_CRIT_MSE: v = (a - b) * (a - b); break;
     }
     sum += v;
   }
@@ -176,6 +179,7 @@ static void NN_(crit_backward)(int kind, int64_t n, const real *x, const real *y
         break;
       case LT_CRIT_L1COST: g = a > 0 ? 1 : (a < 0 ? -1 : 0); break;
       case LT_CRIT_HINGE: g = b == -1 && a > param ? 0 : b; break;
+      case LT_CRIT_MSE: g = 2 * (a - b); break;
     }
     gi[i] = (real)(g * norm);
   }

@@ -64,6 +64,12 @@ static inline int nn_is_floating(const lt_tensor *t) {
   return t && (lt_host_type(t->type) == LT_FLOAT || lt_host_type(t->type) == LT_DOUBLE);
 }
 
+/* nn_is_floating, or a CudaHalfTensor in GPU memory: the kernels that send device tensors to native/cuda take it
+ * where those have a Half instantiation (computing in float); the host kernels still refuse half. */
+static inline int nn_is_floating_or_gpu_half(const lt_tensor *t) {
+  return nn_is_floating(t) || (t && t->type == LT_CUDA_HALF && lt_tensor_is_device(t));
+}
+
 /* The tensors an exported kernel cannot start without (input, and gradOutput or target): a Lua table passed
  * where one belongs arrives as NULL (its ._c is nil), an error naming the first missing one, not a crash;
  * a tensor in device memory, an error naming it.

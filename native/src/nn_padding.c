@@ -37,7 +37,7 @@ typedef struct lin_tables {
  * dims (1 or 2 of them) make the planes. */
 static int geom_from_input(map_geom *g, const char *fn, const lt_tensor *input, int nsp) {
   char buf[160];
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != nsp + 1 && input->ndim != nsp + 2)
     return lt_fail("%s: %dD or %dD input tensor expected but got: %s", fn, nsp + 1, nsp + 2,

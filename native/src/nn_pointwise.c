@@ -11,8 +11,7 @@
 static int pw_check(const char *fn, int op, const lt_tensor *input, const lt_tensor *other, const char *what) {
   char b1[160], b2[160];
   if (op < 1 || op >= LT_PW_LAST) return lt_fail("%s: unknown op %d", fn, op);
-  /* (device tensors: CudaHalfTensor too, nn_pointwise.cu has Half kernels) */
-  if (!nn_is_floating(input) && !(input && input->type == LT_CUDA_HALF && lt_tensor_is_device(input)))
+  if (!nn_is_floating_or_gpu_half(input))   /* (nn_pointwise.cu has Half kernels) */
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_float(other, input->type, fn, what)) return -1;
   if (other && lt_tensor_nelement(other) != lt_tensor_nelement(input))

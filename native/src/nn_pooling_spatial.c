@@ -12,7 +12,7 @@ typedef struct img_geom {
 
 static int img_geom_init(img_geom *g, const char *fn, const lt_tensor *input) {
   char buf[160];
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: 3D or 4D input tensor expected but got: %s", fn, lt_shape_str(input, buf, sizeof buf));
@@ -315,7 +315,7 @@ int lt_nn_SpatialMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gradO
  * output = x * scale^-beta. */
 static int lrn_begin(const char *fn, const lt_tensor *input, int size, int64_t *N, int64_t *C, int64_t *S) {
   char b[160];
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 3 && input->ndim != 4)
     return lt_fail("%s: Input must be 3D or 4D, got %s", fn, lt_shape_str(input, b, sizeof b));

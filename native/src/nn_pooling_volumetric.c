@@ -222,7 +222,7 @@ int lt_nn_VolumetricMaxUnpooling_updateGradInput(lt_tensor *input, lt_tensor *gr
 static int tmp_begin(const char *fn, const lt_tensor *input, int kW, int dW, int64_t *N, int64_t *T, int64_t *F,
                      int64_t *oT) {
   char b[160];
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (input->ndim != 2 && input->ndim != 3)
     return lt_fail("%s: 2D or 3D (batch mode) tensor expected for input, but got: %s", fn,
