@@ -1,5 +1,6 @@
 -- Shared calls into the C criterion kernels (nn_criterion_*.c) for the
 -- criterion classes; not a class of its own.
+local ffi = require 'ffi'
 local C = torch.C
 local check = torch._check
 
@@ -21,12 +22,14 @@ local function average(self, sizeAverage)
    return sizeAverage and 1 or 0
 end
 
+local loss = ffi.new('double[1]')
 function kernels.pointwiseOutput(self, kind, input, target, weights, param, sizeAverage)
    target = kernels.asInputType(self, '_target', target, input)
    if torch.typename(self.output_tensor) ~= input:type() then self.output_tensor = input.new(1) end
    check(C.lt_nn_PointwiseCriterion_updateOutput(kind, input._c, target._c, self.output_tensor._c,
-         average(self, sizeAverage), weights and weights._c or nil, param or 0), 3)
-   self.output = self.output_tensor[1]
+         average(self, sizeAverage), weights and weights._c or nil, param or 0, loss), 3)
+   -- output_tensor[1]'s value, without reading a device tensor back (a wait on the GPU)
+   self.output = loss[0]
    return self.output
 end
 

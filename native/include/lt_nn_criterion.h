@@ -17,8 +17,10 @@ enum {
   LT_CRIT_HINGE = 8,      /* HingeEmbeddingCriterion, param = margin */
   LT_CRIT_MSE = 9         /* (x - y)^2: cunn's MSECriterion on the GPU (nn's is tensor methods) */
 };
+/* *value (when not NULL): the loss as output holds it (rounded to its type), so that a caller need not read a
+ * device output back */
 int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *output,
-                                          int size_average, lt_tensor *weights, double param);
+                                          int size_average, lt_tensor *weights, double param, double *value);
 int lt_nn_PointwiseCriterion_updateGradInput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                              int size_average, lt_tensor *weights, double param);
 

@@ -429,7 +429,8 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
  * output (one element, made on the input's GPU), BCE's input range refused as the CPU kernel refuses it. */
 int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
-                                      lt_tensor *output, int size_average, lt_tensor *weights, double param) {
+                                      lt_tensor *output, int size_average, lt_tensor *weights, double param,
+                                      double *value) {
   int dev = input->storage->device;
   const lt_cuops *ops = lt_cuda_storage_ops(dev);
   if (!ops || on_device(fn, dev, target, "target") || on_device(fn, dev, weights, "weights") ||
@@ -445,7 +446,14 @@ int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input
   double loss = 0;
   if (lt_cuops_criterion_forward(ops, NULL, kind, input, target, weights, param, &loss)) return -1;
   const int64_t one = 1;
-  return resize_on(output, 1, &one, dev) || lt_cuops_fill(ops, NULL, output, size_average && n > 0 ? loss / (double)n : loss);
+  if (size_average && n > 0) loss /= (double)n;
+  /* the value the output will hold, rounded here as the fill rounds it (half through float, as THCUNN's): the
+     caller takes it from *value instead of reading the device back */
+  const int type = lt_host_type(input->type);
+  if (type == LT_FLOAT) loss = (float)loss;
+  else if (type == LT_HALF) loss = lt_half_to_float(lt_float_to_half((float)loss));
+  if (value) *value = lt_number(loss);
+  return resize_on(output, 1, &one, dev) || lt_cuops_fill(ops, NULL, output, loss);
 }
 
 int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,

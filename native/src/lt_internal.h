@@ -114,7 +114,8 @@ int lt_cuda_nn_adaptive_avgpool(const char *fn, lt_tensor *input, lt_tensor *gra
                                 int64_t planes, int64_t iH, int64_t iW, int64_t oH, int64_t oW);
 /* nn_criterion_pointwise.c's (cuda_nn.c), its arguments already checked. */
 int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
-                                      lt_tensor *output, int size_average, lt_tensor *weights, double param);
+                                      lt_tensor *output, int size_average, lt_tensor *weights, double param,
+                                      double *value);
 int lt_cuda_nn_criterion_updateGradInput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
                                          lt_tensor *gradInput, int size_average, lt_tensor *weights, double param);
 void lt_cuda_storage_free_data(lt_storage *s);

@@ -45,13 +45,13 @@ static int crit_begin(const char *fn, int kind, const lt_tensor *input, const lt
 #include "nn_generic.h"
 
 int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor *target, lt_tensor *output,
-                                          int size_average, lt_tensor *weights, double param) {
+                                          int size_average, lt_tensor *weights, double param, double *value) {
   char fn[96];
   snprintf(fn, sizeof fn, "%s_updateOutput", crit_name(kind) ? crit_name(kind) : "PointwiseCriterion");
   if (input && lt_tensor_is_device(input)) {   /* cunn's: native/cuda/nn_criterion.cu */
     if (!target) return lt_fail("%s: target is missing", fn);
     if (crit_begin(fn, kind, input, target, weights) || nn_check_float(output, input->type, fn, "output")) return -1;
-    return lt_cuda_nn_criterion_updateOutput(fn, kind, input, target, output, size_average, weights, param);
+    return lt_cuda_nn_criterion_updateOutput(fn, kind, input, target, output, size_average, weights, param, value);
   }
   NN_NEED(input, target);
   nn_copies cp = {0};
@@ -64,10 +64,14 @@ int lt_nn_PointwiseCriterion_updateOutput(int kind, lt_tensor *input, lt_tensor 
   double loss = 0;
   if (lt_host_type(input->type) == LT_FLOAT) {
     if (crit_forward_float(kind, n, x, y, w, param, &loss)) goto done;
-    *(float *)lt_tensor_data(output) = (float)(size_average && n > 0 ? loss / n : loss);
+    float stored = (float)(size_average && n > 0 ? loss / n : loss);
+    *(float *)lt_tensor_data(output) = stored;
+    if (value) *value = lt_number(stored);
   } else {
     if (crit_forward_double(kind, n, x, y, w, param, &loss)) goto done;
-    *(double *)lt_tensor_data(output) = size_average && n > 0 ? loss / n : loss;
+    double stored = size_average && n > 0 ? loss / n : loss;
+    *(double *)lt_tensor_data(output) = stored;
+    if (value) *value = lt_number(stored);
   }
   rc = 0;
 done:
