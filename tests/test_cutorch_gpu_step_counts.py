@@ -106,3 +106,30 @@ def test_counts_follow_what_the_driver_sees_for_single_operations(gpu):
     before = _counts(rt)
     rt.execute("local a = torch.CudaTensor(5, 7):fill(1); local c = torch.mm(a, a:t())")
     assert _counts(rt)["libraryOps"] - before["libraryOps"] == 1
+
+
+@pytest.mark.parametrize("tt", ["torch.CudaTensor", "torch.CudaHalfTensor"])
+def test_a_criterion_waits_only_to_hand_back_its_loss(gpu, tt):
+    """nn's element-wise criterions (and MSECriterion, on the GPU a kernel of the same file) compute their loss on
+    the device and read it back once: a forward and backward waits once, copies to the host once, allocates
+    nothing when warm, whatever the element type. (Writing the loss into the criterion's one-element output and
+    reading that back cost a second wait, and in half more.)"""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    run = rt.eval("""function(tt, name)
+       local c = nn[name]():type(tt)
+       local x = torch.CudaTensor(16, 9):uniform(0.1, 0.9):type(tt)
+       local y = torch.CudaTensor(16, 9):uniform(0.1, 0.9):type(tt)
+       c:forward(x, y); c:backward(x, y); cutorch.synchronize()
+       local a = cutorch.deviceCallCounts()
+       local loss = c:forward(x, y)
+       c:backward(x, y)
+       local b = cutorch.deviceCallCounts()
+       return loss, b.hostWaits - a.hostWaits, b.hostCopies - a.hostCopies, b.deviceAllocs - a.deviceAllocs,
+              c.output_tensor and c.output_tensor:double()[1]
+    end""")
+    for name in ("MSECriterion", "AbsCriterion", "SmoothL1Criterion", "SoftMarginCriterion"):
+        loss, waits, copies, allocs, stored = run(tt, name)
+        assert (waits, copies, allocs) == (1, 1, 0), name
+        if stored is not None:   # the number handed back is the value the output holds
+            assert loss == stored, name
