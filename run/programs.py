@@ -3,6 +3,7 @@ on a small data set made here in each program's own format, with their results c
 
     luatorch programs fb.resnet.torch GIT [--work DIR] [--epochs 3]
     luatorch programs imagenet-multiGPU.torch GIT [--work DIR] [--epochs 1]
+    luatorch programs char-rnn GIT [--work DIR] [--epochs 4]
 
 GIT is a git copy (a clone or a bare repository) of the program; it is cloned into the work folder (a
 temporary one unless --work is given), so nothing of the program lands in this project. Each step prints
@@ -18,6 +19,12 @@ imagenet-multiGPU.torch: a folder of JPEGs in its train/val layout (4 classes, m
 GoogLeNet-BN model (`-netType googlenetbn`), `-nGPU 2 -nDonkeys 2`, 3 iterations an epoch and its test pass;
 then `-retrain` with the saved model and optimState, and `-backend nn`. Its first run estimates the mean and
 std from 10,000 samples (about 4 minutes on 2 cores); the runs after it reuse that cache.
+
+char-rnn (karpathy/char-rnn): a 40 kB text in its `data/<name>/input.txt` layout, sentences of a small grammar
+(so that what it samples can be checked); a 2-layer LSTM on the CPU (`-gpuid -1`), `sample.lua` from its last
+checkpoint at temperature 0.5 (7 in 10 of the sampled lines must be the grammar's sentences), `-init_from` that checkpoint, a GRU on cutorch
+(`-gpuid 0`: the GPU where the GPU backend runs, else cutorch's CPU devices), `convert_gpu_cpu_checkpoint.lua` and
+sampling from the converted model on the CPU.
 """
 import argparse
 import os
@@ -150,7 +157,87 @@ def imagenet_multigpu(git, work, epochs):
     return steps.failed
 
 
-PROGRAMS = {"fb.resnet.torch": fb_resnet, "imagenet-multiGPU.torch": imagenet_multigpu}
+GRAMMAR = (["the cat", "a dog", "the bird", "my friend", "the old man", "a child"],
+           ["sees", "likes", "finds", "follows", "hears", "calls"],
+           ["the ball", "a tree", "the river", "the moon", "a small house", "the red door"])
+
+
+def grammar_text(chars, rng):
+    """Lines 'SUBJECT VERB OBJECT.' drawn from GRAMMAR, about `chars` characters in all."""
+    lines, n = [], 0
+    while n < chars:
+        line = "%s %s %s." % tuple(words[rng.integers(len(words))] for words in GRAMMAR)
+        lines.append(line)
+        n += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def grammatical_share(sample):
+    """The share of the complete lines of a sample (the first and last may be cut) that are GRAMMAR's sentences,
+    and how many complete lines there were."""
+    lines = sample.split("\n")[1:-1]
+    good = {"%s %s %s." % (s, v, o) for s in GRAMMAR[0] for v in GRAMMAR[1] for o in GRAMMAR[2]}
+    return (sum(ln in good for ln in lines) / len(lines) if lines else 0.0), len(lines)
+
+
+def val_losses(folder):
+    """char-rnn's checkpoints in folder, lm_<savefile>_epoch<E>_<val loss>.t7, as (epoch, val loss, path) in
+    epoch order."""
+    found = []
+    for f in os.listdir(folder) if os.path.isdir(folder) else []:
+        m = re.match(r"lm_.*_epoch([0-9.]+)_([0-9.]+)\.t7$", f)
+        if m:
+            found.append((float(m.group(1)), float(m.group(2)), os.path.join(folder, f)))
+    return sorted(found)
+
+
+def char_rnn(git, work, epochs):
+    src = os.path.join(work, "char-rnn")
+    subprocess.run(["git", "clone", "-q", git, src], check=True)
+    os.makedirs(os.path.join(src, "data", "grammar"))
+    with open(os.path.join(src, "data", "grammar", "input.txt"), "w") as f:
+        f.write(grammar_text(40000, np.random.default_rng(5)))
+    steps = Steps()
+    common = ["train.lua", "-data_dir", "data/grammar", "-rnn_size", "64", "-num_layers", "2", "-seq_length", "25",
+              "-batch_size", "20", "-learning_rate", "5e-3", "-eval_val_every", "38", "-print_every", "38"]
+    # (the floor of this text's loss is about 0.2 nats a character: three choices of six in ~25 characters)
+    rc, out = th(common + ["-gpuid", "-1", "-max_epochs", str(epochs), "-checkpoint_dir", "cv"], src)
+    saved = val_losses(os.path.join(src, "cv"))
+    ok = rc == 0 and len(saved) >= 2 and saved[-1][1] < min(0.6, saved[0][1] / 2)
+    steps.check("train a 2-layer LSTM on the CPU (-gpuid -1), %d epochs: validation loss %s" % (
+        epochs, " -> ".join("%.3f" % v for _, v, _ in saved[:1] + saved[-1:])), ok, out, "exit %d" % rc)
+    if not saved:
+        return steps.failed + ["(no checkpoint: the later steps need one)"]
+    last = saved[-1][2]
+    # (temperature 0.5: the likelier characters, as char-rnn's README suggests for cleaner text)
+    rc, out = th(["sample.lua", last, "-gpuid", "-1", "-length", "600", "-verbose", "0", "-seed", "7",
+                  "-temperature", "0.5"], src)
+    share, lines = grammatical_share(out)
+    steps.check("sample.lua from the last checkpoint: %d of %d lines are the grammar's sentences"
+                % (round(share * lines), lines), rc == 0 and lines >= 10 and share >= 0.7, out, "exit %d" % rc)
+    rc, out = th(common + ["-gpuid", "-1", "-max_epochs", "1", "-checkpoint_dir", "cv_resumed", "-init_from", last],
+                 src)
+    resumed = val_losses(os.path.join(src, "cv_resumed"))
+    steps.check("-init_from the last checkpoint, 1 epoch: validation loss %s" % (
+        "%.3f" % resumed[-1][1] if resumed else "-"), rc == 0 and bool(resumed) and resumed[0][1] < 0.6, out,
+        "exit %d" % rc)
+    rc, out = th(common + ["-gpuid", "0", "-model", "gru", "-max_epochs", "1", "-checkpoint_dir", "cv_gpu"], src)
+    gpu = val_losses(os.path.join(src, "cv_gpu"))
+    steps.check("train a GRU on cutorch (-gpuid 0), 1 epoch: validation loss %s" % (
+        "%.3f" % gpu[-1][1] if gpu else "-"), rc == 0 and bool(gpu) and gpu[-1][1] < 1.0, out, "exit %d" % rc)
+    if gpu:
+        rc, out = th(["convert_gpu_cpu_checkpoint.lua", gpu[-1][2], "-gpuid", "0"], src)
+        cpu_model = gpu[-1][2] + "_cpu.t7"
+        steps.check("convert_gpu_cpu_checkpoint.lua", rc == 0 and os.path.exists(cpu_model), out, "exit %d" % rc)
+        rc, out = th(["sample.lua", cpu_model, "-gpuid", "-1", "-length", "300", "-verbose", "0", "-temperature",
+                      "0.5"], src)
+        share, lines = grammatical_share(out)
+        steps.check("sample.lua from the converted checkpoint on the CPU: %d of %d lines are sentences"
+                    % (round(share * lines), lines), rc == 0 and lines >= 5, out, "exit %d" % rc)
+    return steps.failed
+
+
+PROGRAMS = {"fb.resnet.torch": fb_resnet, "imagenet-multiGPU.torch": imagenet_multigpu, "char-rnn": char_rnn}
 
 
 def main(argv=None):
@@ -159,11 +246,12 @@ def main(argv=None):
     p.add_argument("program", choices=sorted(PROGRAMS))
     p.add_argument("git", help="a git copy (clone or bare) of the program's repository")
     p.add_argument("--work", help="folder to clone and run in (default: a temporary one, removed after)")
-    p.add_argument("--epochs", type=int, help="epochs of the first run (default: 3 for fb.resnet.torch, else 1)")
+    p.add_argument("--epochs", type=int,
+                   help="epochs of the first run (default: 3 for fb.resnet.torch, 4 for char-rnn, else 1)")
     a = p.parse_args(argv)
     if not os.path.exists(a.git):
         p.error("no such git copy: %s" % a.git)
-    epochs = a.epochs or (3 if a.program == "fb.resnet.torch" else 1)
+    epochs = a.epochs or {"fb.resnet.torch": 3, "char-rnn": 4}.get(a.program, 1)
     if a.work:
         os.makedirs(a.work, exist_ok=True)
         failed = PROGRAMS[a.program](os.path.abspath(a.git), a.work, epochs)

@@ -1,5 +1,6 @@
 """`luatorch programs`: real Torch7 programs from a git copy of their repository (FB_RESNET_GIT names one of
-fb.resnet.torch; without it that run skips), and the data set made for them in their own format."""
+fb.resnet.torch, CHAR_RNN_GIT one of karpathy/char-rnn; without it that run skips), and the data sets made for them
+in their own format."""
 import os
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from run.programs import cifar_like
+from run.programs import GRAMMAR, cifar_like, grammar_text, grammatical_share, val_losses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,3 +37,38 @@ def test_fb_resnet_torch_runs_unmodified():
                        cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "fb.resnet.torch: every step passed" in r.stdout
+
+
+def test_the_grammar_text_and_its_checks():
+    text = grammar_text(3000, np.random.default_rng(2))
+    lines = text.splitlines()
+    assert 2990 <= len(text) < 3100 and len(lines) > 50
+    # every line a sentence of the grammar, and every word of it used
+    share, n = grammatical_share("cut\n" + text + "cut")
+    assert share == 1.0 and n == len(lines)
+    for words in GRAMMAR:
+        assert all(any(w in ln for ln in lines) for w in words)
+    # a misspelt line and a run-on line are not sentences; the cut first and last lines are not counted
+    share, n = grammatical_share("he cat sees the moon.\nthe cat sees the moon.\nthe cat sees the mon.\n"
+                                 "a dog calls a tree.a dog calls a tree.\nthe cat")
+    assert (share, n) == (1 / 3, 3)
+    assert grammatical_share("no complete line") == (0.0, 0)
+
+
+def test_val_losses_reads_char_rnn_checkpoint_names(tmp_path):
+    for name in ("lm_lstm_epoch1.00_2.5000.t7", "lm_gru_epoch0.50_3.1000.t7", "lm_lstm_epoch10.00_0.2500.t7",
+                 "lm_lstm_epoch1.00_2.5000.t7_cpu.t7", "notes.txt"):
+        (tmp_path / name).write_text("")
+    got = [(e, v, os.path.basename(p)) for e, v, p in val_losses(str(tmp_path))]
+    assert got == [(0.5, 3.1, "lm_gru_epoch0.50_3.1000.t7"), (1.0, 2.5, "lm_lstm_epoch1.00_2.5000.t7"),
+                   (10.0, 0.25, "lm_lstm_epoch10.00_0.2500.t7")]
+    assert val_losses(str(tmp_path / "missing")) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CHAR_RNN_GIT"), reason="CHAR_RNN_GIT (a git copy of karpathy/char-rnn) not set")
+def test_char_rnn_runs_unmodified():
+    r = subprocess.run([sys.executable, "-m", "run.cli", "programs", "char-rnn", os.environ["CHAR_RNN_GIT"]],
+                       cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "char-rnn: every step passed" in r.stdout
