@@ -33,10 +33,14 @@ def test_cifar_cache_has_fb_resnet_layout(rt, tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("FB_RESNET_GIT"), reason="FB_RESNET_GIT (a git copy of fb.resnet.torch) not set")
 def test_fb_resnet_torch_runs_unmodified():
-    r = subprocess.run([sys.executable, "-m", "run.cli", "programs", "fb.resnet.torch", os.environ["FB_RESNET_GIT"]],
-                       cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    _every_step_passes("fb.resnet.torch", os.environ["FB_RESNET_GIT"], 1800)
+
+
+def _every_step_passes(program, git, timeout):
+    r = subprocess.run([sys.executable, "-m", "run.cli", "programs", program, git], cwd=ROOT, capture_output=True,
+                       text=True, timeout=timeout)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "fb.resnet.torch: every step passed" in r.stdout
+    assert "%s: every step passed" % program in r.stdout
 
 
 def test_the_grammar_text_and_its_checks():
@@ -68,7 +72,4 @@ def test_val_losses_reads_char_rnn_checkpoint_names(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("CHAR_RNN_GIT"), reason="CHAR_RNN_GIT (a git copy of karpathy/char-rnn) not set")
 def test_char_rnn_runs_unmodified():
-    r = subprocess.run([sys.executable, "-m", "run.cli", "programs", "char-rnn", os.environ["CHAR_RNN_GIT"]],
-                       cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "char-rnn: every step passed" in r.stdout
+    _every_step_passes("char-rnn", os.environ["CHAR_RNN_GIT"], 1200)
