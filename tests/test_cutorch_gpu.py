@@ -9,6 +9,7 @@ device pointer (instead of going through the driver's copies and kernels), or a 
 memory, would crash the run. The tests of several GPUs skip on a machine with one. Oracles: numpy on the same values, and the
 CPU backend's own methods for the staged ones."""
 import glob
+import math
 import os
 import subprocess
 import sys
@@ -803,6 +804,20 @@ def test_cunn_criterion_errors_name_the_problem(gpu):
         rt.execute("nn.BCECriterion():cuda():forward(torch.CudaTensor{0.5, 1.5}, torch.CudaTensor{1, 0})")
     with pytest.raises(LuaError, match="input value should be between 0 and 1, but got -?nan"):
         rt.execute("nn.BCECriterion():cuda():forward(torch.CudaTensor{0.5, 0/0}, torch.CudaTensor{1, 0})")
+    # (the range is looked for only when the loss is NaN: a zero weight on the culprit, or a transposed view, hides
+    # nothing; a NaN target with inputs in range is a NaN loss, as on the CPU)
+    with pytest.raises(LuaError, match="input value should be between 0 and 1, but got -0.25"):
+        rt.execute("nn.BCECriterion(torch.CudaTensor{1, 0, 1}):cuda():forward(torch.CudaTensor{0.5, -0.25, 1}, "
+                   "torch.CudaTensor{1, 0, 1})")
+    # (just outside: the log terms stay finite there, so only the range test makes the sum NaN)
+    with pytest.raises(LuaError, match="input value should be between 0 and 1, but got -1e-13"):
+        rt.execute("nn.BCECriterion():cuda():forward(torch.CudaDoubleTensor{0.5, -1e-13}, torch.CudaDoubleTensor{1, 1})")
+    with pytest.raises(LuaError, match="input value should be between 0 and 1, but got 2"):
+        rt.execute("nn.BCECriterion():cuda():forward(torch.CudaTensor{{0.5, 0.1}, {2, 0.3}}:t(), "
+                   "torch.CudaTensor(2, 2):fill(1))")
+    got = rt.eval("{nn.BCECriterion():cuda():forward(torch.CudaTensor{0.5, 0.5}, torch.CudaTensor{1, 0/0}), "
+                  "nn.BCECriterion():forward(torch.DoubleTensor{0.5, 0.5}, torch.DoubleTensor{1, 0/0})}")
+    assert math.isnan(got[1]) and math.isnan(got[2])
     with pytest.raises(LuaError, match="size mismatch"):
         rt.execute("nn.AbsCriterion():cuda():forward(torch.CudaTensor(3):fill(1), torch.CudaTensor(4):fill(1))")
     with pytest.raises(LuaError, match=r"SpatialClassNLLCriterion_updateOutput: target 7 of pixel 5 \(counted n, h, "

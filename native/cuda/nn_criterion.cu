@@ -11,8 +11,9 @@
  *     gradInput[i] = f'_kind(x[i], y[i]) (times w[i]) times norm (1/n with sizeAverage).
  * T is Float, Double or Half; values are computed in double, as the CPU kernel's accreal for Float and Double, the
  * gradient stored through float for Half (lt_store: the Float kernel's rounded once to half); the loss, summed in
- * double by the caller, is rounded to half by writing it into the half output (through float). BCE's inputs
- * outside [0, 1] are the caller's to refuse. Grid-stride loops: any launch geometry.
+ * double by the caller, is rounded to half by writing it into the half output (through float). A BCE input
+ * outside [0, 1] (or NaN) makes its term NaN, so the sum is NaN: the caller, which refuses such inputs, searches
+ * for the culprit only then (no range check before each forward). Grid-stride loops: any launch geometry.
  *
  * The class-score criterions (native/src/nn_criterion_class.c), one thread per frame (a row of dim scores, x and
  * the outputs contiguous), targets 1-based and checked by the caller:
@@ -51,7 +52,9 @@ LT_D double lt_crit_f(int kind, double a, double b, double param) {
       const double z = -a * b;
       return z > 0 ? z + log1p(exp(-z)) : log1p(exp(z));
     }
-    case CRIT_BCE: return -(log(a + LT_CRIT_EPS) * b + log(1 - a + LT_CRIT_EPS) * (1 - b));
+    case CRIT_BCE:   /* an input outside [0, 1] (or NaN) gives a NaN term: the caller looks for it only then */
+      if (!(a >= 0 && a <= 1)) return __longlong_as_double(0x7ff8000000000000ll);
+      return -(log(a + LT_CRIT_EPS) * b + log(1 - a + LT_CRIT_EPS) * (1 - b));
     case CRIT_L1COST: return fabs(a);
     case CRIT_HINGE: return (b != -1 ? a : 0) + (b != 1 && param - a > 0 ? param - a : 0);
     case CRIT_MSE: return (a - b) * (a - b);

@@ -437,14 +437,15 @@ int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input
       on_device(fn, dev, output, "output"))
     return -1;
   const int64_t n = lt_tensor_nelement(input);
-  if (kind == LT_CRIT_BCE && n > 0) {   /* NaN fails both comparisons, as in the CPU kernel's test */
+  double loss = 0;
+  if (lt_cuops_criterion_forward(ops, NULL, kind, input, target, weights, param, &loss)) return -1;
+  /* BCE: an input outside [0, 1] made the sum NaN (nn_criterion.cu); a NaN loss from a NaN target passes */
+  if (kind == LT_CRIT_BCE && loss != loss) {   /* NaN fails both comparisons, as in the CPU kernel's test */
     double lo = 0, hi = 0;
     if (value_range(ops, input, &lo, &hi)) return -1;
     if (!(lo >= 0 && lo <= 1)) return lt_fail("BCECriterion: input value should be between 0 and 1, but got %g", lo);
     if (!(hi >= 0 && hi <= 1)) return lt_fail("BCECriterion: input value should be between 0 and 1, but got %g", hi);
   }
-  double loss = 0;
-  if (lt_cuops_criterion_forward(ops, NULL, kind, input, target, weights, param, &loss)) return -1;
   const int64_t one = 1;
   if (size_average && n > 0) loss /= (double)n;
   /* the value the output will hold, rounded here as the fill rounds it (half through float, as THCUNN's): the
