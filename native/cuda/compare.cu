@@ -64,7 +64,7 @@ LT_D long long lt_b_pow(long long x, long long y) { return (long long)pow((doubl
 template <typename A> LT_D A lt_b_fmod(A x, A y) { return lt_u_fmod(x, y); }
 template <> LT_D long long lt_b_fmod(long long x, long long y) { return y == 0 || y == -1 ? 0 : x % y; }
 template <typename A> LT_D A lt_b_remainder(A x, A y) {
-  return y == 0 ? lt_cast<A>(__longlong_as_double(0x7ff8000000000000ll)) : x - lt_mul_rn(y, lt_u_floor(x / y));
+  return y == 0 ? lt_cast<A>(lt_nan_d()) : x - lt_mul_rn(y, lt_u_floor(x / y));
 }
 template <> LT_D long long lt_b_remainder(long long x, long long y) {
   if (y == 0 || y == -1) return 0;

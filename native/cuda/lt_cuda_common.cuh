@@ -150,6 +150,8 @@ template <> LT_D double lt_highest<double>() { return __longlong_as_double(0x7ff
 template <> LT_D long long lt_lowest<long long>() { return (long long)0x8000000000000000ull; }
 template <> LT_D long long lt_highest<long long>() { return 0x7fffffffffffffffll; }
 
+/* the positive quiet NaN, spelled out (NVRTC has no math.h NAN) */
+LT_D double lt_nan_d() { return __longlong_as_double(0x7ff8000000000000ll); }
 template <typename A> LT_D bool lt_isnan(A) { return false; }
 LT_D bool lt_isnan(float x) { return x != x; }
 LT_D bool lt_isnan(double x) { return x != x; }

@@ -53,7 +53,7 @@ LT_D double lt_crit_f(int kind, double a, double b, double param) {
       return z > 0 ? z + log1p(exp(-z)) : log1p(exp(z));
     }
     case CRIT_BCE:   /* an input outside [0, 1] (or NaN) gives a NaN term: the caller looks for it only then */
-      if (!(a >= 0 && a <= 1)) return __longlong_as_double(0x7ff8000000000000ll);
+      if (!(a >= 0 && a <= 1)) return lt_nan_d();
       return -(log(a + LT_CRIT_EPS) * b + log(1 - a + LT_CRIT_EPS) * (1 - b));
     case CRIT_L1COST: return fabs(a);
     case CRIT_HINGE: return (b != -1 ? a : 0) + (b != 1 && param - a > 0 ? param - a : 0);

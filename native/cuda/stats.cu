@@ -19,7 +19,6 @@
  */
 #include "lt_cuda_common.cuh"
 
-LT_D double lt_nan_d() { return __longlong_as_double(0x7ff8000000000000ll); }
 LT_D bool lt_isinf_d(double p) { return p > 1.7976931348623157e308; }
 
 /* |x|^p's contribution to a p-norm's sum */
