@@ -134,3 +134,39 @@ def test_a_criterion_waits_only_to_hand_back_its_loss(gpu, tt):
         assert (waits, copies, allocs) == (1, 1, 0), name
         if stored is not None:   # the number handed back is the value the output holds
             assert loss == stored, name
+
+
+@pytest.mark.parametrize("tt", ["torch.CudaTensor", "torch.CudaHalfTensor"])
+def test_the_class_margin_criterions_hand_back_their_loss_without_reading_the_output(gpu, tt):
+    """MultiMarginCriterion and MultiLabelMarginCriterion read their targets on the host (to check them, as nn's
+    errors do) and upload them, one wait in each pass; the forward then reads the frames' terms back once, and the
+    loss it returns is that sum as the one-element output holds it. (Reading output_tensor[1] back, as the Lua
+    side did, was a third wait in the forward.)"""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    run = rt.eval("""function(tt, name)
+       local make = function() return name == 'MultiMarginCriterion' and nn[name](2, torch.range(1, 9) / 9, 0.7)
+                                      or nn[name]() end
+       local c = make():type(tt)
+       local x = torch.CudaTensor(16, 9):uniform(-1, 1):type(tt)
+       local y
+       if name == 'MultiMarginCriterion' then y = torch.LongTensor(16):random(1, 9)
+       else
+          y = torch.LongTensor(16, 9):zero()
+          for i = 1, 16 do y[i][1] = i % 9 + 1; y[i][2] = (i + 3) % 9 + 1 end
+       end
+       c:forward(x, y); c:backward(x, y); cutorch.synchronize()
+       local a = cutorch.deviceCallCounts()
+       local loss = c:forward(x, y)
+       local m = cutorch.deviceCallCounts()
+       c:backward(x, y)
+       local b = cutorch.deviceCallCounts()
+       local oracle = make():double():forward(x:double(), y)   -- the CPU kernel in double on the same scores
+       return loss, m.hostWaits - a.hostWaits, b.hostWaits - m.hostWaits, b.deviceAllocs - a.deviceAllocs,
+              c.output_tensor:double()[1], oracle
+    end""")
+    for name in ("MultiMarginCriterion", "MultiLabelMarginCriterion"):
+        loss, forward_waits, backward_waits, allocs, stored, oracle = run(tt, name)
+        assert (forward_waits, backward_waits, allocs) == (2, 1, 0), name
+        assert loss == stored, name
+        assert loss == pytest.approx(oracle, rel=1e-6 if tt == "torch.CudaTensor" else 1e-3), name

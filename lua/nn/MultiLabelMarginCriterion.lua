@@ -2,8 +2,10 @@
 -- row lists the frame's 1-based classes, ended by the first 0:
 --   sum_{j in targets, i not in targets} max(0, 1 - x[j] + x[i]) / dim, / nframe when sizeAverage.
 local MultiLabelMarginCriterion, parent = torch.class('nn.MultiLabelMarginCriterion', 'nn.Criterion')
+local ffi = require 'ffi'
 local C = torch.C
 local check = torch._check
+local loss = ffi.new('double[1]')
 local kernels = nn._criterionKernels
 
 function MultiLabelMarginCriterion:__init()
@@ -21,8 +23,8 @@ function MultiLabelMarginCriterion:updateOutput(input, target)
    local t = kernels.longTarget(self, '_target', target)
    if torch.typename(self.output_tensor) ~= input:type() then self.output_tensor = input.new(1) end
    check(C.lt_nn_MultiLabelMarginCriterion_updateOutput(input._c, t._c, self.output_tensor._c,
-         isTargetFor(self, input)._c, self.sizeAverage and 1 or 0), 2)
-   self.output = self.output_tensor[1]
+         isTargetFor(self, input)._c, self.sizeAverage and 1 or 0, loss), 2)
+   self.output = loss[0]   -- output_tensor[1]'s value, without reading a device tensor back
    return self.output
 end
 

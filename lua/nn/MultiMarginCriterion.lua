@@ -2,8 +2,10 @@
 -- scores x against a 1-based class target t:
 --   sum_{i ~= t} w[t] max(0, margin - x[t] + x[i])^p / dim, / nframe when sizeAverage.
 local MultiMarginCriterion, parent = torch.class('nn.MultiMarginCriterion', 'nn.Criterion')
+local ffi = require 'ffi'
 local C = torch.C
 local check = torch._check
+local loss = ffi.new('double[1]')
 local kernels = nn._criterionKernels
 
 function MultiMarginCriterion:__init(p, weights, margin)
@@ -28,8 +30,8 @@ function MultiMarginCriterion:updateOutput(input, target)
    local t, w = args(self, input, target)
    if torch.typename(self.output_tensor) ~= input:type() then self.output_tensor = input.new(1) end
    check(C.lt_nn_MultiMarginCriterion_updateOutput(input._c, t._c, self.output_tensor._c,
-         self.sizeAverage and 1 or 0, self.p or 1, w, self.margin), 2)
-   self.output = self.output_tensor[1]
+         self.sizeAverage and 1 or 0, self.p or 1, w, self.margin, loss), 2)
+   self.output = loss[0]   -- output_tensor[1]'s value, without reading a device tensor back
    return self.output
 end
 

@@ -25,13 +25,15 @@ int lt_nn_PointwiseCriterion_updateGradInput(int kind, lt_tensor *input, lt_tens
                                              int size_average, lt_tensor *weights, double param);
 
 /* ---- class-score criterions with 1-based LongTensor targets (nn_criterion_class.c) ---- */
+/* *value (when not NULL) as in lt_nn_PointwiseCriterion_updateOutput */
 int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
-                                            int size_average, int p, lt_tensor *weights, double margin);
+                                            int size_average, int p, lt_tensor *weights, double margin,
+                                            double *value);
 int lt_nn_MultiMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                int size_average, int p, lt_tensor *weights, double margin);
 /* target: input's shape, each frame's classes then 0; isTarget: filled by updateOutput */
 int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
-                                                 lt_tensor *isTarget, int size_average);
+                                                 lt_tensor *isTarget, int size_average, double *value);
 int lt_nn_MultiLabelMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *target, lt_tensor *gradInput,
                                                     lt_tensor *isTarget, int size_average);
 /* input N x C x H x W, target N x H x W */

@@ -426,6 +426,15 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
 
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
+/* A criterion's loss as its one-element output of tensor type `type` will hold it (the fill rounds to float, and
+ * half through float, as THCUNN's half criterions did): handed to the caller, who need not read the device back. */
+static double as_stored(int type, double loss) {
+  type = lt_host_type(type);
+  if (type == LT_FLOAT) return (float)loss;
+  if (type == LT_HALF) return lt_half_to_float(lt_float_to_half((float)loss));
+  return loss;
+}
+
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
  * output (one element, made on the input's GPU), BCE's input range refused as the CPU kernel refuses it. */
 int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input, lt_tensor *target,
@@ -448,11 +457,7 @@ int lt_cuda_nn_criterion_updateOutput(const char *fn, int kind, lt_tensor *input
   }
   const int64_t one = 1;
   if (size_average && n > 0) loss /= (double)n;
-  /* the value the output will hold, rounded here as the fill rounds it (half through float, as THCUNN's): the
-     caller takes it from *value instead of reading the device back */
-  const int type = lt_host_type(input->type);
-  if (type == LT_FLOAT) loss = (float)loss;
-  else if (type == LT_HALF) loss = lt_half_to_float(lt_float_to_half((float)loss));
+  loss = as_stored(input->type, loss);
   if (value) *value = lt_number(loss);
   return resize_on(output, 1, &one, dev) || lt_cuops_fill(ops, NULL, output, loss);
 }
@@ -944,7 +949,7 @@ int lt_cuda_nn_adaptive_maxpool(const char *fn, lt_tensor *input, lt_tensor *gra
 
 int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, const int64_t *target, int64_t nframe,
                             int64_t dim, lt_tensor *weights, lt_tensor *isTarget, lt_tensor *output,
-                            lt_tensor *gradInput, int size_average, int p, double margin) {
+                            lt_tensor *gradInput, int size_average, int p, double margin, double *value) {
   const int dev = input->storage->device, type = lt_host_type(input->type), backward = gradInput != NULL;
   const lt_cuops *ops = layer_ops(fn, input, 1);
   if (!ops || on_device(fn, dev, weights, "weights") || on_device(fn, dev, isTarget, "isTarget") ||
@@ -1001,7 +1006,9 @@ int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, co
     }
     sum /= (double)dim;
     if (size_average && nframe > 0) sum /= (double)nframe;
-    if (rc == 0) rc = lt_cuops_fill(ops, NULL, output, sum);   /* (rounded to float, and then half, there) */
+    sum = as_stored(input->type, sum);
+    if (rc == 0 && value) *value = lt_number(sum);
+    if (rc == 0) rc = lt_cuops_fill(ops, NULL, output, sum);
   }
   free(host);
   rc = scratch_free(ops, terms, rc);

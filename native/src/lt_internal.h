@@ -84,7 +84,7 @@ int lt_cuda_nn_linear(const char *fn, lt_tensor *input, lt_tensor *gradOutput, l
  * classes): the loss into output (gradInput NULL) or the gradient into gradInput. */
 int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, const int64_t *target, int64_t nframe,
                             int64_t dim, lt_tensor *weights, lt_tensor *isTarget, lt_tensor *output,
-                            lt_tensor *gradInput, int size_average, int p, double margin);
+                            lt_tensor *gradInput, int size_average, int p, double margin, double *value);
 /* nn_pooling_volumetric.c's TemporalMaxPooling for tensors in GPU memory (cuda_nn.c): forward (gradOutput NULL) into
  * result and indices (Torch7's 0-based frames in the window, a CudaLongTensor), or backward into result. */
 int lt_cuda_nn_temporal_maxpool(const char *fn, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,

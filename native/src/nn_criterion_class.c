@@ -100,8 +100,16 @@ static int snll_begin(snll_geom *g, nn_copies *cp, const char *fn, const lt_tens
 #define NN_GENERIC_FILE "nn_criterion_class.c"
 #include "nn_generic.h"
 
+/* *value (when asked for): the one-element float or double output the CPU kernel just wrote */
+static void stored_loss(const lt_tensor *output, double *value) {
+  if (!value) return;
+  const void *d = lt_tensor_data(output);
+  *value = lt_number(lt_host_type(output->type) == LT_FLOAT ? *(const float *)d : *(const double *)d);
+}
+
 int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
-                                            int size_average, int p, lt_tensor *weights, double margin) {
+                                            int size_average, int p, lt_tensor *weights, double margin,
+                                            double *value) {
   static const char fn[] = "MultiMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
@@ -109,7 +117,7 @@ int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target,
   if (lt_tensor_is_device(input)) {   /* the targets read on the host, the scores on the GPU (nn_criterion.cu) */
     if (mm_begin(&g, &cp, fn, input, target, weights, p)) goto done;
     rc = lt_cuda_nn_class_margin(fn, 0, input, g.target, g.nframe, g.dim, weights, NULL, output, NULL, size_average,
-                                 p, margin);
+                                 p, margin, value);
     goto done;
   }
   NN_NEED(input, target);
@@ -118,6 +126,7 @@ int lt_nn_MultiMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target,
   const void *w = weights && x ? nn_contig(&cp, weights) : NULL;
   if (!x || (weights && !w) || nn_resize1(output, 1)) goto done;
   NN_CALL(input->type, mm_forward, &g, x, w, size_average, p, margin, lt_tensor_data(output));
+  stored_loss(output, value);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -132,7 +141,7 @@ int lt_nn_MultiMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor *targ
   if (lt_tensor_is_device(input)) {
     if (mm_begin(&g, &cp, fn, input, target, weights, p)) goto done;
     rc = lt_cuda_nn_class_margin(fn, 0, input, g.target, g.nframe, g.dim, weights, NULL, NULL, gradInput,
-                                 size_average, p, margin);
+                                 size_average, p, margin, NULL);
     goto done;
   }
   NN_NEED(input, target);
@@ -148,7 +157,7 @@ done:
 }
 
 int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *target, lt_tensor *output,
-                                                 lt_tensor *isTarget, int size_average) {
+                                                 lt_tensor *isTarget, int size_average, double *value) {
   static const char fn[] = "MultiLabelMarginCriterion_updateOutput";
   cls_geom g;
   nn_copies cp = {0};
@@ -156,7 +165,7 @@ int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *ta
   if (lt_tensor_is_device(input)) {
     if (ml_begin(&g, &cp, fn, input, target, isTarget)) goto done;
     rc = lt_cuda_nn_class_margin(fn, 1, input, g.target, g.nframe, g.dim, NULL, isTarget, output, NULL, size_average,
-                                 1, 1);
+                                 1, 1, value);
     goto done;
   }
   NN_NEED(input, target);
@@ -164,6 +173,7 @@ int lt_nn_MultiLabelMarginCriterion_updateOutput(lt_tensor *input, lt_tensor *ta
   const void *x = nn_contig(&cp, input);
   if (!x || nn_resize1(output, 1) || nn_resize_as(isTarget, input)) goto done;
   NN_CALL(input->type, ml_forward, &g, x, size_average, lt_tensor_data(isTarget), lt_tensor_data(output));
+  stored_loss(output, value);
   rc = 0;
 done:
   return nn_copies_free(&cp, rc);
@@ -178,7 +188,7 @@ int lt_nn_MultiLabelMarginCriterion_updateGradInput(lt_tensor *input, lt_tensor 
   if (lt_tensor_is_device(input)) {
     if (ml_begin(&g, &cp, fn, input, target, isTarget)) goto done;
     rc = lt_cuda_nn_class_margin(fn, 1, input, g.target, g.nframe, g.dim, NULL, isTarget, NULL, gradInput,
-                                 size_average, 1, 1);
+                                 size_average, 1, 1, NULL);
     goto done;
   }
   NN_NEED(input, target);
