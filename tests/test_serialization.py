@@ -220,3 +220,60 @@ def test_luajit20_function_without_source_is_a_stub(rt):
     end""")
     out = rt.to_numpy(rt.call(fn, bytes(blob))).tobytes()
     assert out == bytes(blob)
+
+
+def test_saves_of_one_path_from_two_threads_leave_one_whole_file(rt, tmp_path):
+    """dcgan.torch's data threads each torch.save the same metadata cache at start-up. Each Lua state orders a
+    table's keys its own way (LuaJIT 2.1 seeds its string hash per state), so two writers into one file
+    interleave different bytes; saving beside the file and renaming leaves one writer's whole file."""
+    path = str(tmp_path / "cache.t7")
+    rt.execute("""
+        local path = ...
+        local threads = require 'threads'
+        local pool = threads.Threads(2, function() require 'torch' end)
+        broken = 0
+        for job = 1, 40 do
+           pool:addjob(function()
+              local t = {rows = torch.range(1, 20000)}
+              for k = 1, 20000 do t['key' .. k] = k end
+              torch.save(path, t)
+              -- what a reader finds meanwhile (the other thread may be saving): always a whole file
+              return pcall(torch.load, path) and 0 or 1
+           end, function(failed) broken = broken + failed end)
+        end
+        pool:synchronize()
+        pool:terminate()
+    """.replace("...", repr(path)))
+    assert rt.eval("broken") == 0
+    t = rt.eval("torch.load(%r)" % path)
+    assert t["key19999"] == 19999 and rt.eval("torch.load(%r).rows:sum()" % path) == 20000 * 20001 / 2
+    assert os.listdir(tmp_path) == ["cache.t7"]   # no temporary file left
+
+
+def test_a_failed_save_keeps_the_file_that_was_there(rt, tmp_path):
+    path = str(tmp_path / "model.t7")
+    rt.execute("torch.save(%r, {epoch = 3})" % path)
+    os.chmod(path, 0o640)
+    with pytest.raises(LuaError, match="userdata|cannot"):
+        rt.execute("torch.save(%r, {epoch = 4, handle = io.stdout})" % path)   # a userdata cannot be written
+    assert rt.eval("torch.load(%r).epoch" % path) == 3
+    assert os.listdir(tmp_path) == ["model.t7"]
+    rt.execute("torch.save(%r, {epoch = 5})" % path)
+    assert rt.eval("torch.load(%r).epoch" % path) == 5
+    assert os.stat(path).st_mode & 0o777 == 0o640   # the replaced file's permissions stay
+
+
+def test_a_save_through_a_link_writes_the_links_target(rt, tmp_path):
+    target = tmp_path / "real.t7"
+    link = tmp_path / "latest.t7"
+    rt.execute("torch.save(%r, 1)" % str(target))
+    link.symlink_to(target)
+    hard = tmp_path / "hard.t7"
+    os.link(target, hard)
+    rt.execute("torch.save(%r, 2)" % str(link))
+    assert link.is_symlink() and rt.eval("torch.load(%r)" % str(target)) == 2
+    rt.execute("torch.save(%r, 3)" % str(hard))   # a hard link's other name sees the new content too
+    assert rt.eval("torch.load(%r)" % str(target)) == 3
+    rt.execute("torch.save('/dev/null', {1, 2, 3})")   # not a plain file: written in place
+    with pytest.raises(LuaError, match="no_such_dir"):
+        rt.execute("torch.save(%r, 1)" % str(tmp_path / "no_such_dir" / "x.t7"))

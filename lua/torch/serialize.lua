@@ -160,15 +160,60 @@ local function withFile(file, fn)
    return res
 end
 
+-- torch.save(path, ...) writes a file beside the target and renames it over the target once it is complete, so
+-- that a save that fails (an object that cannot be written, a full disk, a killed process) leaves the file that
+-- was there, and saves of one path from several threads or processes at once (dcgan.torch's data threads each
+-- write the same metadata cache) leave one whole file, never an interleaving. (Torch7 truncated the file and wrote
+-- into it; its threads' writes happened to be byte-identical, ours are not: LuaJIT 2.1 seeds each state's string
+-- hash, so a table's keys come out in a different order in each.) A symbolic link, a hard-linked file or anything
+-- but a plain file is written in place, as Torch7 did, and so is a file whose directory takes no new files.
+pcall(ffi.cdef, 'int getpid(void);')
+pcall(ffi.cdef, 'int chmod(const char *, unsigned int);')
+
+local function permissionBits(text)   -- lfs's 'rw-r--r--' as mode bits
+   local bits = 0
+   for i = 1, 9 do
+      if text:sub(i, i) ~= '-' then bits = bits + 2 ^ (9 - i) end
+   end
+   return bits
+end
+
+-- the attributes of what is at filename when a save may replace it by renaming (nothing there counts), else nil
+local function replaceable(filename)
+   local attr = require('lfs').symlinkattributes(filename)
+   if attr == nil then return {} end
+   if attr.mode == 'file' and attr.nlink == 1 then return attr end
+end
+
+local function openForSave(filename)
+   local existing = replaceable(filename)
+   if existing then
+      local alive = {}   -- its address (unique among the process's Lua states while alive) names the file
+      local tmp = string.format('%s.%d-%s.tmp', filename, ffi.C.getpid(), tostring(alive):match('0x(%x+)') or '0')
+      local ok, file = pcall(torch.DiskFile, tmp, 'w')
+      if ok then return file, tmp, existing end
+   end
+   return torch.DiskFile(filename, 'w')
+end
+
 function torch.save(filename, object, mode, referenced)
    checkMode(mode, saveModes, 'torch.save')
    if referenced ~= nil and type(referenced) ~= 'boolean' then
       error('torch.save: referenced must be a boolean', 2)
    end
-   local file = torch.DiskFile(filename, 'w')
+   local file, tmp, existing = openForSave(filename)
    setMode(file, mode)
    file:referenced(referenced ~= false)
-   withFile(file, function(f) f:writeObject(object) end)
+   if not tmp then
+      return withFile(file, function(f) f:writeObject(object) end)
+   end
+   local ok, err = pcall(withFile, file, function(f) f:writeObject(object) end)
+   if ok and existing.permissions then ffi.C.chmod(tmp, permissionBits(existing.permissions)) end
+   if ok then ok, err = os.rename(tmp, filename) end
+   if not ok then
+      os.remove(tmp)
+      error(err, 0)
+   end
 end
 
 -- torch.load(filename, [format], [referenced], [options]); options.functions
