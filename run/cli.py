@@ -18,6 +18,7 @@ COMMANDS = {
     "cluster": ("run.cluster", "main", "emulated hosts, netns + veth + tc (root): up, down, status, exec, speed"),
     "simulate": ("run.simulate", "main", "SimGrid SMPI: allreduce (ours vs the MPI libraries') or train (the paper's iteration at scale)"),
     "cuda": ("run.cuda_cmd", "main", "the GPU path: CUDA libraries and devices found (info), NVRTC pre-compile of every kernel (compile)"),
+    "display": ("run.display_server", "main", "the browser display server of Torch7's display package (display.image/plot)"),
     "programs": ("run.programs", "main", "run a real Torch7 program (fb.resnet.torch) from a git copy, on data made here"),
 }
 

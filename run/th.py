@@ -133,6 +133,7 @@ def run(argv):
     from pytorch_bridge.host import preload
 
     preload(rt)  # require 'luatorch.host': data, rank/world and logs for training scripts
+    os.environ.setdefault("LUATORCH_PYTHON", sys.executable)  # for Lua that starts Python tools (display.start)
     th_env = rt.require("luatorch.th")  # th's globals (paths, sys, xlua, ...) and th's require
     g = rt.globals
     script = opts["script"]
