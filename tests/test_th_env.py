@@ -315,6 +315,29 @@ def test_paths_concat_files_and_dirs(rt, tmp_path):
     assert r["sys"] == os.uname().sysname
 
 
+def test_paths_mkdir_makes_parents_and_answers_as_torch7(rt, tmp_path):
+    """Torch7's paths.mkdir made the missing parents first (pix2pix's test.lua writes into
+    results/<name>/<epoch>_net_G_val/images/... on a fresh clone) and answered true, or nil, 'PATH: reason', errno;
+    rmdir likewise. The reasons and numbers are the C library's, as Python's os module gives them."""
+    import errno
+
+    deep = str(tmp_path / "results" / "name" / "3_net_G_val" / "images")
+    got = rt.call(rt.eval("""function(deep, top)
+        local r = {paths.mkdir(deep)}
+        local again = {paths.mkdir(deep)}
+        local busy = {paths.rmdir(top)}
+        local file = top .. '/plain'
+        io.open(file, 'w'):close()
+        local under = {paths.mkdir(file .. '/sub')}
+        return r[1], paths.dirp(deep), again[1], again[2], again[3], busy[2], busy[3], under[1], under[3]
+    end"""), deep, str(tmp_path / "results"))
+    made, isdir, again, message, code, busy_message, busy_code, under, under_code = got
+    assert made is True and isdir is True and os.path.isdir(deep)
+    assert again is None and code == errno.EEXIST and message == "%s: %s" % (deep, os.strerror(errno.EEXIST))
+    assert busy_code == errno.ENOTEMPTY and busy_message.endswith(os.strerror(errno.ENOTEMPTY))
+    assert under is None and under_code == errno.ENOTDIR
+
+
 def test_sys_clock_execute_and_helpers(rt):
     before = time.time()
     rt.require("sys")

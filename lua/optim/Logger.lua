@@ -13,17 +13,10 @@
 -- uses a log10 y axis.
 local Logger = torch.class('optim.Logger')
 
--- mkdir -p, without a shell
-local function makeDirs(dir)
-   if dir == nil or dir == '' or paths.dirp(dir) then return end
-   makeDirs(paths.dirname(dir))
-   paths.mkdir(dir)
-end
-
 function Logger:__init(filename, timestamp)
    if filename then
       self.name = filename
-      makeDirs(paths.dirname(filename))
+      paths.mkdir(paths.dirname(filename))
       if timestamp then filename = filename .. '-' .. os.date('%Y_%m_%d_%X') end
       local file, why = io.open(filename, 'w')
       if not file then

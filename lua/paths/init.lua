@@ -94,8 +94,19 @@ function paths.dir(d)
    return ok and names or nil
 end
 
-function paths.mkdir(d) return lfs.mkdir(d) == true end
-function paths.rmdir(d) return lfs.rmdir(d) == true end
+-- true, or nil, 'PATH: reason' and errno, as Torch7's paths; mkdir makes the missing parents first (Torch7's did:
+-- pix2pix's test.lua counts on it for results/<name>/<epoch>_net_G_val)
+local function result(path, done, message, errno)   -- (lfs's answer: true, or nil, strerror, errno)
+   if done then return true end
+   return nil, path .. ': ' .. tostring(message), errno
+end
+
+function paths.mkdir(d)
+   local parent = paths.dirname(d)
+   if parent and parent ~= d and not paths.dirp(parent) then paths.mkdir(parent) end
+   return result(d, lfs.mkdir(d))
+end
+function paths.rmdir(d) return result(d, lfs.rmdir(d)) end
 
 -- Temporary names, removed when this Lua state closes.
 local tmpnames = {}
