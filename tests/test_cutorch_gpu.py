@@ -1731,6 +1731,28 @@ def test_torch_functions_that_are_no_method_run_staged_on_device_tensors(gpu, rn
         rt.execute("ALIASED:bhistc(ALIASED)")
 
 
+def test_zeros_and_ones_of_a_cuda_default_type_fill_on_the_device(gpu):
+    """torch.zeros/ones (and x:zeros/ones) are a resize and a fill, both done in device memory: no host staging.
+    CycleGAN's InstanceNormalization makes its running statistics with them after setting the default type to
+    torch.CudaTensor, and said 'torch.zeros has no GPU kernel yet'."""
+    rt = gpu
+    before = fallbacks(rt)
+    made = rt.eval("""function()
+        torch.setdefaulttensortype('torch.CudaTensor')
+        local out = {torch.zeros(3, 4), torch.ones(5), torch.CudaDoubleTensor(2):zeros(2, 3):add(1),
+                     torch.CudaLongTensor():ones(4)}
+        torch.setdefaulttensortype('torch.DoubleTensor')
+        return out
+    end""")()
+    made = list(made.values())
+    assert fallbacks(rt) == before
+    assert all(on_device(rt, t) for t in made)
+    np.testing.assert_array_equal(to_host(rt, made[0]), np.zeros((3, 4)))
+    np.testing.assert_array_equal(to_host(rt, made[1]), np.ones(5))
+    np.testing.assert_array_equal(to_host(rt, made[2]), np.ones((2, 3)))
+    np.testing.assert_array_equal(to_host(rt, made[3]), np.ones(4))
+
+
 def test_every_method_and_torch_function_survives_device_arguments(gpu):
     """A sweep: every method of the Cuda tensor classes (CudaTensor, CudaLongTensor, CudaHalfTensor) and every
     function of the torch package, called with device tensors, numbers and index tensors in 8 argument forms. Any

@@ -408,7 +408,7 @@ return function(cutorch)
                   isSameSizeAs isSetTo isSize isTensor nDimension nElement narrow numel permute resize resizeAs
                   select set size squeeze storage storageOffset stride sub t transpose type typeAs unfold view
                   viewAs zero split chunk unsqueeze byte char short int long float double half cuda cudaDouble
-                  cudaByte cudaChar cudaShort cudaInt cudaLong cudaHalf new getDevice cat repeatTensor]]):gmatch('%S+') do
+                  cudaByte cudaChar cudaShort cudaInt cudaLong cudaHalf new getDevice cat repeatTensor zeros ones]]):gmatch('%S+') do
       direct[name] = true
    end
    -- a method that tries its device version fast (outside staged calls), then fallback where fast says no
