@@ -19,7 +19,7 @@ COMMANDS = {
     "simulate": ("run.simulate", "main", "SimGrid SMPI: allreduce (ours vs the MPI libraries') or train (the paper's iteration at scale)"),
     "cuda": ("run.cuda_cmd", "main", "the GPU path: CUDA libraries and devices found (info), NVRTC pre-compile of every kernel (compile)"),
     "display": ("run.display_server", "main", "the browser display server of Torch7's display package (display.image/plot)"),
-    "programs": ("run.programs", "main", "run a real Torch7 program (fb.resnet.torch) from a git copy, on data made here"),
+    "programs": ("run.programs", "main", "run a real Torch7 program (fb.resnet.torch, char-rnn, dcgan.torch, pix2pix, ...) from a git copy, on data made here"),
 }
 
 # name: (module, what it measures); each module's main(argv) has its own --help

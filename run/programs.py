@@ -4,6 +4,9 @@ on a small data set made here in each program's own format, with their results c
     luatorch programs fb.resnet.torch GIT [--work DIR] [--epochs 3]
     luatorch programs imagenet-multiGPU.torch GIT [--work DIR] [--epochs 1]
     luatorch programs char-rnn GIT [--work DIR] [--epochs 4]
+    luatorch programs dcgan.torch GIT [--work DIR] [--epochs 3]
+    luatorch programs pix2pix GIT [--work DIR] [--epochs 5]
+    luatorch programs CycleGAN GIT [--work DIR] [--epochs 3]
 
 GIT is a git copy (a clone or a bare repository) of the program; it is cloned into the work folder (a
 temporary one unless --work is given), so nothing of the program lands in this project. Each step prints
@@ -25,8 +28,25 @@ char-rnn (karpathy/char-rnn): a 40 kB text in its `data/<name>/input.txt` layout
 checkpoint at temperature 0.5 (7 in 10 of the sampled lines must be the grammar's sentences), `-init_from` that checkpoint, a GRU on cutorch
 (`-gpuid 0`: the GPU where the GPU backend runs, else cutorch's CPU devices), `convert_gpu_cpu_checkpoint.lua` and
 sampling from the converted model on the CPU.
+
+dcgan.torch (soumith/dcgan.torch): a folder of pictures, one primary colour per class (`dataset=folder`); main.lua
+with its default display on, talking to a `luatorch display` server started here (LUATORCH_DISPLAY points the
+program at it); the real batch it shows is checked cell by cell; generate.lua (optnet) from the saved generator;
+main.lua with gpu=1 (cunn, cudnn.convert). A GAN's generator needs far more steps than a check can afford: the
+check asks that the discriminator learns (Err_D falls), not that the fakes look like the data.
+
+pix2pix (phillipi/pix2pix): aligned A|B pictures (B the colour negative of A); train.lua (U-Net generator, PatchGAN
+discriminator, nngraph) with the display windows and its errL1 plot; test.lua on val, whose outputs must be closer
+to the targets than the inputs are; continue_train=1; gpu=1.
+
+CycleGAN (junyanz/CycleGAN): unaligned trainA/trainB folders (B the colour negatives of other pictures); train.lua
+(cycle_gan model: two resnet_6blocks generators, two PatchGAN discriminators, LSGAN, instance normalization, the
+`class` package) with its plot and picture windows, 3 epochs and 1 of decaying learning rate, in which the
+discriminators must learn; test.lua on testA/testB; continue_train=1; gpu=1.
 """
 import argparse
+import contextlib
+import json
 import os
 import re
 import subprocess
@@ -47,10 +67,25 @@ def cifar_like(n, rng):
     return {"data": data, "labels": labels}
 
 
-def th(args, cwd, timeout=1800):
-    """`luatorch th` in cwd; returns (exit status, output)."""
+def clone(git, dest):
+    """A working copy of git at dest. A copy whose history lacks some blobs (a partial mirror: CycleGAN's gifs) still
+    gives every file it has, and says which it lacks; a program that needs one of those fails on its own."""
+    r = subprocess.run(["git", "clone", "-q", git, dest], capture_output=True, text=True)
+    if r.returncode == 0:
+        return
+    subprocess.run(["rm", "-rf", dest], check=True)
+    subprocess.run(["git", "clone", "-q", "--no-checkout", git, dest], check=True)
+    names = subprocess.run(["git", "-C", dest, "ls-tree", "-r", "-z", "--name-only", "HEAD"], check=True,
+                           capture_output=True, text=True).stdout.split("\0")
+    missing = [n for n in names if n and subprocess.run(["git", "-C", dest, "checkout", "-q", "HEAD", "--", n],
+                                                        capture_output=True).returncode != 0]
+    print("(the git copy lacks %d file(s), left out: %s)" % (len(missing), ", ".join(missing[:5])), flush=True)
+
+
+def th(args, cwd, timeout=1800, env=None):
+    """`luatorch th` in cwd (with env's variables added); returns (exit status, output)."""
     r = subprocess.run([sys.executable, "-m", "run.cli", "th", *args], cwd=cwd, capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=dict(os.environ, **(env or {})))
     return r.returncode, r.stdout + r.stderr
 
 
@@ -75,7 +110,7 @@ def fb_resnet(git, work, epochs):
     from pytorch_bridge import t7
 
     src = os.path.join(work, "fb.resnet.torch")
-    subprocess.run(["git", "clone", "-q", git, src], check=True)
+    clone(git, src)
     os.makedirs(os.path.join(src, "gen"), exist_ok=True)
     rng = np.random.default_rng(7)
     # the layout of fb.resnet.torch's datasets/cifar10-gen.lua: {train = {data, labels}, val = {...}}
@@ -115,25 +150,31 @@ def fb_resnet(git, work, epochs):
     return steps.failed
 
 
+def class_pictures(folder, n, channel, sizes, noise, lift, name, rng):
+    """n JPEGs in folder (named name % i) of random heights and widths in [sizes), noise in [0, noise) with `lift`
+    added to one channel: a class's colour that a model can learn."""
+    from PIL import Image
+
+    for i in range(n):
+        h, w = (int(v) for v in rng.integers(sizes[0], sizes[1], 2))
+        a = rng.integers(0, noise, (h, w, 3)).astype(np.uint8)
+        a[:, :, channel] += lift
+        Image.fromarray(a).save(os.path.join(folder, name % i), quality=90)
+
+
 def jpeg_folder(root, classes, per_class, rng):
     """imagenet-multiGPU.torch's layout, ROOT/{train,val}/<class>/*.JPEG: noisy pictures of a colour per class,
     of sizes around the 256 the program scales to."""
-    from PIL import Image
-
     for split, n in (("train", per_class), ("val", max(1, per_class // 3))):
         for c in range(classes):
             d = os.path.join(root, split, "class%d" % c)
             os.makedirs(d, exist_ok=True)
-            for i in range(n):
-                h, w = (int(v) for v in rng.integers(256, 320, 2))
-                a = rng.integers(0, 80, (h, w, 3)).astype(np.uint8)
-                a[:, :, c % 3] += 150
-                Image.fromarray(a).save(os.path.join(d, "img%d.JPEG" % i), quality=90)
+            class_pictures(d, n, c % 3, (256, 320), 80, 150, "img%d.JPEG", rng)
 
 
 def imagenet_multigpu(git, work, epochs):
     src = os.path.join(work, "imagenet-multiGPU.torch")
-    subprocess.run(["git", "clone", "-q", git, src], check=True)
+    clone(git, src)
     data = os.path.join(work, "jpegs")
     jpeg_folder(data, 4, 12, np.random.default_rng(3))
     steps = Steps()
@@ -193,7 +234,7 @@ def val_losses(folder):
 
 def char_rnn(git, work, epochs):
     src = os.path.join(work, "char-rnn")
-    subprocess.run(["git", "clone", "-q", git, src], check=True)
+    clone(git, src)
     os.makedirs(os.path.join(src, "data", "grammar"))
     with open(os.path.join(src, "data", "grammar", "input.txt"), "w") as f:
         f.write(grammar_text(40000, np.random.default_rng(5)))
@@ -237,7 +278,235 @@ def char_rnn(git, work, epochs):
     return steps.failed
 
 
-PROGRAMS = {"fb.resnet.torch": fb_resnet, "imagenet-multiGPU.torch": imagenet_multigpu, "char-rnn": char_rnn}
+def colour_folder(root, classes, per_class, rng):
+    """dcgan.torch's `folder` layout, ROOT/<class>/*.jpg: pictures of one primary colour per class over a little
+    noise, of sizes around the 96 the program scales to (so that what its real-image window shows can be checked)."""
+    for c in range(classes):
+        d = os.path.join(root, "class%d" % c)
+        os.makedirs(d, exist_ok=True)
+        class_pictures(d, per_class, c % 3, (96, 128), 40, 200, "img%d.jpg", rng)
+
+
+def grid_cells(path, cell):
+    """The mean colour (3 numbers in [0, 1]) of each cell x cell square of a saved grid picture, row by row."""
+    from PIL import Image
+
+    a = np.asarray(Image.open(path).convert("RGB"), dtype=np.float64) / 255
+    rows, cols = a.shape[0] // cell, a.shape[1] // cell
+    return [a[r * cell:(r + 1) * cell, c * cell:(c + 1) * cell].mean((0, 1)) for r in range(rows) for c in range(cols)]
+
+
+@contextlib.contextmanager
+def display_server(folder):
+    """A `luatorch display` server on a free port in a thread, saving every window to folder, for the with-block:
+    gives its address (host:port, for LUATORCH_DISPLAY)."""
+    import threading
+
+    from run.display_server import serve
+
+    box, ready = {}, threading.Event()
+
+    def on_ready(server):
+        box["server"] = server
+        ready.set()
+
+    t = threading.Thread(target=serve, args=(0, "127.0.0.1", folder, on_ready), daemon=True)
+    t.start()
+    ready.wait(30)
+    server = box["server"]
+    try:
+        yield "127.0.0.1:%d" % server.server_address[1]
+    finally:
+        server.shutdown()
+
+
+def dcgan(git, work, epochs):
+    src = os.path.join(work, "dcgan.torch")
+    clone(git, src)
+    data = os.path.join(work, "colours")
+    colour_folder(data, 3, 64, np.random.default_rng(11))   # 12 batches an epoch: dcgan shows every 10th
+    shown = os.path.join(work, "display")
+    steps = Steps()
+    with display_server(shown) as address:
+        # dcgan's options are environment variables; its default display = 1 talks to the display server
+        env = {"DATA_ROOT": data, "dataset": "folder", "batchSize": "16", "nThreads": "2", "ngf": "32", "ndf": "32",
+               "niter": str(epochs), "gpu": "0", "name": "colours", "LUATORCH_DISPLAY": address}
+        rc, out = th(["main.lua"], src, env=env)
+        err_d = [float(x) for x in re.findall(r"Err_D: ([0-9.]+)", out)]
+        saved = [os.path.join(src, "checkpoints", "colours_%d_net_%s.t7" % (epochs, n)) for n in "GD"]
+        # the discriminator learns first: its loss falls from about 2 log 2 at the start
+        ok = (rc == 0 and "End of epoch %d / %d" % (epochs, epochs) in out and len(err_d) >= 6
+              and np.mean(err_d[-3:]) < err_d[0] and all(map(os.path.exists, saved)))
+        steps.check("train on the CPU (gpu=0), %d epochs: Err_D %s, net_G and net_D saved" % (
+            epochs, " -> ".join("%.3f" % v for v in err_d[:1] + err_d[-1:])), ok, out, "exit %d" % rc)
+        # display_id 10 shows the fakes, 30 the real batch: 16 pictures of 64 x 64, each of one primary colour
+        real = os.path.join(shown, "30.jpg")
+        cells = grid_cells(real, 64) if os.path.exists(real) else []
+        primary = sum(1 for m in cells if np.sort(m)[2] - np.sort(m)[1] > 0.5)
+        steps.check("display windows: the real batch, %d of %d cells one primary colour, and the fakes" % (
+            primary, len(cells)), len(cells) == 16 and primary == 16 and os.path.exists(os.path.join(shown, "10.jpg")),
+            out, "windows saved: %s" % sorted(os.listdir(shown)) if os.path.isdir(shown) else "none")
+        if os.path.exists(saved[0]):
+            rc, out = th(["generate.lua"], src, env={"net": saved[0], "gpu": "0", "batchSize": "16",
+                                                     "name": "generated", "LUATORCH_DISPLAY": address})
+            png = os.path.join(src, "generated.png")
+            steps.check("generate.lua (optnet.optimizeMemory) from net_G: generated.png and its window",
+                        rc == 0 and os.path.exists(png) and "Displayed image" in out, out, "exit %d" % rc)
+        # gpu=1: cunn and cudnn.convert'ed networks on cutorch (the GPU where the GPU backend runs, else cutorch's
+        # CPU devices), display off
+        rc, out = th(["main.lua"], src, env=dict(env, gpu="1", niter="1", display="0", name="colours_gpu"))
+        gpu_net = os.path.join(src, "checkpoints", "colours_gpu_1_net_G.t7")
+        steps.check("train on cutorch with cudnn (gpu=1), 1 epoch", rc == 0 and "End of epoch 1 / 1" in out and
+                    os.path.exists(gpu_net), out, "exit %d" % rc)
+        if os.path.exists(gpu_net):   # a checkpoint of Cuda tensors, read back on cutorch
+            rc, out = th(["generate.lua"], src, env={"net": gpu_net, "gpu": "1", "batchSize": "16", "display": "0",
+                                                     "name": "generated_gpu"})
+            steps.check("generate.lua with gpu=1 from the cutorch checkpoint", rc == 0 and
+                        os.path.exists(os.path.join(src, "generated_gpu.png")), out, "exit %d" % rc)
+    return steps.failed
+
+
+def rectangles(side, count, corners, sides, rng):
+    """A side x side RGB picture: `count` rectangles of random colours (top-left corners in [0, corners), sides in
+    [sides[0], sides[1])) over a background of a random colour."""
+    a = np.empty((side, side, 3), np.uint8)
+    a[:] = rng.integers(0, 256, 3)
+    for _ in range(count):
+        y, x = rng.integers(0, corners, 2)
+        h, w = rng.integers(sides[0], sides[1], 2)
+        a[y:y + h, x:x + w] = rng.integers(0, 256, 3)
+    return a
+
+
+def paired_folder(root, train, val, rng):
+    """pix2pix's aligned layout, ROOT/{train,val}/*.jpg, each picture A and B side by side (256 x 512): A is
+    rectangles of random colours over a random background, B its colour negative (a mapping the identity gets badly
+    wrong, so that a learned one shows)."""
+    from PIL import Image
+
+    for split, n in (("train", train), ("val", val)):
+        d = os.path.join(root, split)
+        os.makedirs(d, exist_ok=True)
+        for i in range(n):
+            a = rectangles(256, 6, 200, (20, 80), rng)
+            Image.fromarray(np.concatenate([a, 255 - a], 1)).save(os.path.join(d, "%d.jpg" % i), quality=95)
+
+
+def mean_l1(folder_a, folder_b):
+    """The mean absolute difference (in [0, 1]) between the same-named pictures of two folders."""
+    from PIL import Image
+
+    names = sorted(os.listdir(folder_a))
+    diffs = [np.abs(np.asarray(Image.open(os.path.join(folder_a, n)), dtype=np.float64)
+                    - np.asarray(Image.open(os.path.join(folder_b, n)), dtype=np.float64)).mean() / 255 for n in names]
+    return float(np.mean(diffs)) if diffs else float("nan")
+
+
+def pix2pix(git, work, epochs):
+    src = os.path.join(work, "pix2pix")
+    clone(git, src)
+    data = os.path.join(work, "negatives")
+    paired_folder(data, 24, 4, np.random.default_rng(4))
+    shown = os.path.join(work, "display")
+    steps = Steps()
+    with display_server(shown) as address:
+        # options are environment variables; 256 x 256 as the U-Net wants, small filters banks to fit a CPU
+        env = {"DATA_ROOT": data, "name": "negatives", "gpu": "0", "ngf": "16", "ndf": "16", "niter": str(epochs),
+               "loadSize": "256", "fineSize": "256", "print_freq": "4", "display_freq": "8", "save_epoch_freq": "1",
+               "save_latest_freq": "8", "save_display_freq": "16", "LUATORCH_DISPLAY": address}
+        rc, out = th(["train.lua"], src, env=env)
+        l1 = [float(x) for x in re.findall(r"ErrL1: ([0-9.]+)", out)]
+        ck = os.path.join(src, "checkpoints", "negatives")
+        saved = ["%d_net_G.t7" % epochs, "latest_net_G.t7", "latest_net_D.t7", "16_train_res.png", "opt.txt"]
+        # (each printed ErrL1 is one picture's, so noisy: the means of the first and last five printed must fall;
+        # test.lua's outputs on val below are the measure of what it learned)
+        ok = (rc == 0 and len(l1) >= 10 and np.mean(l1[-5:]) < np.mean(l1[:5])
+              and all(os.path.exists(os.path.join(ck, f)) for f in saved))
+        steps.check("train.lua on the CPU (gpu=0), %d epochs: ErrL1 %.3f -> %.3f (means of the first and last 5), "
+                    "checkpoints" % (epochs, np.mean(l1[:5]) if l1 else -1, np.mean(l1[-5:]) if l1 else -1), ok, out,
+                    "exit %d" % rc)
+        plot = os.path.join(shown, next((f for f in os.listdir(shown) if f.endswith(".json")), "none")) \
+            if os.path.isdir(shown) else ""
+        rows = (json.load(open(plot))["content"]["file"] if os.path.exists(plot) else [])
+        steps.check("display windows: input, output, target (10, 11, 12) and the errL1 plot (%d points)" % len(rows),
+                    all(os.path.exists(os.path.join(shown, "%d.jpg" % w)) for w in (10, 11, 12)) and len(rows) >= 6,
+                    out, "windows saved: %s" % (sorted(os.listdir(shown)) if os.path.isdir(shown) else "none"))
+        rc, out = th(["test.lua"], src, env=dict(env, phase="val", which_epoch=str(epochs), how_many="4"))
+        images = os.path.join(src, "results", "negatives", "%d_net_G_val" % epochs, "images")
+        learned = mean_l1(os.path.join(images, "output"), os.path.join(images, "target"))
+        identity = mean_l1(os.path.join(images, "input"), os.path.join(images, "target"))
+        steps.check("test.lua on val: |output - target| %.3f against |input - target| %.3f, index.html" % (
+            learned, identity), rc == 0 and learned < 0.6 * identity and
+            os.path.exists(os.path.join(images, "..", "index.html")), out, "exit %d" % rc)
+        rc, out = th(["train.lua"], src, env=dict(env, continue_train="1", niter="1", display="0"))
+        steps.check("continue_train=1 from latest_net_G/D, 1 epoch", rc == 0 and "loading previously trained netG"
+                    in out and "End of epoch 1 / 1" in out, out, "exit %d" % rc)
+        rc, out = th(["train.lua"], src, env=dict(env, gpu="1", niter="1", display="0", name="negatives_gpu"))
+        steps.check("train.lua on cutorch with cudnn (gpu=1), 1 epoch", rc == 0 and "End of epoch 1 / 1" in out,
+                    out, "exit %d" % rc)
+    return steps.failed
+
+
+def unaligned_folder(root, train, test, rng):
+    """CycleGAN's unaligned layout, ROOT/{trainA,trainB,testA,testB}/*.jpg (80 x 80): A rectangles of random colours
+    over a random background, B the colour negatives of other such pictures (never A's own)."""
+    from PIL import Image
+
+    for split, n in (("train", train), ("test", test)):
+        for side in "AB":
+            d = os.path.join(root, split + side)
+            os.makedirs(d, exist_ok=True)
+            for i in range(n):
+                a = rectangles(80, 4, 60, (8, 30), rng)
+                Image.fromarray(a if side == "A" else 255 - a).save(os.path.join(d, "%d.jpg" % i), quality=95)
+
+
+def cyclegan(git, work, epochs):
+    src = os.path.join(work, "CycleGAN")
+    clone(git, src)
+    data = os.path.join(work, "unaligned")
+    unaligned_folder(data, 12, 3, np.random.default_rng(5))
+    shown = os.path.join(work, "display")
+    steps = Steps()
+    with display_server(shown) as address:
+        env = {"DATA_ROOT": data, "name": "negatives", "gpu": "0", "ngf": "8", "ndf": "8", "niter": str(epochs),
+               "niter_decay": "1", "loadSize": "72", "fineSize": "64", "print_freq": "4", "display_freq": "4",
+               "save_latest_freq": "8", "LUATORCH_DISPLAY": address}
+        rc, out = th(["train.lua"], src, env=env)
+        # each printed line: [A] G D Rec I || [B] G D Rec I; the discriminators learn first (LSGAN: from 0.5)
+        losses = [[float(v) for v in m] for m in re.findall(
+            r"\[A\] G: ([0-9.]+)\s+D: ([0-9.]+)\s+Rec: ([0-9.]+) I: ([0-9.]+) \|\| \[B\] G: ([0-9.]+) D: ([0-9.]+) "
+            r"Rec: ([0-9.]+) I:([0-9.]+)", out)]
+        ck = os.path.join(src, "checkpoints", "negatives")
+        saved = ["%d_net_%s.t7" % (epochs + 1, n) for n in ("G_A", "G_B", "D_A", "D_B")] + ["latest_net_G_A.t7"]
+        d_end = [np.mean([r[k] for r in losses[-2:]]) for k in (1, 5)] if losses else [1, 1]
+        ok = (rc == 0 and "End of epoch %d / %d" % (epochs + 1, epochs + 1) in out and "update learning rate" in out
+              and len(losses) >= 6 and all(np.isfinite(losses).flat) and max(d_end) < 0.45
+              and all(os.path.exists(os.path.join(ck, f)) for f in saved))
+        steps.check("train.lua (cycle_gan, resnet_6blocks, LSGAN) on the CPU, %d + 1 epochs: D_A %.3f, D_B %.3f at the end"
+                    % (epochs, d_end[0], d_end[1]), ok, out, "exit %d" % rc)
+        kinds = sorted(os.listdir(shown)) if os.path.isdir(shown) else []
+        steps.check("display windows: the loss plot and the 8 pictures (real, fake, rec, idt of A and B)",
+                    "10.json" in kinds and all("%d.jpg" % w in kinds for w in range(11, 19)), out,
+                    "windows saved: %s" % kinds)
+        rc, out = th(["test.lua"], src, env=dict(env, phase="test", loadSize="64", fineSize="64"))
+        images = os.path.join(src, "results", "negatives", "latest_test", "images")
+        made = {k: len(os.listdir(os.path.join(images, k))) for k in ("real_A", "fake_B", "rec_A", "real_B", "fake_A",
+                                                                      "rec_B") if os.path.isdir(os.path.join(images, k))}
+        steps.check("test.lua on testA/testB: %s" % made, rc == 0 and len(made) == 6 and
+                    min(made.values()) == 3, out, "exit %d" % rc)
+        rc, out = th(["train.lua"], src, env=dict(env, continue_train="1", niter="1", niter_decay="0", display_id="0"))
+        steps.check("continue_train=1 from the latest networks, 1 epoch", rc == 0 and "End of epoch 1 / 1" in out, out,
+                    "exit %d" % rc)
+        rc, out = th(["train.lua"], src, env=dict(env, gpu="1", niter="1", niter_decay="0", display_id="0",
+                                                  name="negatives_gpu"))
+        steps.check("train.lua on cutorch with cudnn (gpu=1), 1 epoch", rc == 0 and "End of epoch 1 / 1" in out,
+                    out, "exit %d" % rc)
+    return steps.failed
+
+
+PROGRAMS = {"fb.resnet.torch": fb_resnet, "imagenet-multiGPU.torch": imagenet_multigpu, "char-rnn": char_rnn,
+            "dcgan.torch": dcgan, "pix2pix": pix2pix, "CycleGAN": cyclegan}
 
 
 def main(argv=None):
@@ -247,11 +516,13 @@ def main(argv=None):
     p.add_argument("git", help="a git copy (clone or bare) of the program's repository")
     p.add_argument("--work", help="folder to clone and run in (default: a temporary one, removed after)")
     p.add_argument("--epochs", type=int,
-                   help="epochs of the first run (default: 3 for fb.resnet.torch, 4 for char-rnn, else 1)")
+                   help="epochs of the first run (default: 3 for fb.resnet.torch and dcgan.torch, 4 for char-rnn, "
+                        "5 for pix2pix, 3 (+ 1 decaying) for CycleGAN, else 1)")
     a = p.parse_args(argv)
     if not os.path.exists(a.git):
         p.error("no such git copy: %s" % a.git)
-    epochs = a.epochs or {"fb.resnet.torch": 3, "char-rnn": 4}.get(a.program, 1)
+    epochs = a.epochs or {"fb.resnet.torch": 3, "char-rnn": 4, "dcgan.torch": 3, "pix2pix": 5,
+                            "CycleGAN": 3}.get(a.program, 1)
     if a.work:
         os.makedirs(a.work, exist_ok=True)
         failed = PROGRAMS[a.program](os.path.abspath(a.git), a.work, epochs)

@@ -1,6 +1,6 @@
 """`luatorch programs`: real Torch7 programs from a git copy of their repository (FB_RESNET_GIT names one of
-fb.resnet.torch, CHAR_RNN_GIT one of karpathy/char-rnn; without it that run skips), and the data sets made for them
-in their own format."""
+fb.resnet.torch, CHAR_RNN_GIT one of karpathy/char-rnn, DCGAN_GIT one of soumith/dcgan.torch, PIX2PIX_GIT one of phillipi/pix2pix,
+CYCLEGAN_GIT one of junyanz/CycleGAN; without it that run skips), and the data sets made for them in their own format."""
 import os
 import subprocess
 import sys
@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from run.programs import GRAMMAR, cifar_like, grammar_text, grammatical_share, val_losses
+from run.programs import (GRAMMAR, cifar_like, colour_folder, grammar_text, grammatical_share, grid_cells, mean_l1,
+                          paired_folder, unaligned_folder, val_losses)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,3 +74,71 @@ def test_val_losses_reads_char_rnn_checkpoint_names(tmp_path):
 @pytest.mark.skipif(not os.environ.get("CHAR_RNN_GIT"), reason="CHAR_RNN_GIT (a git copy of karpathy/char-rnn) not set")
 def test_char_rnn_runs_unmodified():
     _every_step_passes("char-rnn", os.environ["CHAR_RNN_GIT"], 1200)
+
+
+def test_the_colour_folder_and_the_grid_reader(tmp_path):
+    """dcgan.torch's data (a primary colour per class folder) and the reader of the windows it shows: each cell's mean
+    colour, checked on a grid drawn here with Pillow."""
+    from PIL import Image
+
+    colour_folder(str(tmp_path / "data"), 3, 4, np.random.default_rng(1))
+    for c in range(3):
+        files = sorted(os.listdir(tmp_path / "data" / ("class%d" % c)))
+        assert len(files) == 4
+        a = np.asarray(Image.open(tmp_path / "data" / ("class%d" % c) / files[0]), dtype=np.float64) / 255
+        assert 96 <= min(a.shape[:2]) and max(a.shape[:2]) < 128
+        assert np.argmax(a.mean((0, 1))) == c and a.mean((0, 1))[c] - np.sort(a.mean((0, 1)))[1] > 0.6
+    colours = np.random.default_rng(2).integers(0, 256, (2, 3, 3))
+    grid = np.kron(colours, np.ones((8, 8, 1))).astype(np.uint8)   # 2 x 3 cells of 8 x 8
+    Image.fromarray(grid).save(tmp_path / "grid.png")
+    cells = grid_cells(str(tmp_path / "grid.png"), 8)
+    assert len(cells) == 6
+    assert np.allclose(cells, colours.reshape(6, 3) / 255)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("DCGAN_GIT"), reason="DCGAN_GIT (a git copy of soumith/dcgan.torch) not set")
+def test_dcgan_runs_unmodified():
+    _every_step_passes("dcgan.torch", os.environ["DCGAN_GIT"], 600)
+
+
+def test_the_paired_folder_and_the_l1_between_folders(tmp_path):
+    """pix2pix's aligned pictures (A | B, B the colour negative of A) and the distance its check compares."""
+    from PIL import Image
+
+    paired_folder(str(tmp_path / "data"), 3, 2, np.random.default_rng(3))
+    assert sorted(os.listdir(tmp_path / "data")) == ["train", "val"]
+    assert len(os.listdir(tmp_path / "data" / "train")) == 3 and len(os.listdir(tmp_path / "data" / "val")) == 2
+    ab = np.asarray(Image.open(tmp_path / "data" / "train" / "0.jpg"), dtype=np.float64)
+    assert ab.shape == (256, 512, 3)
+    assert np.abs(ab[:, :256] + ab[:, 256:] - 255).mean() < 3   # (JPEG's rounding)
+    for name, value in (("a", 10), ("b", 61)):
+        (tmp_path / name).mkdir()
+        for i in range(2):
+            Image.fromarray(np.full((4, 4, 3), value + i, np.uint8)).save(tmp_path / name / ("%d.png" % i))
+    assert mean_l1(str(tmp_path / "a"), str(tmp_path / "b")) == pytest.approx(51 / 255)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("PIX2PIX_GIT"), reason="PIX2PIX_GIT (a git copy of phillipi/pix2pix) not set")
+def test_pix2pix_runs_unmodified():
+    _every_step_passes("pix2pix", os.environ["PIX2PIX_GIT"], 900)
+
+
+def test_the_unaligned_folders_hold_negatives_of_other_pictures(tmp_path):
+    from PIL import Image
+
+    unaligned_folder(str(tmp_path), 4, 2, np.random.default_rng(6))
+    assert sorted(os.listdir(tmp_path)) == ["testA", "testB", "trainA", "trainB"]
+    a = [np.asarray(Image.open(tmp_path / "trainA" / ("%d.jpg" % i)), dtype=np.float64) for i in range(4)]
+    b = [np.asarray(Image.open(tmp_path / "trainB" / ("%d.jpg" % i)), dtype=np.float64) for i in range(4)]
+    assert a[0].shape == (80, 80, 3) and len(os.listdir(tmp_path / "testB")) == 2
+    # B's pictures are negatives (a background colour c in A is 255 - c' in B) but of pictures other than A's own
+    for x, y in zip(a, b):
+        assert np.abs(x + y - 255).mean() > 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CYCLEGAN_GIT"), reason="CYCLEGAN_GIT (a git copy of junyanz/CycleGAN) not set")
+def test_cyclegan_runs_unmodified():
+    _every_step_passes("CycleGAN", os.environ["CYCLEGAN_GIT"], 600)

@@ -15,7 +15,8 @@ require 'image'
 local json = require 'display.json'
 local http = require 'display.http'
 
-local M = {url = 'http://localhost:8000/events', timeout = 5}
+-- (LUATORCH_DISPLAY=host:port points programs that never call configure at another server)
+local M = {url = 'http://' .. (os.getenv('LUATORCH_DISPLAY') or 'localhost:8000') .. '/events', timeout = 5}
 
 function M.configure(config)
    config = config or {}
