@@ -355,3 +355,73 @@ def test_already_optimized_is_left_alone(lua, rng):
         return net.__memoryOptimized
     """, fresh(lua, rng, [10], 2))
     assert res == "inference"
+
+
+def test_dcgan_generate_sample_then_larger_noise(lua, rng):
+    # dcgan.torch's generate.lua optimizes on a small sample, then generates from noise of
+    # another batch and another spatial size (imsize > 1 gives larger images)
+    res = run(lua, """
+        local sample, noise = ...
+        local net, reference = prepared('dcgan', 5, false)
+        optnet.optimizeMemory(net, sample)
+        return {y = net:forward(noise):clone(), yr = reference:forward(noise):clone()}
+    """, fresh(lua, rng, [8, 1, 1], 2), fresh(lua, rng, [8, 3, 3], 5))
+    y, yr = arr(lua, res.y), arr(lua, res.yr)
+    assert y.shape == (5, 3, 48, 48) and np.array_equal(y, yr)
+
+
+def test_saved_optimized_network_loads_and_unoptimizes(lua, rng, tmp_path):
+    path = str(tmp_path / "net.t7")
+    res = run(lua, """
+        local x, path = ...
+        local net, reference = prepared('resnet', 9, false)
+        optnet.optimizeMemory(net, x)
+        local n = storageCount(net)
+        torch.save(path, net)
+        local loaded = torch.load(path)
+        local kept = storageCount(loaded) == n
+        local y = loaded:forward(x):clone()
+        local blocked = not pcall(function() loaded:backward(x, y) end)
+        optnet.removeOptimization(loaded)
+        loaded:forward(x)
+        local _, g = loaded:getParameters()
+        local _, gr = reference:getParameters()
+        return {y = y, yr = reference:forward(x):clone(), kept = kept, blocked = blocked,
+                n = g:nElement(), nr = gr:nElement(), distinct = storageCount(loaded) > n}
+    """, fresh(lua, rng, [3, 8, 8], 2), path)
+    assert res.kept and res.blocked and res.distinct and res.n == res.nr
+    assert np.array_equal(arr(lua, res.y), arr(lua, res.yr))
+
+
+def test_graphgen_nodes_edges_and_storage_ids(lua, rng):
+    # Linear, a residual block (ConcatTable{Linear, ReLU(true) | Identity}, CAddTable), a Concat of
+    # two Linears, Tanh. Nodes: Input, Linear, Linear, ReLU, CAddTable, Linear, Linear, Concat, Tanh,
+    # Output = 10 (the Identity and the containers that only pass tables make none); edges: 11
+    # (the chain, Linear1 -> CAddTable through the Identity, CAddTable -> both Concat branches, both
+    # -> Concat). Storages: 8 (the in-place ReLU shares its Linear's). After optimizeMemory: 5 --
+    # the input; Linear1's, reused by the Concat; the branch Linear's, reused by ReLU, Linear(4->3)
+    # and Tanh; CAddTable's; Linear(4->2)'s (CAddTable's output is alive until the Concat returns).
+    res = run(lua, """
+        local x = ...
+        local generateGraph = require 'optnet.graphgen'
+        local block = nn.Sequential():add(nn.ConcatTable():add(nn.Sequential():add(nn.Linear(4, 4))
+                         :add(nn.ReLU(true))):add(nn.Identity())):add(nn.CAddTable())
+        local net = nn.Sequential():add(nn.Linear(4, 4)):add(block)
+                       :add(nn.Concat(2):add(nn.Linear(4, 3)):add(nn.Linear(4, 2))):add(nn.Tanh())
+        local function ids(g)
+           local seen, n = {}, 0
+           for _, node in ipairs(g.nodes) do
+              local id = tostring(node.data):match('Storage id: (%d+)')
+              if id and not seen[id] then seen[id] = true; n = n + 1 end
+           end
+           return n
+        end
+        local g = generateGraph(net, x, {addOutputNode = true,
+                                         nodeData = function(text, t) return text .. ' n=' .. t:nElement() end})
+        local before = {nodes = #g.nodes, edges = #g.edges, ids = ids(g), dot = g:todot('t')}
+        optnet.optimizeMemory(net, x)
+        return {before = before, after = ids(generateGraph(net, x))}
+    """, fresh(lua, rng, [4], 2))
+    assert (res.before.nodes, res.before.edges, res.before.ids, res.after) == (10, 11, 8, 5)
+    assert "nn.Concat" in res.before.dot and "Storage id: 7 n=10" in res.before.dot
+    assert "nn.Identity" not in res.before.dot

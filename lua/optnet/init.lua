@@ -58,7 +58,10 @@ local function shareScratch(net, mode)
             if keepers[key] then
                t:set(keepers[key])
             else
-               if not t:storage() then t:resize(1) end
+               if not t:storage() then  -- never used yet: an empty storage to share, 0 bytes
+                  local Storage = torch[torch.typename(t):match('torch%.(%w+)Tensor') .. 'Storage']
+                  t:set(Storage())
+               end
                keepers[key] = t:storage()
             end
             m.__optnetBuffers = m.__optnetBuffers or {}
@@ -101,7 +104,9 @@ local function removeGradParams(net)
          end
          if next(notes) then m.__optnetGradParams = notes end
       end
-      m.getParameters = getParametersDisabled
+      if rawget(m, 'getParameters') == nil then
+         m.getParameters, m.__optnetNoGetParameters = getParametersDisabled, true
+      end
    end
    net.__optnetGradStorages = sizes
 end
@@ -123,7 +128,7 @@ local function restoreGradParams(net)
          end
          m.__optnetGradParams = nil
       end
-      if m.getParameters == getParametersDisabled then m.getParameters = nil end
+      if m.__optnetNoGetParameters then m.getParameters, m.__optnetNoGetParameters = nil, nil end
    end
    net.__optnetGradStorages = nil
 end
