@@ -425,3 +425,62 @@ def test_graphgen_nodes_edges_and_storage_ids(lua, rng):
     assert (res.before.nodes, res.before.edges, res.before.ids, res.after) == (10, 11, 8, 5)
     assert "nn.Concat" in res.before.dot and "Storage id: 7 n=10" in res.before.dot
     assert "nn.Identity" not in res.before.dot
+
+
+FUZZ = r"""
+-- a random network on (batch x w) inputs built from pieces that share, alias and fan out
+local function piece(w, depth)
+   local r = torch.random(1, depth > 2 and 6 or 10)
+   if r == 1 then return nn.Linear(w, w)
+   elseif r == 2 then return nn.ReLU(torch.random(0, 1) == 1)
+   elseif r == 3 then return nn.Tanh()
+   elseif r == 4 then return nn.Sigmoid()
+   elseif r == 5 then return nn.Identity()
+   elseif r == 6 then return nn.MulConstant(0.5, torch.random(0, 1) == 1)
+   elseif r == 7 then  -- residual: ConcatTable{branch, Identity} + CAddTable
+      local branch = nn.Sequential()
+      for i = 1, torch.random(1, 3) do branch:add(piece(w, depth + 1)) end
+      return nn.Sequential():add(nn.ConcatTable():add(branch):add(nn.Identity())):add(nn.CAddTable())
+   elseif r == 8 then  -- Concat of two halves-width branches, back to w by a Linear
+      local cat = nn.Concat(2)
+      for i = 1, 2 do cat:add(nn.Sequential():add(nn.Linear(w, 3)):add(piece(3, depth + 1))) end
+      return nn.Sequential():add(cat):add(nn.Linear(6, w))
+   elseif r == 9 then  -- a module used twice (shared weights, one output tensor)
+      local lin = nn.Linear(w, w)
+      return nn.Sequential():add(lin):add(nn.Tanh()):add(lin)
+   else  -- two branches summed in place: both get the same gradient tensor going backward
+      local sum = nn.ConcatTable()
+      for i = 1, 2 do sum:add(nn.Sequential():add(nn.Linear(w, w)):add(nn.ReLU())) end
+      return nn.Sequential():add(sum):add(nn.CAddTable(true))
+   end
+end
+return function(n)
+   local net = nn.Sequential():add(nn.Linear(4, 5))
+   for i = 1, n do net:add(piece(5, 1)) end
+   return net:add(nn.Linear(5, 2))
+end
+"""
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_random_networks_match_their_clone(lua, rng, mode):
+    make = lua.execute(FUZZ)
+    step = lua.eval("""function(net, x, go, train)
+        local y = net:forward(x):clone()
+        if not train then return {y = y} end
+        net:zeroGradParameters()
+        return {y = y, gi = net:backward(x, go):clone(), g = flatGrads(net)}
+    end""")
+    optimize = lua.eval("function(net, x, mode) optnet.optimizeMemory(net, x, {mode = mode}) end")
+    clone = lua.eval("function(net) return net:clone() end")
+    lua.execute("torch.manualSeed(%d)" % int(rng.integers(1 << 30)))
+    for trial in range(12):
+        net = lua.call(make, int(rng.integers(2, 9)))
+        reference = lua.call(clone, net)
+        lua.call(optimize, net, fresh(lua, rng, [4], 3), mode)
+        for batch in (3, 6):
+            x, go = fresh(lua, rng, [4], batch), fresh(lua, rng, [2], batch)
+            got = lua.call(step, net, x, go, mode == "training")
+            want = lua.call(step, reference, x, go, mode == "training")
+            for key in (("y", "gi", "g") if mode == "training" else ("y",)):
+                assert np.array_equal(arr(lua, got[key]), arr(lua, want[key])), (trial, batch, key)
