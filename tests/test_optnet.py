@@ -462,9 +462,9 @@ end
 """
 
 
-@pytest.mark.parametrize("mode", ["inference", "training"])
-def test_random_networks_match_their_clone(lua, rng, mode):
-    make = lua.execute(FUZZ)
+def against_clones(lua, rng, make, mode, trials, batches):
+    """Builds `trials` networks with make(), optimizes each on a batch of 3 and checks it against its
+    unoptimized clone (output; in training also gradInput and every parameter's gradient) on fresh inputs."""
     step = lua.eval("""function(net, x, go, train)
         local y = net:forward(x):clone()
         if not train then return {y = y} end
@@ -474,13 +474,58 @@ def test_random_networks_match_their_clone(lua, rng, mode):
     optimize = lua.eval("function(net, x, mode) optnet.optimizeMemory(net, x, {mode = mode}) end")
     clone = lua.eval("function(net) return net:clone() end")
     lua.execute("torch.manualSeed(%d)" % int(rng.integers(1 << 30)))
-    for trial in range(12):
-        net = lua.call(make, int(rng.integers(2, 9)))
+    for trial in range(trials):
+        net = make()
         reference = lua.call(clone, net)
         lua.call(optimize, net, fresh(lua, rng, [4], 3), mode)
-        for batch in (3, 6):
+        for batch in batches:
             x, go = fresh(lua, rng, [4], batch), fresh(lua, rng, [2], batch)
             got = lua.call(step, net, x, go, mode == "training")
             want = lua.call(step, reference, x, go, mode == "training")
             for key in (("y", "gi", "g") if mode == "training" else ("y",)):
                 assert np.array_equal(arr(lua, got[key]), arr(lua, want[key])), (trial, batch, key)
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_random_networks_match_their_clone(lua, rng, mode):
+    make = lua.execute(FUZZ)
+    against_clones(lua, rng, lambda: lua.call(make, int(rng.integers(2, 9))), mode, 12, (3, 6))
+
+
+GRAPH_FUZZ = r"""
+-- a random nngraph DAG on (batch x 4) inputs: nodes read earlier nodes, several read the same one
+-- (their gradients are summed by the gModule), every node reaches the output
+return function()
+   local w = 4
+   local x = nn.Identity()()
+   local nodes, used = {x}, {}
+   local function pick(not_this)
+      local n = nodes[torch.random(1, #nodes)]
+      if n == not_this then n = nn.Identity()(n) else used[n] = true end
+      return n
+   end
+   for i = 1, torch.random(2, 9) do
+      local r = torch.random(1, 7)
+      local a = pick()
+      local n
+      if r == 1 then n = nn.Linear(w, w)(a)
+      elseif r == 2 then n = nn.ReLU(torch.random(0, 1) == 1)(nn.Linear(w, w)(a))
+      elseif r == 3 then n = nn.Tanh()(a)
+      elseif r == 4 then n = nn.CAddTable()({a, pick(a)})
+      elseif r == 5 then n = nn.Linear(2 * w, w)(nn.JoinTable(2)({a, pick(a)}))
+      elseif r == 6 then n = nn.CMulTable()({a, pick(a)})
+      else n = nn.ReLU()(a) end
+      nodes[#nodes + 1] = n
+   end
+   local ends = {}
+   for _, n in ipairs(nodes) do if not used[n] then ends[#ends + 1] = n end end
+   local last = #ends > 1 and nn.CAddTable()(ends) or ends[1]
+   return nn.gModule({x}, {nn.Linear(w, 2)(last)})
+end
+"""
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_random_graphs_match_their_clone(lua, rng, mode):
+    make = lua.execute(GRAPH_FUZZ)
+    against_clones(lua, rng, lambda: lua.call(make), mode, 15, (3, 5))
