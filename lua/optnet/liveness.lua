@@ -30,15 +30,16 @@ local function isChain(m)
    return name == 'nn.Sequential' or name == 'nn.gModule'
 end
 
--- Runs net forward on input (and backward on a copy of its output when
--- gradOutput == true) with every module watched. Returns a record:
---   storages[key] = {storage, sample (a tensor on it), order (of first sight), def, use, fwdUse (the last use
---                    going forward), phase ('forward' or
---                    'backward', where it was first written), producer (the module
---                    that first wrote it), leafReaders / gradReaders = {module=true}
---                    (the leaves that read it as input / as gradOutput)}
---   calls[module] = list of {a, b, method, input, gradOutput}
---   input, output, gradOutput, gradInput: the storage key sets of the pass's ends.
+-- Runs net forward on input (and, when withBackward, backward on a copy of its
+-- output) with every module watched. Returns
+--   storages[key] = {storage, sample (a tensor on it), order (of first sight),
+--                    def, use, fwdUse (the last use going forward), phase ('forward'
+--                    or 'backward': where it was first written), producer (the
+--                    module that first wrote it), leafReaders / gradReaders (sets of
+--                    the modules that read it as input / as gradOutput)}
+--   calls[module] = list of {a, b, method, input, gradOutput, noop}
+--   input, gradOutput: the storage keys of the pass's input and of the gradient
+--                      it was given.
 function liveness.run(net, input, withBackward)
    local clock, seen = 0, 0
    local storages, calls = {}, {}
@@ -102,7 +103,7 @@ function liveness.run(net, input, withBackward)
       end
    end
 
-   local function watch(m, method, original)
+   local function watch(method, original)
       return function(self, x, gradOutput, scale)
          clock = clock + 1
          local a = clock
@@ -142,7 +143,7 @@ function liveness.run(net, input, withBackward)
       local own = {}
       for _, name in ipairs(methods) do
          own[name] = rawget(m, name)
-         m[name] = watch(m, name, m[name])
+         m[name] = watch(name, m[name])
       end
       saved[m] = own
    end
@@ -166,12 +167,8 @@ function liveness.run(net, input, withBackward)
    if not ok then error(err, 0) end
    local gradOutput = err
 
-   return {
-      storages = storages, calls = calls, finalTick = clock + 1,
-      input = utils.storageKeys(input), output = utils.storageKeys(net.output),
-      gradOutput = gradOutput and utils.storageKeys(gradOutput) or {},
-      gradInput = withBackward and utils.storageKeys(net.gradInput) or {},
-   }
+   return {storages = storages, calls = calls, input = utils.storageKeys(input),
+           gradOutput = gradOutput and utils.storageKeys(gradOutput) or {}}
 end
 
 return liveness
