@@ -529,3 +529,17 @@ end
 def test_random_graphs_match_their_clone(lua, rng, mode):
     make = lua.execute(GRAPH_FUZZ)
     against_clones(lua, rng, lambda: lua.call(make), mode, 15, (3, 5))
+
+
+def test_bad_input_or_mode_leaves_the_network_as_it_was(lua, rng):
+    res = run(lua, """
+        local x, wrong = ...
+        local net = models.sequential()
+        local y = net:forward(x):clone()
+        local okInput, errInput = pcall(optnet.optimizeMemory, net, wrong)
+        local okMode, errMode = pcall(optnet.optimizeMemory, net, x, {mode = 'train'})
+        return {okInput = okInput, okMode = okMode, errMode = errMode, flag = net.__memoryOptimized == nil,
+                relu = net:get(2).inplace, same = torch.equal(net:forward(x), y), n = storageCount(net)}
+    """, fresh(lua, rng, [10], 3), fresh(lua, rng, [7], 3))
+    assert res.okInput is False and res.okMode is False and "'inference' or 'training'" in res.errMode
+    assert res.flag and res.relu is False and res.same and res.n == 5

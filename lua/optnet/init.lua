@@ -202,7 +202,12 @@ function optnet.optimizeMemory(net, input, opts)
       end))
    end)
    restore(saved)
-   if not ok then error(err, 0) end
+   if not ok then
+      for _, m in ipairs(utils.modules(net)) do  -- a failed pass leaves the flags as they were
+         if m.__optnetInplace ~= nil then m.inplace, m.__optnetInplace = m.__optnetInplace, nil end
+      end
+      error(err, 0)
+   end
 
    if not training then
       if option(opts.removeGradParams, true) then removeGradParams(net) end
