@@ -543,3 +543,33 @@ def test_bad_input_or_mode_leaves_the_network_as_it_was(lua, rng):
     """, fresh(lua, rng, [10], 3), fresh(lua, rng, [7], 3))
     assert res.okInput is False and res.okMode is False and "'inference' or 'training'" in res.errMode
     assert res.flag and res.relu is False and res.same and res.n == 5
+
+
+def test_remove_training_optimization_gives_gradinputs_back(lua, rng):
+    res = run(lua, """
+        local x = ...
+        local net, reference = prepared('resnet', 13, true)
+        local function gradStorages()
+           local seen, n = {}, 0
+           for _, m in ipairs(net:listModules()) do
+              if not m.modules and torch.isTensor(m.gradInput) and m.gradInput:storage() then
+                 local k = torch.pointer(m.gradInput:storage())
+                 if not seen[k] then seen[k] = true; n = n + 1 end
+              end
+           end
+           return n
+        end
+        local go = net:forward(x):clone():uniform()
+        net:backward(x, go); reference:forward(x); reference:backward(x, go)
+        local n0 = gradStorages()
+        optnet.optimizeMemory(net, x, {mode = 'training'})
+        net:forward(x); net:backward(x, go); reference:forward(x); reference:backward(x, go)
+        local n1 = gradStorages()
+        optnet.removeOptimization(net)
+        net:zeroGradParameters(); reference:zeroGradParameters()
+        net:forward(x); reference:forward(x)
+        local gi, gir = net:backward(x, go):clone(), reference:backward(x, go):clone()
+        return {n0 = n0, n1 = n1, n2 = gradStorages(), gi = gi, gir = gir, g = flatGrads(net), gr = flatGrads(reference)}
+    """, fresh(lua, rng, [3, 8, 8], 2))
+    assert res.n1 < res.n0 and res.n2 == res.n0
+    assert np.array_equal(arr(lua, res.gi), arr(lua, res.gir)) and np.array_equal(arr(lua, res.g), arr(lua, res.gr))
