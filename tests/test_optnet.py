@@ -92,11 +92,13 @@ function prepared(name, seed, train)
    return net, net:clone()
 end
 
-function storageCount(net)
+-- distinct storages of the leaves' outputs (or of another tensor field)
+function storageCount(net, field)
    local seen, n = {}, 0
    for _, m in ipairs(net:listModules()) do
-      if not m.modules and m.output:storage() then
-         local k = torch.pointer(m.output:storage())
+      local t = m[field or 'output']
+      if not m.modules and torch.isTensor(t) and t:storage() then
+         local k = torch.pointer(t:storage())
          if not seen[k] then seen[k] = true; n = n + 1 end
       end
    end
@@ -549,16 +551,7 @@ def test_remove_training_optimization_gives_gradinputs_back(lua, rng):
     res = run(lua, """
         local x = ...
         local net, reference = prepared('resnet', 13, true)
-        local function gradStorages()
-           local seen, n = {}, 0
-           for _, m in ipairs(net:listModules()) do
-              if not m.modules and torch.isTensor(m.gradInput) and m.gradInput:storage() then
-                 local k = torch.pointer(m.gradInput:storage())
-                 if not seen[k] then seen[k] = true; n = n + 1 end
-              end
-           end
-           return n
-        end
+        local function gradStorages() return storageCount(net, 'gradInput') end
         local go = net:forward(x):clone():uniform()
         net:backward(x, go); reference:forward(x); reference:backward(x, go)
         local n0 = gradStorages()
