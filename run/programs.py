@@ -16,7 +16,7 @@ they printed, and where they differ from Torch7, is docs/results/programs.md.
 fb.resnet.torch: CIFAR-10 from its own `gen/cifar10.t7` cache layout (a synthetic, learnable 10-class set of
 512 + 128 32x32 images, so nothing is downloaded), ResNet-20, `-nGPU 2 -nThreads 2` (cutorch's devices are
 CPU workers here); then `-resume`, `-testOnly` on the saved best model, `-netType preresnet`,
-`-shareGradInput true`, and the checkpoints read back by luatorch and by the pure-Python reader.
+`-shareGradInput true`, `-optnet true` (lua/optnet in training mode), and the checkpoints read back by luatorch and by the pure-Python reader.
 
 imagenet-multiGPU.torch: a folder of JPEGs in its train/val layout (4 classes, made with Pillow), its
 GoogLeNet-BN model (`-netType googlenetbn`), `-nGPU 2 -nDonkeys 2`, 3 iterations an epoch and its test pass;
@@ -139,6 +139,9 @@ def fb_resnet(git, work, epochs):
     rc, out = th(common + ["-depth", "20", "-nGPU", "2", "-nEpochs", "1", "-shareGradInput", "true", "-save",
                            "cks"], src)
     steps.check("-shareGradInput true, 1 epoch", rc == 0 and len(errors_of(out)) == 1, out, "exit %d" % rc)
+    # models/init.lua: optnet.optimizeMemory(model, sampleInput, {inplace = false, mode = 'training'})
+    rc, out = th(common + ["-depth", "20", "-nGPU", "2", "-nEpochs", "1", "-optnet", "true", "-save", "cko"], src)
+    steps.check("-optnet true, 1 epoch", rc == 0 and len(errors_of(out)) == 1, out, "exit %d" % rc)
     path = os.path.join(src, "ck", "model_%d.t7" % (epochs + 1))
     try:
         model, state = t7.load(path), t7.load(os.path.join(src, "ck", "optimState_%d.t7" % (epochs + 1)))
