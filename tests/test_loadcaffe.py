@@ -1,6 +1,6 @@
 """The loadcaffe package (lua/loadcaffe): Caffe prototxt + caffemodel into an nn.Sequential.
 
-Oracles: the protobuf package writes the files (tests/caffe_pb.py builds Caffe's messages from
+Oracles: the protobuf package writes the files (pytorch_bridge/caffe.py builds Caffe's messages from
 field numbers), and a NumPy implementation of Caffe's layer semantics written here (cross-correlation
 with pad/stride/group, pooling with Caffe's rounded-up output size and its padded averaging divisor,
 LRN across channels, inner product on the (C, H, W) flattening) computes the expected outputs on
@@ -11,8 +11,8 @@ import os
 import numpy as np
 import pytest
 
-import caffe_pb
 from pytorch_bridge import LuaError
+from pytorch_bridge import caffe as caffe_pb
 
 
 # ---------------------------------------------------------------- Caffe's semantics in NumPy

@@ -1,9 +1,9 @@
-"""Caffe's messages for the tests, made at run time with the protobuf package (no protoc, no caffe).
+"""Caffe's NetParameter messages, made at run time with the protobuf package (no protoc, no Caffe), to write
+Caffe models: the .caffemodel (binary) and the .prototxt (text format).
 
-Only the fields the loadcaffe tests write are declared, with caffe.proto's field numbers; the
-protobuf library then writes the binary .caffemodel (and, through text_format, the .prototxt),
-independently of luatorch's Lua reader. Also used by `luatorch programs neural-style` to make a
-small VGG-like model."""
+Only the fields that tests/test_loadcaffe.py and `luatorch programs neural-style` write are declared, with
+caffe.proto's field numbers, so the files come from Google's protobuf library, independently of the Lua reader
+in lua/loadcaffe. Needs the `protobuf` package (the test extra)."""
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -42,27 +42,26 @@ MESSAGES = {
     "LayerParameter": [("name", 1, OPT, "string", False), ("type", 2, OPT, "string", False),
                        ("bottom", 3, REP, "string", False), ("top", 4, REP, "string", False),
                        ("blobs", 7, REP, ".caffe.BlobProto", False),
-                       ("include", 8, REP, ".caffe.NetStateRule", False),
-                       ("convolution_param", 106, OPT, ".caffe.ConvolutionParameter", False),
-                       ("dropout_param", 108, OPT, ".caffe.DropoutParameter", False),
-                       ("inner_product_param", 117, OPT, ".caffe.InnerProductParameter", False),
-                       ("lrn_param", 118, OPT, ".caffe.LRNParameter", False),
-                       ("pooling_param", 121, OPT, ".caffe.PoolingParameter", False)],
+                       ("include", 8, REP, ".caffe.NetStateRule", False)],
     "V1LayerParameter": [("bottom", 2, REP, "string", False), ("top", 3, REP, "string", False),
                          ("name", 4, OPT, "string", False),
                          ("type", 5, OPT, ".caffe.V1LayerParameter.LayerType", False),
-                         ("blobs", 6, REP, ".caffe.BlobProto", False),
-                         ("convolution_param", 10, OPT, ".caffe.ConvolutionParameter", False),
-                         ("dropout_param", 12, OPT, ".caffe.DropoutParameter", False),
-                         ("inner_product_param", 17, OPT, ".caffe.InnerProductParameter", False),
-                         ("lrn_param", 18, OPT, ".caffe.LRNParameter", False),
-                         ("pooling_param", 19, OPT, ".caffe.PoolingParameter", False)],
+                         ("blobs", 6, REP, ".caffe.BlobProto", False)],
     "NetParameter": [("name", 1, OPT, "string", False), ("input", 3, REP, "string", False),
                      ("input_shape", 8, REP, ".caffe.BlobShape", False),
                      ("input_dim", 4, REP, "int32", False),
                      ("layer", 100, REP, ".caffe.LayerParameter", False),
                      ("layers", 2, REP, ".caffe.V1LayerParameter", False)],
 }
+
+# the layer parameter messages: their field numbers in LayerParameter and in V1LayerParameter
+for _field, _message, _new, _v1 in [("convolution_param", "ConvolutionParameter", 106, 10),
+                                    ("dropout_param", "DropoutParameter", 108, 12),
+                                    ("inner_product_param", "InnerProductParameter", 117, 17),
+                                    ("lrn_param", "LRNParameter", 118, 18),
+                                    ("pooling_param", "PoolingParameter", 121, 19)]:
+    MESSAGES["LayerParameter"].append((_field, _new, OPT, ".caffe." + _message, False))
+    MESSAGES["V1LayerParameter"].append((_field, _v1, OPT, ".caffe." + _message, False))
 
 ENUMS = {  # (owner message or None, enum name) -> values
     ("PoolingParameter", "PoolMethod"): [("MAX", 0), ("AVE", 1), ("STOCHASTIC", 2)],
