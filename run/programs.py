@@ -83,9 +83,12 @@ def clone(git, dest):
 
 
 def th(args, cwd, timeout=1800, env=None):
-    """`luatorch th` in cwd (with env's variables added); returns (exit status, output)."""
-    r = subprocess.run([sys.executable, "-m", "run.cli", "th", *args], cwd=cwd, capture_output=True, text=True,
-                       timeout=timeout, env=dict(os.environ, **(env or {})))
+    """`luatorch th` in cwd (with env's variables added); returns (exit status, output). It runs this checkout's
+    luatorch (python_module and child_env), not an installed one that `-m run.cli` in the program's folder finds."""
+    from run.launch import child_env, python_module
+
+    r = subprocess.run(python_module("run.cli", "th", *args), cwd=cwd, capture_output=True, text=True,
+                       timeout=timeout, env=child_env(**(env or {})))
     return r.returncode, r.stdout + r.stderr
 
 
