@@ -7,6 +7,7 @@ on a small data set made here in each program's own format, with their results c
     luatorch programs dcgan.torch GIT [--work DIR] [--epochs 3]
     luatorch programs pix2pix GIT [--work DIR] [--epochs 5]
     luatorch programs CycleGAN GIT [--work DIR] [--epochs 3]
+    luatorch programs neural-style GIT [--work DIR] [--epochs 1]
 
 GIT is a git copy (a clone or a bare repository) of the program; it is cloned into the work folder (a
 temporary one unless --work is given), so nothing of the program lands in this project. Each step prints
@@ -43,6 +44,13 @@ CycleGAN (junyanz/CycleGAN): unaligned trainA/trainB folders (B the colour negat
 (cycle_gan model: two resnet_6blocks generators, two PatchGAN discriminators, LSGAN, instance normalization, the
 `class` package) with its plot and picture windows, 3 epochs and 1 of decaying learning rate, in which the
 discriminators must learn; test.lua on testA/testB; continue_train=1; gpu=1.
+
+neural-style (jcjohnson/neural-style): a small VGG-19-like Caffe model with VGG-19's layer names (conv1_1 ...
+relu5_1, 8 to 24 channels, fixed random weights) written as an old-format prototxt and a caffemodel by the protobuf
+package, read by neural_style.lua through lua/loadcaffe; a 64 px content PNG (rectangles) and a style JPEG (stripes);
+40 iterations per --epochs of L-BFGS and of Adam on the CPU (-gpu -1), L-BFGS on cutorch (-gpu 0) and with
+-backend cudnn. Each run must find its content and 5 style layers by name, its printed total loss must fall to under
+half, and the output picture must be written.
 """
 import argparse
 import contextlib
@@ -510,9 +518,100 @@ def cyclegan(git, work, epochs):
                     out, "exit %d" % rc)
     return steps.failed
 
+# the layers of neural-style's VGG-19 up to relu5_1 (the last it uses), by block: (block, convolutions)
+VGG_BLOCKS = [(1, 2), (2, 2), (3, 4), (4, 4), (5, 1)]
+
+
+def small_vgg(proto, model, channels, seed):
+    """A VGG-19-like net with VGG-19's layer names (conv1_1, relu1_1, ..., pool4, conv5_1, relu5_1) but
+    `channels[b]` channels in block b, in Caffe's old V1 format as VGG_ILSVRC_19_layers_deploy.prototxt is,
+    with fixed random (He-scaled) weights; the prototxt and the caffemodel are written by the protobuf package."""
+    from pytorch_bridge import caffe
+
+    rng = np.random.default_rng(seed)
+    kind = caffe.CLASSES["V1LayerParameter"].LayerType.Value
+    net = caffe.NetParameter(name="small-VGG")
+    net.input.append("data")
+    net.input_dim.extend([10, 3, 224, 224])
+    bottom, c_in = "data", 3
+    for b, convs in VGG_BLOCKS:
+        c_out = channels[b - 1]
+        for i in range(1, convs + 1):
+            name = "conv%d_%d" % (b, i)
+            layer = net.layers.add(name=name, type=kind("CONVOLUTION"), bottom=[bottom], top=[name])
+            p = layer.convolution_param
+            p.num_output = c_out
+            p.pad.append(1)
+            p.kernel_size.append(3)
+            w = rng.standard_normal((c_out, c_in, 3, 3)) * np.sqrt(2.0 / (c_in * 9))
+            layer.blobs.append(caffe.blob(w, legacy=True))
+            layer.blobs.append(caffe.blob(rng.uniform(-0.1, 0.1, c_out), legacy=True))
+            net.layers.add(name="relu%d_%d" % (b, i), type=kind("RELU"), bottom=[name], top=[name])
+            bottom, c_in = name, c_out
+        if b < 5:
+            layer = net.layers.add(name="pool%d" % b, type=kind("POOLING"), bottom=[bottom], top=["pool%d" % b])
+            layer.pooling_param.pool = caffe.CLASSES["PoolingParameter"].PoolMethod.Value("MAX")
+            layer.pooling_param.kernel_size = 2
+            layer.pooling_param.stride = 2
+            bottom = "pool%d" % b
+    with open(proto, "w") as f:
+        f.write(caffe.text(net))
+    with open(model, "wb") as f:
+        f.write(caffe.binary(net))
+    return net
+
+
+def total_losses(output):
+    """neural-style's '  Total loss: X' lines, as numbers."""
+    return [float(m) for m in re.findall(r"Total loss: ([-0-9.e+naif]+)", output)]
+
+
+def neural_style(git, work, epochs):
+    from PIL import Image
+
+    src = os.path.join(work, "neural-style")
+    clone(git, src)
+    proto, model = os.path.join(src, "small_vgg.prototxt"), os.path.join(src, "small_vgg.caffemodel")
+    small_vgg(proto, model, (8, 12, 16, 24, 24), seed=3)
+    rng = np.random.default_rng(4)
+    # content: rectangles of random colours; style: diagonal stripes of two colours
+    Image.fromarray(rectangles(64, 5, 48, (10, 30), rng)).save(os.path.join(src, "content.png"))
+    yy, xx = np.mgrid[0:72, 0:72]
+    stripes = np.where(((yy + xx) // 6) % 2 == 0, 1, 0)[..., None]
+    style = np.where(stripes, np.array([230, 180, 30]), np.array([20, 40, 160])).astype(np.uint8)
+    Image.fromarray(style).save(os.path.join(src, "style.jpg"), quality=95)
+    steps = Steps()
+    iterations = 40 * epochs
+    common = ["neural_style.lua", "-style_image", "style.jpg", "-content_image", "content.png", "-proto_file", proto,
+              "-model_file", model, "-image_size", "64", "-num_iterations", str(iterations), "-print_iter", "10",
+              "-save_iter", "0", "-seed", "123"]
+    runs = [("L-BFGS on the CPU (-gpu -1 -backend nn)", ["-gpu", "-1", "-backend", "nn"], "out_lbfgs.png"),
+            ("Adam on the CPU (-gpu -1 -optimizer adam)", ["-gpu", "-1", "-backend", "nn", "-optimizer", "adam"],
+             "out_adam.png"),
+            ("L-BFGS on cutorch (-gpu 0)", ["-gpu", "0", "-backend", "nn"], "out_gpu.png"),
+            ("L-BFGS on cutorch with cudnn (-gpu 0 -backend cudnn)", ["-gpu", "0", "-backend", "cudnn"],
+             "out_cudnn.png")]
+    for what, extra, out_name in runs:
+        out_path = os.path.join(src, out_name)
+        rc, out = th(common + extra + ["-output_image", out_name], src)
+        losses = total_losses(out)
+        # every layer neural-style asks for was found by its loadcaffe name (relu4_2 content, 5 style layers)
+        found = out.count("Setting up content layer") == 1 and out.count("Setting up style layer") == 5
+        picture = None
+        if os.path.exists(out_path):
+            picture = np.asarray(Image.open(out_path).convert("RGB"))
+        ok = (rc == 0 and found and len(losses) == iterations // 10 and all(np.isfinite(losses))
+              and losses[-1] < losses[0] / 2 and picture is not None and picture.shape[:2] == (64, 64)
+              and picture.std() > 1)
+        steps.check("neural_style.lua, %s, %d iterations: total loss %s; %s" % (
+            what, iterations, " -> ".join("%.4g" % v for v in losses),
+            "%s %s" % (out_name, "x".join(map(str, picture.shape))) if picture is not None else "no picture"),
+            ok, out, "exit %d" % rc)
+    return steps.failed
+
 
 PROGRAMS = {"fb.resnet.torch": fb_resnet, "imagenet-multiGPU.torch": imagenet_multigpu, "char-rnn": char_rnn,
-            "dcgan.torch": dcgan, "pix2pix": pix2pix, "CycleGAN": cyclegan}
+            "dcgan.torch": dcgan, "pix2pix": pix2pix, "CycleGAN": cyclegan, "neural-style": neural_style}
 
 
 def main(argv=None):
@@ -523,7 +622,7 @@ def main(argv=None):
     p.add_argument("--work", help="folder to clone and run in (default: a temporary one, removed after)")
     p.add_argument("--epochs", type=int,
                    help="epochs of the first run (default: 3 for fb.resnet.torch and dcgan.torch, 4 for char-rnn, "
-                        "5 for pix2pix, 3 (+ 1 decaying) for CycleGAN, else 1)")
+                        "5 for pix2pix, 3 (+ 1 decaying) for CycleGAN, else 1; neural-style: 40 iterations per epoch)")
     a = p.parse_args(argv)
     if not os.path.exists(a.git):
         p.error("no such git copy: %s" % a.git)

@@ -1,6 +1,6 @@
 """`luatorch programs`: real Torch7 programs from a git copy of their repository (FB_RESNET_GIT names one of
 fb.resnet.torch, CHAR_RNN_GIT one of karpathy/char-rnn, DCGAN_GIT one of soumith/dcgan.torch, PIX2PIX_GIT one of phillipi/pix2pix,
-CYCLEGAN_GIT one of junyanz/CycleGAN; without it that run skips), and the data sets made for them in their own format."""
+CYCLEGAN_GIT one of junyanz/CycleGAN, NEURAL_STYLE_GIT one of jcjohnson/neural-style; without it that run skips), and the data sets made for them in their own format."""
 import os
 import subprocess
 import sys
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from run.programs import (GRAMMAR, cifar_like, colour_folder, grammar_text, grammatical_share, grid_cells, mean_l1,
-                          paired_folder, unaligned_folder, val_losses)
+                          paired_folder, small_vgg, total_losses, unaligned_folder, val_losses)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -142,3 +142,31 @@ def test_the_unaligned_folders_hold_negatives_of_other_pictures(tmp_path):
 @pytest.mark.skipif(not os.environ.get("CYCLEGAN_GIT"), reason="CYCLEGAN_GIT (a git copy of junyanz/CycleGAN) not set")
 def test_cyclegan_runs_unmodified():
     _every_step_passes("CycleGAN", os.environ["CYCLEGAN_GIT"], 600)
+
+
+def test_small_vgg_loads_with_neural_styles_layer_names(rt, tmp_path):
+    # neural-style finds its layers by these names; the weights are the caffemodel's
+    proto, model = str(tmp_path / "vgg.prototxt"), str(tmp_path / "vgg.caffemodel")
+    net = small_vgg(proto, model, (2, 3, 4, 5, 6), seed=1)
+    got = rt.eval("""function(proto, model)
+       require 'loadcaffe'
+       local cnn = loadcaffe.load(proto, model, 'nn')
+       local names = {}
+       for i = 1, #cnn do names[i] = cnn:get(i).name .. ' ' .. torch.type(cnn:get(i)) end
+       return table.concat(names, ','), cnn:get(29).weight, #cnn
+    end""")(proto, model)
+    names = got[0].split(",")
+    assert got[2] == 30 and names[:5] == ["conv1_1 nn.SpatialConvolution", "relu1_1 nn.ReLU",
+                                          "conv1_2 nn.SpatialConvolution", "relu1_2 nn.ReLU",
+                                          "pool1 nn.SpatialMaxPooling"]
+    assert names[22] == "relu4_2 nn.ReLU" and names[-1] == "relu5_1 nn.ReLU" and names[-2] == "conv5_1 nn.SpatialConvolution"
+    want = np.array(net.layers[-2].blobs[0].data, np.float32).reshape(6, 5, 3, 3)
+    np.testing.assert_array_equal(np.array(rt.to_numpy(got[1])), want)
+    assert total_losses("Iteration 10 / 40\n  Total loss: 1.5e+03\n  Total loss: 42.000000\n") == [1500.0, 42.0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("NEURAL_STYLE_GIT"),
+                    reason="NEURAL_STYLE_GIT (a git copy of jcjohnson/neural-style) not set")
+def test_neural_style_runs_unmodified():
+    _every_step_passes("neural-style", os.environ["NEURAL_STYLE_GIT"], 900)
