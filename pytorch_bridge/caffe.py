@@ -38,6 +38,7 @@ MESSAGES = {
     "InnerProductParameter": [("num_output", 1, OPT, "uint32", False), ("bias_term", 2, OPT, "bool", False),
                               ("axis", 5, OPT, "int32", False)],
     "DropoutParameter": [("dropout_ratio", 1, OPT, "float", False)],
+    "ReLUParameter": [("negative_slope", 1, OPT, "float", False)],
     "NetStateRule": [("phase", 1, OPT, ".caffe.Phase", False)],
     "LayerParameter": [("name", 1, OPT, "string", False), ("type", 2, OPT, "string", False),
                        ("bottom", 3, REP, "string", False), ("top", 4, REP, "string", False),
@@ -59,7 +60,8 @@ for _field, _message, _new, _v1 in [("convolution_param", "ConvolutionParameter"
                                     ("dropout_param", "DropoutParameter", 108, 12),
                                     ("inner_product_param", "InnerProductParameter", 117, 17),
                                     ("lrn_param", "LRNParameter", 118, 18),
-                                    ("pooling_param", "PoolingParameter", 121, 19)]:
+                                    ("pooling_param", "PoolingParameter", 121, 19),
+                                    ("relu_param", "ReLUParameter", 123, 30)]:
     MESSAGES["LayerParameter"].append((_field, _new, OPT, ".caffe." + _message, False))
     MESSAGES["V1LayerParameter"].append((_field, _v1, OPT, ".caffe." + _message, False))
 

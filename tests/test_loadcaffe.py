@@ -341,6 +341,40 @@ def test_double_blobs(rt, rng, tmp_path):
     check_forward(rt, rng, lnet, layers, shape)
 
 
+@pytest.mark.parametrize("v1", [True, False], ids=["v1", "new"])
+def test_activations(rt, rng, tmp_path, v1):
+    # Sigmoid, TanH and a leaky ReLU (negative_slope) between two inner products, nn and cudnn classes
+    w1, b1 = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    w2, b2 = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    slope = float(np.float32(rng.uniform(0.05, 0.3)))
+    net = caffe_pb.NetParameter()
+    net.input_dim.extend([1, 5])
+    add = net.layers.add if v1 else net.layer.add
+    kind = (lambda t: caffe_pb.CLASSES["V1LayerParameter"].LayerType.Value(t)) if v1 else \
+        {"INNER_PRODUCT": "InnerProduct", "SIGMOID": "Sigmoid", "TANH": "TanH", "RELU": "ReLU"}.get
+    for name, t, w, b in (("ip1", "INNER_PRODUCT", w1, b1), ("sig", "SIGMOID", 0, 0), ("ip2", "INNER_PRODUCT", w2, b2),
+                          ("tanh", "TANH", 0, 0), ("leaky", "RELU", 0, 0)):
+        layer = add(name=name, type=kind(t))
+        if t == "INNER_PRODUCT":
+            layer.inner_product_param.num_output = w.shape[0]
+            layer.blobs.extend([caffe_pb.blob(w, legacy=v1), caffe_pb.blob(b, legacy=v1)])
+        if name == "leaky":
+            layer.relu_param.negative_slope = slope
+    proto, model = save(tmp_path, net)
+    x = rng.standard_normal(5)
+    h = np.tanh(w2 @ (1 / (1 + np.exp(-(w1 @ x + b1)))) + b2)
+    want = np.where(h > 0, h, slope * h)
+    for backend, types in (("nn", ["nn.Linear", "nn.Sigmoid", "nn.Linear", "nn.Tanh", "nn.LeakyReLU"]),
+                           ("cudnn", ["nn.Linear", "cudnn.Sigmoid", "nn.Linear", "cudnn.Tanh", "nn.LeakyReLU"])):
+        lnet, names, got_types = run(rt, LOAD, proto, model, backend)
+        # the declared input is flat: no View before the first inner product
+        assert lua_list(names) == ["ip1", "sig", "ip2", "tanh", "leaky"]
+        assert lua_list(got_types) == types
+        lnet = run(rt, "local net = ...; return net:double()", lnet)
+        got = np.array(rt.to_numpy(rt.call(lnet.forward, lnet, rt.from_numpy(x))))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
 def test_unsupported_layer_is_named_and_left_out(rt, rng, tmp_path, capfd):
     shape = (3, 11, 11)
     layers = random_net(rng, shape)
