@@ -341,6 +341,27 @@ def test_double_blobs(rt, rng, tmp_path):
     check_forward(rt, rng, lnet, layers, shape)
 
 
+def test_convolution_without_bias_and_per_axis_lists(rt, rng, tmp_path):
+    # bias_term: false (one blob), and newer Caffe's kernel_size/stride/pad given twice: (h, w)
+    w = rng.standard_normal((3, 2, 3, 2)).astype(np.float32)
+    net = caffe_pb.NetParameter()
+    net.input_shape.add().dim.extend([1, 2, 9, 8])
+    layer = net.layer.add(name="conv", type="Convolution")
+    cp = layer.convolution_param
+    cp.num_output, cp.bias_term = 3, False
+    cp.kernel_size.extend([3, 2])
+    cp.stride.extend([2, 1])
+    cp.pad.extend([1, 0])
+    layer.blobs.append(caffe_pb.blob(w))
+    proto, model = save(tmp_path, net)
+    lnet, names, types = run(rt, LOAD, proto, model, "nn")
+    assert lua_list(names) == ["conv"] and lua_list(types) == ["nn.SpatialConvolution"]
+    assert run(rt, "local net = ...; return net:get(1).bias == nil", lnet)
+    x = rng.standard_normal((2, 9, 8))
+    got = np.array(rt.to_numpy(rt.call(lnet.forward, lnet, rt.from_numpy(x))))
+    np.testing.assert_allclose(got, conv(x, w, None, (2, 1), (1, 0), 1), rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("v1", [True, False], ids=["v1", "new"])
 def test_activations(rt, rng, tmp_path, v1):
     # Sigmoid, TanH and a leaky ReLU (negative_slope) between two inner products, nn and cudnn classes
