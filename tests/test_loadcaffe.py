@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from pytorch_bridge import LuaError
-from pytorch_bridge import caffe as caffe_pb
+
+pytest.importorskip("google.protobuf", reason="the protobuf package (the test extra) writes the Caffe files")
+from pytorch_bridge import caffe as caffe_pb  # noqa: E402
 
 
 # ---------------------------------------------------------------- Caffe's semantics in NumPy

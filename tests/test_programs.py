@@ -146,6 +146,7 @@ def test_cyclegan_runs_unmodified():
 
 def test_small_vgg_loads_with_neural_styles_layer_names(rt, tmp_path):
     # neural-style finds its layers by these names; the weights are the caffemodel's
+    pytest.importorskip("google.protobuf", reason="the protobuf package (the test extra) writes the Caffe files")
     proto, model = str(tmp_path / "vgg.prototxt"), str(tmp_path / "vgg.caffemodel")
     net = small_vgg(proto, model, (2, 3, 4, 5, 6), seed=1)
     got = rt.eval("""function(proto, model)
