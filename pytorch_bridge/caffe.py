@@ -4,7 +4,10 @@ Caffe models: the .caffemodel (binary) and the .prototxt (text format).
 Only the fields that tests/test_loadcaffe.py and `luatorch programs neural-style` write are declared, with
 caffe.proto's field numbers, so the files come from Google's protobuf library, independently of the Lua reader
 in lua/loadcaffe. Needs the `protobuf` package (the test extra)."""
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+try:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+except ImportError as e:   # an optional dependency (the test extra)
+    raise ImportError("writing Caffe models needs the protobuf package: pip install protobuf") from e
 
 F = descriptor_pb2.FieldDescriptorProto
 OPT, REP = F.LABEL_OPTIONAL, F.LABEL_REPEATED
