@@ -287,9 +287,9 @@ def expected_kernels(resolve=True):
         for d in ("fwd", "bwd"):
             k["adaptive_pooling"]["lt_adaptive_avgpool_%s_%s" % (d, t)] = ",".join([P, P] + [Q] * 5)
             k["adaptive_pooling"]["lt_adaptive_maxpool_%s_%s" % (d, t)] = ",".join([P, P, P] + [Q] * 5)
-    for t in ("Float", "Double"):
         k["gather_map"]["lt_rows_acc_%s" % t] = ",".join([P] * 5 + [Q, Q, sc(t), Q])
         k["gather_map"]["lt_rows_renorm_%s" % t] = ",".join([P, P, Q, Q, sc(t), sc(t)])
+    for t in ("Float", "Double"):
         for idx in ("i32", "i64"):
             k["histc"]["lt_histc_partial_%s_%s" % (t, idx)] = ",".join([T, Q, Q, sc(t), sc(t), Q, P])
             k["histc"]["lt_histc_total_%s_%s" % (t, idx)] = ",".join([T, P, Q, Q])

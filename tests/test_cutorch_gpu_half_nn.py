@@ -37,7 +37,8 @@ def test_the_kernel_class_list_is_nns_modules_that_call_kernels(rt):
 
 
 # constructor, input shape, and for a criterion its target: "classes" (one per row, 1-based), "labels" (each row's
-# classes, then zeros), "values" (half the input), "signs" (+-1), "probs" (in [0, 1]; the input too)
+# classes, then zeros), "values" (half the input), "signs" (+-1), "probs" (in [0, 1]; the input too), "pixels" (a
+# class per pixel: N x H x W for an N x C x H x W input)
 MODULES = {
     "SpatialConvolution": ("nn.SpatialConvolution(3, 5, 3, 3, 1, 1, 1, 1)", (2, 3, 7, 6)),
     "SpatialConvolution stride 2, no bias": ("nn.SpatialConvolution(4, 3, 3, 3, 2, 2):noBias()", (2, 4, 9, 8)),
@@ -78,6 +79,7 @@ MODULES = {
         return nn.Sequential():add(p):add(nn.SpatialMaxUnpooling(p)) end)()""", (2, 3, 6, 4)),
     "TemporalMaxPooling": ("nn.TemporalMaxPooling(3, 2)", (2, 9, 5)),
     "PReLU": ("nn.PReLU(4)", (4, 3, 5)),
+    "SoftMin": ("nn.SoftMin()", (5, 9)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
     # (the ReLU first, on the input both modules share: deeper, a value half's rounding moves across 0 would pass
     # or stop another gradient)
@@ -100,6 +102,9 @@ MODULES = {
     "L1Cost": ("nn.L1Cost()", (4, 7), "values"),
     "HingeEmbeddingCriterion": ("nn.HingeEmbeddingCriterion(0.6)", (11,), "signs"),
     "MSECriterion": ("nn.MSECriterion()", (4, 6), "values"),
+    "SpatialClassNLLCriterion": ("nn.SpatialClassNLLCriterion()", (2, 5, 3, 4), "pixels"),
+    "SpatialClassNLLCriterion weights, summed": (
+        "nn.SpatialClassNLLCriterion(torch.Tensor{0.5, 2, 1, 0.25}, false)", (3, 4, 2, 3), "pixels"),
 }
 # these take their input as the transpose of a contiguous tensor
 NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed"}
@@ -122,6 +127,9 @@ HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in (
     "TemporalMaxPooling")}
 HALF_ON_GPU |= {name for name in MODULES if len(MODULES[name]) > 2 and name.split()[0] not in (
     "ClassNLLCriterion", "CrossEntropyCriterion")}
+# SoftMin: the softmax's Half kernels on the negated input (negation is exact in half); SpatialClassNLLCriterion:
+# classnll.cu's Half kernels over the pixels as rows
+HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SoftMin", "SpatialClassNLLCriterion")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}
@@ -156,7 +164,9 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
         for row in classes:
             k = rng.integers(1, shape[-1])
             row[:k] = rng.permutation(shape[-1])[:k] + 1
-    if kind == "classes" or kind == "labels":
+    if kind == "pixels":
+        classes = rng.integers(1, shape[1] + 1, size=(shape[0],) + shape[2:]).astype(np.float64)
+    if kind in ("classes", "labels", "pixels"):
         target = None
     transposed = name in NONCONTIGUOUS
     if transposed:   # given as the transpose of a contiguous tensor of the last two sizes swapped
@@ -229,6 +239,61 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
         assert h.shape == d.shape, (name, what)
         scale = max(np.abs(d).max(), 1e-3)
         np.testing.assert_allclose(h, d, rtol=4e-3, atol=4e-3 * scale, err_msg="%s: %s" % (name, what))
+
+
+LOOKUPS = {
+    "repeated indices": ("nn.LookupTable(9, 5)", [[1, 4, 4], [9, 1, 4]]),
+    "paddingValue 4, scaleGradByFreq": ("nn.LookupTable(9, 7, 4):scaleGradByFreq()", [[1, 4, 4], [9, 1, 2]]),
+    "maxNorm 1.5, a vector": ("nn.LookupTable(7, 6, 0, 1.5)", [3, 3, 7, 1, 2]),
+    "maxNorm 2 in the 1-norm": ("nn.LookupTable(7, 3, 0, 2, 1)", [[2, 6], [6, 5]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOKUPS))
+def test_lookup_table_in_half(cunn, rng, name):
+    """nn.LookupTable with a half weight, given indices: its output rows, weight (renormalized where maxNorm asks)
+    and gradient (accumulated with a scale onto a nonzero one; repeated indices summed) are the float module's
+    rounded once to half, exactly (each sums in float and rounds once), and with a second accumulation the double
+    module's within half precision; on the GPU backend no float copy is made."""
+    rt = cunn
+    ctor, idx = LOOKUPS[name]
+    r = rt.eval("""function(idx, seed)
+       torch.manualSeed(seed)
+       local proto = %s
+       proto.weight:mul(2)
+       proto.gradWeight:uniform(-1, 1)
+       proto:type('torch.CudaHalfTensor')
+       local count = function() local n = 0 for _, v in pairs(cunn.halfThroughFloat()) do n = n + v end return n end
+       local before = count()
+       local versions = {proto, proto:clone():type('torch.CudaTensor'), proto:clone():double()}
+       local out = {}
+       for k, tt in ipairs {'torch.CudaHalfTensor', 'torch.CudaTensor', 'torch.DoubleTensor'} do
+          local m = versions[k]
+          local input = k == 3 and idx:long() or idx:cuda()
+          local y = m:forward(input)
+          torch.manualSeed(seed + 1)
+          local go = torch.DoubleTensor(y:size()):normal():type('torch.CudaHalfTensor'):type(tt)
+          m:backward(input, go, 0.5)
+          local once = m.gradWeight:double():clone()   -- (:double() of a DoubleTensor is itself)
+          m:accGradParameters(input, go * 3, 2)
+          out[k] = {y:double():clone(), once, m.weight:double():clone(), m.gradWeight:double(), torch.type(y),
+                    torch.type(m.gradWeight)}
+          if k == 1 then out.throughFloat = count() - before end
+       end
+       return out
+    end""" % ctor)(rt.from_numpy(np.asarray(idx, dtype=np.float64)), int(rng.integers(1 << 30)))
+    half, flt, dbl = r[1], r[2], r[3]
+    assert (half[5], half[6]) == ("torch.CudaHalfTensor", "torch.CudaHalfTensor")
+    for i, what in ((1, "output"), (2, "gradWeight"), (3, "weight"), (4, "gradWeight accumulated twice")):
+        h = rt.to_numpy(half[i])
+        if i < 4:   # (the second accumulation adds to a half gradient: not the float one rounded once)
+            np.testing.assert_array_equal(h, rt.to_numpy(flt[i]).astype(np.float16).astype(np.float64), err_msg=what)
+        d = rt.to_numpy(dbl[i])
+        np.testing.assert_allclose(h, d, rtol=4e-3, atol=4e-3 * np.abs(d).max(), err_msg=what)
+    if rt.eval("cutorch.backend") == "gpu":
+        assert r["throughFloat"] == 0
+    else:
+        assert r["throughFloat"] > 0
 
 
 def test_a_half_network_trains_as_the_float_one(cunn, rng):

@@ -173,21 +173,22 @@ end
 for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do softmaxOnDevice(class, true) end
 for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do softmaxOnDevice(class, false) end
 
--- SoftMin: the SoftMax of -x, its gradient negated (as the CPU module computes it)
+-- SoftMin: the SoftMax of -x, its gradient negated (as the CPU module computes it). In half the negations are exact,
+-- so the softmax's Half kernels give the float module's results rounded once: no float copies.
 onDevice(nn.SoftMin, 'updateOutput', function(self, input)
-   self.mininput = self.mininput or input.new()
-   self.mininput:resizeAs(input):copy(input):mul(-1)
+   self.mininput = self.mininput and self.mininput:type() == input:type() and self.mininput or input.new()
+   self.mininput:resizeAs(input):mul(input, -1)
    self.output:resizeAs(input)
    check(C.lt_cuops_softmax_forward(opsOf(input), nil, self.output._c, self.mininput._c), 2)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.SoftMin, 'updateGradInput', function(self, input, gradOutput)
    gradOutput = gradOutput:contiguous()
    self.gradInput:resizeAs(input)
    check(C.lt_cuops_softmax_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
    self.gradInput:mul(-1)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- cutorch's ClassNLLCriterion takes targets of any Cuda type (or a number): the kernels take a CudaLongTensor.
 local function deviceTarget(self, target) return self:_longTarget(target, 'torch.CudaLongTensor') end
@@ -218,7 +219,7 @@ end, HALF_KERNELS)
 -- SpatialClassNLLCriterion: the ClassNLLCriterion kernels over the N*H*W pixels as rows, the N x C x H x W input
 -- laid out as (N*H*W) x C by a device copy of its N x H x W x C permutation, the target as N*H*W classes; the
 -- gradient comes back in the input's layout. With sizeAverage both divide by the summed weights of all the
--- pixels, as the CPU kernel does.
+-- pixels, as the CPU kernel does. Half runs the kernels' Half instantiation (the copies are exact).
 local function pixelRows(self, input, target, fn)
    local function sz(t) return table.concat(t:size():totable(), 'x') end
    if input:dim() ~= 4 then
@@ -250,8 +251,10 @@ onDevice(nn.SpatialClassNLLCriterion, 'updateOutput', function(self, input, targ
    pixelCheck(fn, C.lt_cuops_classnll_forward(opsOf(input), nil, rows._c, t._c, deviceWeights(self, input),
                                               self.sizeAverage and 1 or 0, -100, loss, totalWeight))
    self.output, self._gpuTotalWeight = loss[0], totalWeight[0]
+   -- half: summed in float by the Half kernel, rounded to half as ClassNLLCriterion's
+   if input._c.type == HALF then self.output = tonumber(C.lt_half_to_float(C.lt_float_to_half(self.output))) end
    return self.output, self._gpuTotalWeight
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialClassNLLCriterion, 'updateGradInput', function(self, input, target)
    local fn = 'SpatialClassNLLCriterion_updateGradInput'
    if not self._gpuTotalWeight then self:updateOutput(input, target) end
@@ -264,13 +267,15 @@ onDevice(nn.SpatialClassNLLCriterion, 'updateGradInput', function(self, input, t
    local N, Cl, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
    self.gradInput:resizeAs(input):copy(self._gpuGradRows:view(N, H, W, Cl):permute(1, 4, 2, 3))
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- LookupTable
 
 -- With its weight in GPU memory (the indices may be in host or GPU memory, of any integer or float type, read on
 -- the host as the CPU kernel reads them): the rows gathered on the device, the gradient summed per row without
 -- atomics (scaleGradByFreq and paddingValue as on the CPU), max-norm renormalization of the rows named.
+-- A half weight runs the kernels' Half instantiations (gather_map.cu's map and rows, in float): no float copies.
+cunn._halfOnGPU['nn.LookupTable'] = true
 local function lookupOnDevice(name, gpu)
    local host = nn.LookupTable[name]
    nn.LookupTable[name] = function(self, input, ...)

@@ -720,7 +720,7 @@ int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tens
   static const char fn[] = "LookupTable_accGradParameters";
   if (lookup_matrix(fn, gradWeight, "gradWeight")) return -1;
   const int dev = gradWeight->storage->device, type = lt_host_type(gradWeight->type);
-  const lt_cuops *ops = layer_ops(fn, gradWeight, 0);
+  const lt_cuops *ops = layer_ops(fn, gradWeight, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput")) return -1;
   if (gradOutput->type != gradWeight->type)
     return lt_fail("%s: gradOutput is a %s tensor, gradWeight a %s one", fn, tname(gradOutput->type), tname(type));
@@ -762,7 +762,7 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
   if (lookup_matrix(fn, weight, "weight")) return -1;
   if (norm_type <= 0) return lt_fail("%s: normType must be positive, got %g", fn, norm_type);
   const int type = lt_host_type(weight->type);
-  const lt_cuops *ops = layer_ops(fn, weight, 0);
+  const lt_cuops *ops = layer_ops(fn, weight, 1);
   int64_t *idx, n, m = 0;
   if (!ops || lookup_rows(fn, input, weight->size[0], &idx, &n)) return -1;
   void *lists = NULL;
