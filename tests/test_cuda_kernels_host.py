@@ -264,6 +264,9 @@ def expected_kernels(resolve=True):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])
+        k["nn_pointwise"]["lt_prelu_fwd_%s" % t] = ",".join([P, P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_prelu_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_prelu_acc_%s" % t] = ",".join([P, Q, P, P, Q, Q, Q, sc(t)])
     # (Half: the nn layers' kernels that nn's modules reach with device half tensors)
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):

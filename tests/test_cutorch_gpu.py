@@ -465,7 +465,7 @@ LAYERS = {
     "Square": ("nn.Square()", (5, 7)), "Power": ("nn.Power(3)", (5, 7)),
     "Log of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Log())", (5, 7)),
     "Sqrt of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Sqrt(0.1))", (5, 7)),
-    # the gather layers (native/cuda/gather_map.cu), and PReLU: compositions of the device's methods
+    # the gather layers (native/cuda/gather_map.cu), and PReLU (native/cuda/nn_pointwise.cu)
     "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 3, 0)", (2, 3, 4, 5)),
     "SpatialZeroPadding cropping, 3-D": ("nn.SpatialZeroPadding(-1, 2, 1, -2)", (3, 5, 4)),
     "SpatialReflectionPadding": ("nn.SpatialReflectionPadding(2, 1, 3, 0)", (2, 3, 4, 5)),

@@ -695,63 +695,10 @@ end)
 
 -- ---------------------------------------------------------------- PReLU
 
--- y = max(x, 0) + w min(x, 0), its slopes a view of the weight expanded over the input (one per channel, or
--- one for all); composed of the device's clamp, sign and fused multiply-adds. Buffers off the module.
-local preluBuffers = setmetatable({}, {__mode = 'k'})
-local function preluSlopes(self, input)
-   local nd = input:dim()
-   local cdim = (nd == 1 or nd == 3) and 1 or 2
-   local shape = {}
-   for k = 1, nd do shape[k] = 1 end
-   if self.nOutputPlane > 0 then
-      if nd < 1 or nd > 4 or input:size(cdim) ~= self.nOutputPlane then
-         error(string.format('nn.PReLU: input %s does not have %d channels in dim %d (expected a 1-D to 4-D input ' ..
-                             'with the channels in dim 1, or dim 2 when batched)',
-                             table.concat(input:size():totable(), 'x'), self.nOutputPlane, cdim), 4)
-      end
-      shape[cdim] = self.nOutputPlane
-   end
-   local buf = preluBuffers[self]
-   if not buf or torch.type(buf.a) ~= torch.type(input) then
-      buf = {a = input.new(), b = input.new()}
-      preluBuffers[self] = buf
-   end
-   return self.weight:view(table.unpack(shape)):expandAs(input), buf, cdim
-end
-onDevice(nn.PReLU, 'updateOutput', function(self, input)
-   local w, buf = preluSlopes(self, input)
-   buf.a:resizeAs(input):copy(input):clamp(-math.huge, 0)
-   self.output:resizeAs(input):copy(input):clamp(0, math.huge):addcmul(1, w, buf.a)
-   return self.output
-end)
--- buf.a: 1 where x > 0, else 0; buf.b: 1 - that
-local function preluMasks(buf, input)
-   buf.a:resizeAs(input):copy(input):clamp(0, math.huge):sign()
-   buf.b:resizeAs(input):copy(buf.a):mul(-1):add(1)
-end
-onDevice(nn.PReLU, 'updateGradInput', function(self, input, gradOutput)
-   local w, buf = preluSlopes(self, input)
-   preluMasks(buf, input)
-   self.gradInput:resizeAs(input):cmul(gradOutput, buf.a)
-   buf.b:cmul(gradOutput)
-   self.gradInput:addcmul(1, w, buf.b)
-   return self.gradInput
-end)
-onDevice(nn.PReLU, 'accGradParameters', function(self, input, gradOutput, scale)
-   local _, buf, cdim = preluSlopes(self, input)
-   preluMasks(buf, input)
-   buf.b:cmul(input):cmul(gradOutput)   -- x gradOutput where x <= 0
-   if self.nOutputPlane == 0 then
-      self.gradWeight:add(scale or 1, buf.b:view(-1):sum(1))
-   else
-      local s = buf.b
-      for k = s:dim(), 1, -1 do
-         if k ~= cdim then s = s:sum(k) end
-      end
-      self.gradWeight:add(scale or 1, s:view(self.nOutputPlane))
-   end
-   return self.gradWeight
-end)
+-- nn.PReLU's own methods: its C kernel sends device tensors to nn_pointwise.cu's PReLU kernels (one launch each
+-- way; the weight's gradient a block-per-channel sum), which have a Half instantiation computing in float: half
+-- stays half, no float copies.
+cunn._halfOnGPU['nn.PReLU'] = true
 
 -- ---------------------------------------------------------------- a kernel per output position
 

@@ -10,6 +10,15 @@
  *     gradIn may be gradOut.
  * T is Float, Double or Half; values are computed in lt_acc_t<T> (float for Half), a and b rounded to it first
  * (as the CPU kernel rounds them to its real type), and the result rounded once to T. Grid-stride loops: any launch geometry.
+ *
+ * nn.PReLU (native/src/nn_pointwise_prelu.c's geometry: contiguous (outer, planes, inner) blocks, element
+ * (o, c, k) at (o*planes + c)*inner + k, weight w[c]; one shared weight: planes 1):
+ *   lt_prelu_fwd_<T>(T* out, const T* in, const T* w, q n, q planes, q inner)     out = x > 0 ? x : w[c] x
+ *   lt_prelu_bwd_<T>(T* gradIn, const T* gradOut, const T* in, const T* w, q n, q planes, q inner)
+ *     gradIn = x > 0 ? dy : w[c] dy
+ *   lt_prelu_acc_<T>(T* gradWeight, q gwStride, const T* gradOut, const T* in, q outer, q planes, q inner, A scale)
+ *     gradWeight[c*gwStride] += scale * (sum over x <= 0 of x dy), a block per channel (blockDim.x a multiple of
+ *     32), summed in A: a Half gradient is the Float one rounded once.
  */
 #include "lt_cuda_common.cuh"
 
@@ -128,3 +137,61 @@ LT_D void lt_nn_pw_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, lt_cu_tensor re
 LT_IF_Float(LT_NN_PW(float, Float))
 LT_IF_Double(LT_NN_PW(double, Double))
 LT_IF_Half(LT_NN_PW(__half, Half))
+
+template <typename T>
+LT_D void lt_prelu_fwd_impl(T *out, const T *in, const T *w, long long n, long long planes, long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, i, n) {
+    const A x = lt_cast<A>(in[i]);
+    out[i] = x > (A)0 ? in[i] : lt_cast<T>(lt_cast<A>(w[(i / inner) % planes]) * x);
+  }
+}
+
+template <typename T>
+LT_D void lt_prelu_bwd_impl(T *gin, const T *gout, const T *in, const T *w, long long n, long long planes,
+                            long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, i, n) {
+    const A a = lt_cast<A>(w[(i / inner) % planes]);
+    gin[i] = lt_cast<A>(in[i]) > (A)0 ? gout[i] : lt_cast<T>(a * lt_cast<A>(gout[i]));
+  }
+}
+
+template <typename T>
+LT_D void lt_prelu_acc_impl(T *gw, long long gw_stride, const T *gout, const T *in, long long outer, long long planes,
+                            long long inner, lt_acc_t<T> scale) {
+  typedef lt_acc_t<T> A;
+  const long long m = outer * inner;
+  for (long long c = blockIdx.x; c < planes; c += gridDim.x) {
+    A s = (A)0;
+    for (long long j = threadIdx.x; j < m; j += blockDim.x) {
+      const long long o = j / inner, e = (o * planes + c) * inner + (j - o * inner);
+      const A x = lt_cast<A>(in[e]);
+      if (x <= (A)0) s += x * lt_cast<A>(gout[e]);
+    }
+    s = lt_block_reduce(s, lt_op_sum(), (A)0);
+    if (threadIdx.x == 0) gw[c * gw_stride] = lt_cast<T>(lt_cast<A>(gw[c * gw_stride]) + scale * s);
+  }
+}
+
+#define LT_PRELU(T, N)                                                                                           \
+  extern "C" __global__ void lt_prelu_fwd_##N(T *out, const T *in, const T *w, long long n, long long planes,    \
+                                              long long inner) {                                               \
+    lt_prelu_fwd_impl<T>(out, in, w, n, planes, inner);                                                          \
+  }                                                                                                              \
+  LT_EXPORT(lt_prelu_fwd_##N)                                                                                    \
+  extern "C" __global__ void lt_prelu_bwd_##N(T *gradIn, const T *gradOut, const T *in, const T *w, long long n, \
+                                              long long planes, long long inner) {                             \
+    lt_prelu_bwd_impl<T>(gradIn, gradOut, in, w, n, planes, inner);                                              \
+  }                                                                                                              \
+  LT_EXPORT(lt_prelu_bwd_##N)                                                                                    \
+  extern "C" __global__ void lt_prelu_acc_##N(T *gradWeight, long long gwStride, const T *gradOut, const T *in,  \
+                                              long long outer, long long planes, long long inner,              \
+                                              lt_acc_t<T> scale) {                                             \
+    lt_prelu_acc_impl<T>(gradWeight, gwStride, gradOut, in, outer, planes, inner, scale);                        \
+  }                                                                                                              \
+  LT_EXPORT(lt_prelu_acc_##N)
+
+LT_IF_Float(LT_PRELU(float, Float))
+LT_IF_Double(LT_PRELU(double, Double))
+LT_IF_Half(LT_PRELU(__half, Half))

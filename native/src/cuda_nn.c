@@ -424,6 +424,49 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
          lt_cuops_nn_pointwise_backward(ops, NULL, op, gradInput, gradOutput, ref, a, b);
 }
 
+/* nn_pointwise_prelu.c's entries for tensors in GPU memory, its checks passed (geometry outer x planes x inner):
+ * pass 0 the forward into result (resized as input), 1 gradInput into result, 2 scale * the weight's gradient added
+ * into result (gradWeight, any stride). nn_pointwise.cu's PReLU kernels, Float, Double and Half. */
+int lt_cuda_nn_prelu(const char *fn, int pass, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                     const lt_tensor *weight, int64_t outer, int64_t planes, int64_t inner, double scale) {
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, result, pass == 2 ? "gradWeight" : pass ? "gradInput" : "output") ||
+      (pass < 2 && resize_on(result, input->ndim, input->size, dev)))
+    return -1;
+  const int64_t n = outer * planes * inner;
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL, *w = NULL;
+  if (input_data(ops, NULL, &c, input, &x) || input_data(ops, NULL, &c, pass ? gradOutput : NULL, &go) ||
+      input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result);
+  const int type = lt_host_type(input->type);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  int64_t gw_stride = 1;   /* (gradWeight: a vector of any stride, in its one dimension longer than 1) */
+  for (int d = 0; d < result->ndim; d++)
+    if (result->size[d] != 1) gw_stride = result->stride[d];
+  if (pass == 2) add_count(&a, gw_stride);
+  if (pass) add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&x, "p");
+  if (pass < 2) {
+    add_raw(&a, (void *)&w, "p");
+    add_count(&a, n);
+  } else {
+    add_count(&a, outer);
+  }
+  add_count(&a, planes);
+  add_count(&a, inner);
+  if (pass == 2) add_value(&a, type, scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_prelu_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(type));
+  int rc = launch(ops, NULL, "nn_pointwise", kernel, pass == 2 ? feature_grid(ops, planes) : grid_for(ops, n), &a);
+  return copies_free(ops, &c, rc);
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
