@@ -465,7 +465,7 @@ LAYERS = {
     "Square": ("nn.Square()", (5, 7)), "Power": ("nn.Power(3)", (5, 7)),
     "Log of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Log())", (5, 7)),
     "Sqrt of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Sqrt(0.1))", (5, 7)),
-    # the gather layers (native/cuda/gather_map.cu), and PReLU (native/cuda/nn_pointwise.cu)
+    # the gather layers (native/cuda/gather_map.cu), PReLU and GatedLinearUnit (native/cuda/nn_pointwise.cu)
     "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 3, 0)", (2, 3, 4, 5)),
     "SpatialZeroPadding cropping, 3-D": ("nn.SpatialZeroPadding(-1, 2, 1, -2)", (3, 5, 4)),
     "SpatialReflectionPadding": ("nn.SpatialReflectionPadding(2, 1, 3, 0)", (2, 3, 4, 5)),
@@ -480,6 +480,8 @@ LAYERS = {
     "cudnn.SpatialCrossMapLRN": ("cudnn.SpatialCrossMapLRN(3)", (2, 4, 2, 5)),
     "PReLU per channel": ("nn.PReLU(3)", (4, 3, 5, 2)), "PReLU shared": ("nn.PReLU()", (5, 7)),
     "PReLU per channel, 3-D": ("nn.PReLU(4)", (4, 3, 5)),
+    "GatedLinearUnit": ("nn.GatedLinearUnit()", (5, 8)),
+    "GatedLinearUnit dim 1, 3-D": ("nn.GatedLinearUnit(1)", (4, 3, 5)),
 }
 
 

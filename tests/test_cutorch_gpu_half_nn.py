@@ -82,6 +82,8 @@ MODULES = {
     "PReLU shared, batched images": ("nn.PReLU()", (2, 3, 5, 3)),
     "PReLU per channel, non-contiguous input": ("nn.PReLU(5)", (3, 5)),
     "SoftMin": ("nn.SoftMin()", (5, 9)),
+    "GatedLinearUnit": ("nn.GatedLinearUnit()", (3, 8)),
+    "GatedLinearUnit dim 2, non-contiguous input": ("nn.GatedLinearUnit(2)", (2, 4, 5)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
     # (the ReLU first, on the input both modules share: deeper, a value half's rounding moves across 0 would pass
     # or stop another gradient)
@@ -110,7 +112,7 @@ MODULES = {
 }
 # these take their input as the transpose of a contiguous tensor
 NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed",
-                 "PReLU per channel, non-contiguous input"}
+                 "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -131,8 +133,10 @@ HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in (
 HALF_ON_GPU |= {name for name in MODULES if len(MODULES[name]) > 2 and name.split()[0] not in (
     "ClassNLLCriterion", "CrossEntropyCriterion")}
 # PReLU: nn_pointwise.cu's PReLU kernels; SoftMin: the softmax's Half kernels on the negated input (negation is
-# exact in half); SpatialClassNLLCriterion: classnll.cu's Half kernels over the pixels as rows
-HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("PReLU", "SoftMin", "SpatialClassNLLCriterion")}
+# exact in half); SpatialClassNLLCriterion: classnll.cu's Half kernels over the pixels as rows; GatedLinearUnit:
+# nn_pointwise.cu's GLU kernels
+HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("PReLU", "SoftMin", "SpatialClassNLLCriterion",
+                                                                "GatedLinearUnit")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}

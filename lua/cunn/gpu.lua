@@ -700,6 +700,19 @@ end)
 -- stays half, no float copies.
 cunn._halfOnGPU['nn.PReLU'] = true
 
+-- ---------------------------------------------------------------- GatedLinearUnit
+
+-- a sigmoid(b) of the input's halves along dim, one launch each way (nn_pointwise.cu's GLU kernels, in float for
+-- Half: the float module's results rounded once, where nn's composition would round the gate first). No gate kept.
+onDevice(nn.GatedLinearUnit, 'updateOutput', function(self, input)
+   check(C.lt_cuda_nn_glu(input._c, nil, self.output._c, (self.dim or input:dim()) - 1), 2)
+   return self.output
+end, HALF_KERNELS)
+onDevice(nn.GatedLinearUnit, 'updateGradInput', function(self, input, gradOutput)
+   check(C.lt_cuda_nn_glu(input._c, gradOutput._c, self.gradInput._c, (self.dim or input:dim()) - 1), 2)
+   return self.gradInput
+end, HALF_KERNELS)
+
 -- ---------------------------------------------------------------- a kernel per output position
 
 -- nn.SpatialConvolutionLocal, composed of device methods: the input's columns by position, (P, N, C·kH·kW) with

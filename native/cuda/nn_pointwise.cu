@@ -19,6 +19,12 @@
  *   lt_prelu_acc_<T>(T* gradWeight, q gwStride, const T* gradOut, const T* in, q outer, q planes, q inner, A scale)
  *     gradWeight[c*gwStride] += scale * (sum over x <= 0 of x dy), a block per channel (blockDim.x a multiple of
  *     32), summed in A: a Half gradient is the Float one rounded once.
+ *
+ * nn.GatedLinearUnit on a contiguous input seen as (outer, 2 h, inner), halves a = [o, j, k] and b = [o, h + j, k]:
+ *   lt_glu_fwd_<T>(T* out, const T* in, q outer, q h, q inner)       out (outer, h, inner) = a sigmoid(b)
+ *   lt_glu_bwd_<T>(T* gradIn, const T* gradOut, const T* in, q outer, q h, q inner)
+ *     gradIn's a half = dy s, its b half = dy (1 - s) s a (the CPU module's order), s = sigmoid(b) recomputed
+ *     in A (a Half module keeps no rounded gate).
  */
 #include "lt_cuda_common.cuh"
 
@@ -195,3 +201,42 @@ LT_D void lt_prelu_acc_impl(T *gw, long long gw_stride, const T *gout, const T *
 LT_IF_Float(LT_PRELU(float, Float))
 LT_IF_Double(LT_PRELU(double, Double))
 LT_IF_Half(LT_PRELU(__half, Half))
+
+template <typename A> LT_D A lt_glu_gate(A b) { return (A)1 / ((A)1 + lt_m_exp(-b)); }
+
+template <typename T>
+LT_D void lt_glu_fwd_impl(T *out, const T *in, long long outer, long long h, long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, outer * h * inner) {
+    const long long k = e % inner, j = (e / inner) % h, o = e / (inner * h);
+    const long long ia = (o * 2 * h + j) * inner + k, ib = ia + h * inner;
+    out[e] = lt_cast<T>(lt_cast<A>(in[ia]) * lt_glu_gate(lt_cast<A>(in[ib])));
+  }
+}
+
+template <typename T>
+LT_D void lt_glu_bwd_impl(T *gin, const T *gout, const T *in, long long outer, long long h, long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, outer * h * inner) {
+    const long long k = e % inner, j = (e / inner) % h, o = e / (inner * h);
+    const long long ia = (o * 2 * h + j) * inner + k, ib = ia + h * inner;
+    const A g = lt_cast<A>(gout[e]), s = lt_glu_gate(lt_cast<A>(in[ib]));
+    gin[ia] = lt_cast<T>(g * s);
+    gin[ib] = lt_cast<T>(g * ((A)1 - s) * s * lt_cast<A>(in[ia]));
+  }
+}
+
+#define LT_GLU(T, N)                                                                                             \
+  extern "C" __global__ void lt_glu_fwd_##N(T *out, const T *in, long long outer, long long h, long long inner) { \
+    lt_glu_fwd_impl<T>(out, in, outer, h, inner);                                                                \
+  }                                                                                                              \
+  LT_EXPORT(lt_glu_fwd_##N)                                                                                      \
+  extern "C" __global__ void lt_glu_bwd_##N(T *gradIn, const T *gradOut, const T *in, long long outer,           \
+                                            long long h, long long inner) {                                      \
+    lt_glu_bwd_impl<T>(gradIn, gradOut, in, outer, h, inner);                                                    \
+  }                                                                                                              \
+  LT_EXPORT(lt_glu_bwd_##N)
+
+LT_IF_Float(LT_GLU(float, Float))
+LT_IF_Double(LT_GLU(double, Double))
+LT_IF_Half(LT_GLU(__half, Half))

@@ -467,6 +467,50 @@ int lt_cuda_nn_prelu(const char *fn, int pass, lt_tensor *input, lt_tensor *grad
   return copies_free(ops, &c, rc);
 }
 
+/* nn.GatedLinearUnit with its input in GPU memory, split in halves along dim (0-based, of even size): the forward
+ * (gradOutput NULL) into result, the input's size with dim halved, or the backward into result (the input's size).
+ * nn_pointwise.cu's GLU kernels, Float, Double and Half, on a contiguous copy of the input where it is not. */
+int lt_cuda_nn_glu(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, int dim) {
+  const char *fn = gradOutput ? "GatedLinearUnit_updateGradInput" : "GatedLinearUnit_updateOutput";
+  char b[256];
+  if (!input || !result || !lt_tensor_is_device(input)) return lt_fail("%s: a tensor in GPU memory expected", fn);
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result")) return -1;
+  if (dim < 0 || dim >= input->ndim || input->size[dim] % 2 != 0)
+    return lt_fail("%s: dim %d of the input %s does not split in halves", fn, dim + 1,
+                   lt_shape_str(input, b, sizeof b));
+  int64_t sizes[LT_MAXDIM], outer = 1, inner = 1;
+  for (int d = 0; d < input->ndim; d++) {
+    sizes[d] = input->size[d];
+    if (d < dim) outer *= input->size[d];
+    if (d > dim) inner *= input->size[d];
+  }
+  const int64_t h = input->size[dim] / 2;
+  sizes[dim] = h;
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != outer * h * inner))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of the output's %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input->type), (long long)(outer * h * inner));
+  if (gradOutput ? resize_on(result, input->ndim, input->size, dev) : resize_on(result, input->ndim, sizes, dev))
+    return -1;
+  if (outer * h * inner == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL;
+  if (input_data(ops, NULL, &c, input, &x) || input_data(ops, NULL, &c, gradOutput, &go))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (gradOutput) add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&x, "p");
+  add_count(&a, outer);
+  add_count(&a, h);
+  add_count(&a, inner);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_glu_%s_%s", gradOutput ? "bwd" : "fwd", tname(input->type));
+  return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, grid_for(ops, outer * h * inner), &a));
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
