@@ -230,6 +230,7 @@ def expected_kernels(resolve=True):
             k["stats"]["lt_renorm_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, D, D])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
+            k["dropout"]["lt_rrelu_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, D, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])
     for t in TYPES:
         a = sc(t)

@@ -303,6 +303,47 @@ def test_lookup_table_in_half(cunn, rng, name):
         assert r["throughFloat"] > 0
 
 
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_in_half_draws_the_float_modules_slopes(cunn, rng, inplace):
+    """nn.RReLU in training in half, seeded as the float module: its output is the float module's rounded once to
+    half, exactly, and its noise the float noise rounded to half (the same slopes drawn); its gradInput is gradOutput
+    times its noise; the double module with that noise agrees within half precision. On the GPU backend no float
+    copy is made."""
+    rt = cunn
+    x, g = rng.standard_normal((4, 3, 5)), rng.standard_normal((4, 3, 5))
+    r = rt.eval("""function(x, g, inplace)
+       local count = function() local n = 0 for _, v in pairs(cunn.halfThroughFloat()) do n = n + v end return n end
+       local out = {}
+       for k, tt in ipairs {'torch.CudaHalfTensor', 'torch.CudaTensor'} do
+          local m = nn.RReLU(0.1, 0.4, inplace):type(tt)
+          local input = x:cudaHalf():type(tt)
+          local before = count()
+          torch.manualSeed(23)
+          cutorch.manualSeed(23)
+          local y = m:forward(input):double()
+          local gi = m:backward(input, g:cudaHalf():type(tt)):double()
+          out[k] = {y = y, gi = gi, noise = m.noise:double(), types = {torch.type(m.output), torch.type(m.noise)},
+                    throughFloat = count() - before}
+       end
+       return out
+    end""")(rt.from_numpy(x), rt.from_numpy(g), inplace)
+    half, flt = r[1], r[2]
+    assert set(half["types"].values()) == {"torch.CudaHalfTensor"}
+    as_half = lambda a: rt.to_numpy(a).astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(rt.to_numpy(half["y"]), as_half(flt["y"]))
+    noise = rt.to_numpy(half["noise"])
+    np.testing.assert_array_equal(noise, as_half(flt["noise"]))
+    assert len(np.unique(noise)) > 10
+    gh = g.astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(rt.to_numpy(half["gi"]), (gh * noise).astype(np.float16))
+    xh = x.astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(rt.to_numpy(half["y"]), xh * rt.to_numpy(flt["noise"]), rtol=1e-3, atol=1e-4)
+    if rt.eval("cutorch.backend") == "gpu":
+        assert half["throughFloat"] == 0
+    else:
+        assert half["throughFloat"] > 0
+
+
 def test_a_half_network_trains_as_the_float_one(cunn, rng):
     """Five optim.sgd steps (momentum, weight decay, over getParameters' flat half tensors) of a small convolutional
     network with max pooling, in-place ReLU, batch norm, Linear and CrossEntropyCriterion in half: the losses fall

@@ -404,6 +404,34 @@ onDevice(nn.Dropout, 'updateGradInput', function(self, input, gradOutput)
    return self.gradInput
 end)
 
+-- ---------------------------------------------------------------- RReLU
+
+-- In training with random slopes: one launch draws each element's slope from the Philox stream exactly as the
+-- uniform fill nn's module calls would (the same draws, rounded as a float fill), keeps the noise and multiplies
+-- (dropout.cu's lt_rrelu_fwd); the backward is Dropout's gradOut * noise. So a float module's results are those of
+-- nn's composition, and a half module with the same seed draws the float module's slopes and gives its output
+-- rounded once (a half fill would round the slopes first). The fixed-slope path is nn's (a pointwise kernel).
+do
+   local host = {updateOutput = nn.RReLU.updateOutput, updateGradInput = nn.RReLU.updateGradInput}
+   local function randomSlopes(self) return self.train and self.upper - self.lower > 1e-6 end
+   onDevice(nn.RReLU, 'updateOutput', function(self, input)
+      if not randomSlopes(self) then return host.updateOutput(self, input) end
+      self.noise = onGPU(self.noise) and self.noise:type() == input:type() and self.noise or input.new()
+      self.noise:resizeAs(input)
+      if self.inplace then self.output:set(input) else self.output:resizeAs(input) end
+      local seed, offset = cutorch._philoxDraws(2 * input:nElement())
+      check(C.lt_cuops_rrelu_forward(opsOf(input), nil, self.output._c, input._c, self.noise._c, self.lower,
+                                     self.upper, seed, offset), 2)
+      return self.output
+   end, HALF_KERNELS)
+   onDevice(nn.RReLU, 'updateGradInput', function(self, input, gradOutput)
+      if not randomSlopes(self) then return host.updateGradInput(self, input, gradOutput) end
+      if self.inplace then self.gradInput:set(gradOutput) else self.gradInput:resizeAs(gradOutput) end
+      check(C.lt_cuops_dropout_backward(opsOf(gradOutput), nil, self.gradInput._c, gradOutput._c, self.noise._c), 2)
+      return self.gradInput
+   end, HALF_KERNELS)
+end
+
 -- ---------------------------------------------------------------- convolutions: im2col + cuBLAS
 
 -- SpatialConvolution, SpatialConvolutionMM (its own copies of the methods), SpatialDilatedConvolution, and the
