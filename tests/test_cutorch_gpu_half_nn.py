@@ -22,13 +22,16 @@ def cunn(rt):
 
 
 def test_the_kernel_class_list_is_nns_modules_that_call_kernels(rt):
-    """cunn/half.lua's list of modules that reach kernels is every nn module whose file calls torch.C: a module
-    that gains a kernel without joining the list would refuse half tensors."""
+    """cunn/half.lua's list of modules that reach kernels is every nn module whose file calls torch.C, or calls an
+    nn._ helper that such a file defines (SpatialFullConvolutionMap runs SpatialConvolutionMap's): a module that
+    gains a kernel without joining the list would refuse half tensors."""
+    sources = {name: open(os.path.join(NN, name)).read() for name in os.listdir(NN)}
+    helpers = {h for src in sources.values() if re.search(r"torch\.C\b", src)
+               for h in re.findall(r"^function (nn\._\w+)\(", src, re.M)}
     calling = set()
-    for name in os.listdir(NN):
-        src = open(os.path.join(NN, name)).read()
+    for src in sources.values():
         m = re.search(r"torch\.class\('nn\.(\w+)'", src)
-        if m and re.search(r"torch\.C\b", src):
+        if m and (re.search(r"torch\.C\b", src) or any(h + "(" in src for h in helpers)):
             calling.add(m.group(1))
     rt.execute("require 'cunn'")
     listed = set(rt.eval("function() local o = {} for i, n in ipairs(cunn._halfKernelClasses) do o[i] = n end "
@@ -85,6 +88,8 @@ MODULES = {
     "GatedLinearUnit": ("nn.GatedLinearUnit()", (3, 8)),
     "GatedLinearUnit dim 2, non-contiguous input": ("nn.GatedLinearUnit(2)", (2, 4, 5)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
+    "SpatialConvolutionMap": ("nn.SpatialConvolutionMap(nn.tables.random(3, 4, 2), 3, 2, 1, 2)", (2, 3, 7, 6)),
+    "SpatialFullConvolutionMap": ("nn.SpatialFullConvolutionMap(nn.tables.oneToOne(3), 2, 3, 2, 1)", (3, 4, 5)),
     # (the ReLU first, on the input both modules share: deeper, a value half's rounding moves across 0 would pass
     # or stop another gradient)
     "Sequential of ReLU, Linear, BN": (
@@ -137,13 +142,16 @@ HALF_ON_GPU |= {name for name in MODULES if len(MODULES[name]) > 2 and name.spli
 # nn_pointwise.cu's GLU kernels
 HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("PReLU", "SoftMin", "SpatialClassNLLCriterion",
                                                                 "GatedLinearUnit")}
+# the connection-table convolutions: the dense convolution's Half kernels (the table's weights moved into it)
+HALF_ON_GPU |= {"SpatialConvolutionMap", "SpatialFullConvolutionMap"}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}
 # there, a convolution's product is rounded to half before its bias is added (as THCUNN's), so its forward is the
 # float module's rounded once only without a bias
 ROUNDED_TWICE_ON_GPU = {"SpatialConvolution", "SpatialConvolutionMM 1x1", "SpatialDilatedConvolution",
-                        "SpatialFullConvolution", "TemporalConvolution"}
+                        "SpatialFullConvolution", "TemporalConvolution", "SpatialConvolutionMap",
+                        "SpatialFullConvolutionMap"}
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -936,7 +936,9 @@ end
 -- dense (full) convolution whose weight holds each connection's kernel at its pair of planes and zeros elsewhere,
 -- run by the GPU versions above; the kernels' gradients are read back out of the dense gradient at the same
 -- places. Kernels repeated for one pair of planes add up, as in the map. The rows of the flattened dense weight
--- the connections take are worked out on the host once per connection table.
+-- the connections take are worked out on the host once per connection table. In half the dense convolution runs
+-- its Half kernels and the rest moves values (the dense weight from zeros, the gradients' rows back) or adds a
+-- gradient once, as a half convolution accumulates its own: no float copies.
 local function mapDense(self, full)
    local nIn, nOut = self.nInputPlane, self.nOutputPlane
    local d = self._dense
@@ -963,12 +965,12 @@ for class, full in pairs {[nn.SpatialConvolutionMap] = false, [nn.SpatialFullCon
    onDevice(class, 'updateOutput', function(self, input)
       self.output = mapDense(self, full):updateOutput(input)
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       self.gradInput = mapDense(self, full):updateGradInput(input, gradOutput)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       local d = mapDense(self, full)
       d.gradWeight:zero()
@@ -977,7 +979,7 @@ for class, full in pairs {[nn.SpatialConvolutionMap] = false, [nn.SpatialFullCon
       local k2 = self.kH * self.kW
       self.gradWeight:view(-1, k2):add(d.gradWeight:view(-1, k2):index(1, d.rows))
       self.gradBias:add(d.gradBias)
-   end)
+   end, HALF_KERNELS)
 end
 
 -- the fractional max poolings, VolumetricMaxUnpooling, IndexLinear and SparseLinear
