@@ -88,6 +88,10 @@ MODULES = {
     "GatedLinearUnit": ("nn.GatedLinearUnit()", (3, 8)),
     "GatedLinearUnit dim 2, non-contiguous input": ("nn.GatedLinearUnit(2)", (2, 4, 5)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
+    "SpatialSubSampling": ("nn.SpatialSubSampling(3, 3, 2, 2, 1)", (2, 3, 7, 6)),
+    "SpatialSubSampling 3-D, non-contiguous input": ("nn.SpatialSubSampling(4, 2, 2, 2, 2)", (4, 5, 6)),
+    "TemporalSubSampling": ("nn.TemporalSubSampling(4, 3, 2)", (2, 9, 4)),
+    "TemporalSubSampling 2-D": ("nn.TemporalSubSampling(5, 2)", (7, 5)),
     "SpatialConvolutionMap": ("nn.SpatialConvolutionMap(nn.tables.random(3, 4, 2), 3, 2, 1, 2)", (2, 3, 7, 6)),
     "SpatialFullConvolutionMap": ("nn.SpatialFullConvolutionMap(nn.tables.oneToOne(3), 2, 3, 2, 1)", (3, 4, 5)),
     # (the ReLU first, on the input both modules share: deeper, a value half's rounding moves across 0 would pass
@@ -117,7 +121,8 @@ MODULES = {
 }
 # these take their input as the transpose of a contiguous tensor
 NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed",
-                 "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input"}
+                 "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input",
+                 "SpatialSubSampling 3-D, non-contiguous input"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -144,6 +149,8 @@ HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("PReLU", "SoftMi
                                                                 "GatedLinearUnit")}
 # the connection-table convolutions: the dense convolution's Half kernels (the table's weights moved into it)
 HALF_ON_GPU |= {"SpatialConvolutionMap", "SpatialFullConvolutionMap"}
+# the sub-samplings: pooling.cu's lt_subsample_* kernels
+HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SpatialSubSampling", "TemporalSubSampling")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}

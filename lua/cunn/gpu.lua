@@ -615,59 +615,47 @@ onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, grad
    end
 end, HALF_KERNELS)
 
--- ---------------------------------------------------------------- SpatialSubSampling
+-- ---------------------------------------------------------------- SpatialSubSampling, TemporalSubSampling
 
--- Per plane, weight[c] times each kW x kH window's sum plus bias[c]: the window sums are the average pooling's (no
--- padding, floor mode, the whole window counted) times kW*kH; the rest is per-plane arithmetic on expanded views.
+-- Per plane, weight[c] times each kW x kH window's sum plus bias[c] (pooling.cu's lt_subsample_*: one launch each
+-- way, the parameters' gradients a block per plane), computed in float for half and rounded once, where a
+-- composition of the average pooling and per-plane arithmetic would round at each step. TemporalSubSampling is the
+-- same per feature over windows of kW frames: the sequence (N x) T x F as an N x 1 x T x F image with kW x 1
+-- windows, the weight indexed by the column (the feature).
 local function subsamplingPlanes(self, input, fn)
    local d = input:dim()
-   if (d ~= 3 and d ~= 4) or input:size(d - 2) ~= self.nInputPlane then
-      error(string.format('%s: a 3D or 4D input of %d planes expected, got %s', fn, self.nInputPlane,
-                          table.concat(input:size():totable(), 'x')), 3)
+   if (d ~= 3 and d ~= 4) or input:size(d - 2) ~= self.nInputPlane or input:size(d - 1) < self.kH or
+      input:size(d) < self.kW then
+      error(string.format('%s: a 3D or 4D input of %d planes of at least %d x %d expected, got %s', fn,
+                          self.nInputPlane, self.kH, self.kW, table.concat(input:size():totable(), 'x')), 3)
    end
+   return d == 3 and nn.utils.addSingletonDimension(input, 1) or input   -- (a view of any layout)
 end
-local function byPlane(t, nPlane)   -- ([N,] C, H, W) as N x C x H*W
-   return t:dim() == 3 and t:view(1, nPlane, t:size(2) * t:size(3))
-          or t:view(t:size(1), nPlane, t:size(3) * t:size(4))
-end
-local function windowSums(self, input, out)
-   out:resize(pooledSize(self, input, 'cuda SpatialSubSampling forward'))
-   check(C.lt_cuops_avgpool_forward(opsOf(input), nil, out._c, input._c, self.kW, self.kH, self.dW, self.dH, 0, 0, 0,
-                                    1), 2)
-   return out:mul(self.kW * self.kH)
+local function subsampling(self, pass, image, gradOutput, result, result2, scale)
+   local temporal = self.inputFrameSize ~= nil
+   local kW, kH, dW, dH = self.kW, self.kH, self.dW, self.dH
+   if temporal then kW, kH, dW, dH = 1, self.kW, 1, self.dW end
+   check(C.lt_cuda_nn_subsampling(pass, image._c, gradOutput and gradOutput._c, result._c, result2 and result2._c,
+                                  self.weight._c, self.bias._c, kW, kH, dW, dH, temporal and 1 or 0, scale or 1), 3)
 end
 onDevice(nn.SpatialSubSampling, 'updateOutput', function(self, input)
-   subsamplingPlanes(self, input, 'SpatialSubSampling_updateOutput')
-   windowSums(self, input, self.output)
-   local o, C1 = byPlane(self.output, self.nInputPlane), self.nInputPlane
-   o:cmul(self.weight:view(1, C1, 1):expandAs(o)):add(self.bias:view(1, C1, 1):expandAs(o))
+   local image = subsamplingPlanes(self, input, 'SpatialSubSampling_updateOutput')
+   subsampling(self, 0, image, nil, self.output)
+   if input:dim() == 3 then self.output = self.output:select(1, 1) end
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialSubSampling, 'updateGradInput', function(self, input, gradOutput)
    if not self.gradInput then return end
-   subsamplingPlanes(self, input, 'SpatialSubSampling_updateGradInput')
-   self._gpuGrad = self._gpuGrad or gradOutput.new()
-   local g = self._gpuGrad:resizeAs(gradOutput):copy(gradOutput)
-   local gp, C1 = byPlane(g, self.nInputPlane), self.nInputPlane
-   gp:cmul(self.weight:view(1, C1, 1):expandAs(gp)):mul(self.kW * self.kH)
-   self.gradInput:resizeAs(input)
-   check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, g._c, input._c, self.kW, self.kH,
-                                     self.dW, self.dH, 0, 0, 0, 1), 2)
+   local image = subsamplingPlanes(self, input, 'SpatialSubSampling_updateGradInput')
+   subsampling(self, 1, image, gradOutput, self.gradInput)
+   self.gradInput = self.gradInput:viewAs(input)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialSubSampling, 'accGradParameters', function(self, input, gradOutput, scale)
-   subsamplingPlanes(self, input, 'SpatialSubSampling_accGradParameters')
-   scale = scale or 1
-   self._gpuSums = self._gpuSums or input.new()
-   local sums = windowSums(self, input, self._gpuSums)
-   local go = byPlane(gradOutput:contiguous(), self.nInputPlane)
-   local prod = byPlane(sums, self.nInputPlane):cmul(go)
-   self.gradWeight:add(scale, prod:sum(3):sum(1):view(self.nInputPlane))
-   self.gradBias:add(scale, go:sum(3):sum(1):view(self.nInputPlane))
-end)
+   subsampling(self, 2, subsamplingPlanes(self, input, 'SpatialSubSampling_accGradParameters'), gradOutput,
+               self.gradWeight, self.gradBias, scale)
+end, HALF_KERNELS)
 
--- TemporalSubSampling: the same per feature over windows of kW frames, the sequence (N x) T x F pooled as an
--- N x 1 x T x F image with a kW x 1 window.
 local function asFrames(self, input, fn)
    local d = input:dim()
    if (d ~= 2 and d ~= 3) or input:size(d) ~= self.inputFrameSize or input:size(d - 1) < self.kW then
@@ -677,49 +665,24 @@ local function asFrames(self, input, fn)
    local x = input:contiguous()
    return d == 2 and x:view(1, 1, x:size(1), x:size(2)) or x:view(x:size(1), 1, x:size(2), x:size(3))
 end
-local function frameSums(self, image, out)
-   local oT = math.floor((image:size(3) - self.kW) / self.dW) + 1
-   out:resize(image:size(1), 1, oT, image:size(4))
-   check(C.lt_cuops_avgpool_forward(opsOf(image), nil, out._c, image._c, 1, self.kW, 1, self.dW, 0, 0, 0, 1), 2)
-   return out:mul(self.kW)
-end
 local function asInput(t, input)   -- N x 1 x oT x F back to the input's rank
    return input:dim() == 2 and t:view(t:size(3), t:size(4)) or t:view(t:size(1), t:size(3), t:size(4))
 end
 onDevice(nn.TemporalSubSampling, 'updateOutput', function(self, input)
-   local image = asFrames(self, input, 'TemporalSubSampling_updateOutput')
-   self._gpuSums = self._gpuSums or input.new()
-   local sums = frameSums(self, image, self._gpuSums)
-   local F = self.inputFrameSize
-   self.output:resizeAs(sums):copy(sums)
-   local o = self.output:view(-1, F)
-   o:cmul(self.weight:view(1, F):expandAs(o)):add(self.bias:view(1, F):expandAs(o))
+   subsampling(self, 0, asFrames(self, input, 'TemporalSubSampling_updateOutput'), nil, self.output)
    self.output = asInput(self.output, input)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.TemporalSubSampling, 'updateGradInput', function(self, input, gradOutput)
    if not self.gradInput then return end
-   local image = asFrames(self, input, 'TemporalSubSampling_updateGradInput')
-   local F = self.inputFrameSize
-   self._gpuGrad = self._gpuGrad or gradOutput.new()
-   local g = self._gpuGrad:resize(gradOutput:size()):copy(gradOutput)
-   local gv = g:view(-1, F)
-   gv:cmul(self.weight:view(1, F):expandAs(gv)):mul(self.kW)
-   self.gradInput:resize(image:size())
-   check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, g:view(image:size(1), 1, -1, F)._c,
-                                     image._c, 1, self.kW, 1, self.dW, 0, 0, 0, 1), 2)
-   self.gradInput = self.gradInput:view(input:size())
+   subsampling(self, 1, asFrames(self, input, 'TemporalSubSampling_updateGradInput'), gradOutput, self.gradInput)
+   self.gradInput = self.gradInput:viewAs(input)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 onDevice(nn.TemporalSubSampling, 'accGradParameters', function(self, input, gradOutput, scale)
-   local image = asFrames(self, input, 'TemporalSubSampling_accGradParameters')
-   local F = self.inputFrameSize
-   self._gpuSums = self._gpuSums or input.new()
-   local sums = frameSums(self, image, self._gpuSums):view(-1, F)
-   local go = gradOutput:contiguous():view(-1, F)
-   self.gradWeight:add(scale or 1, sums:cmul(go):sum(1):view(F))
-   self.gradBias:add(scale or 1, go:sum(1):view(F))
-end)
+   subsampling(self, 2, asFrames(self, input, 'TemporalSubSampling_accGradParameters'), gradOutput, self.gradWeight,
+               self.gradBias, scale)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- PReLU
 

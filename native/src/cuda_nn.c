@@ -511,6 +511,74 @@ int lt_cuda_nn_glu(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, i
   return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, grid_for(ops, outer * h * inner), &a));
 }
 
+/* ---------------------------------------------------------------- SpatialSubSampling, TemporalSubSampling */
+
+/* pass 0: the forward into result; 1: gradInput into result; 2: scale * the parameters' gradients added into
+ * result (gradWeight) and result2 (gradBias). input (N, C, iH, iW) in GPU memory, any layout (a contiguous copy
+ * where it is not); weight and bias vectors of C elements (byCol: iW's windows' count, TemporalSubSampling's
+ * features); gradWeight and gradBias contiguous. pooling.cu's lt_subsample_* kernels, Float, Double and Half. */
+int lt_cuda_nn_subsampling(int pass, const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                           lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int kW, int kH,
+                           int dW, int dH, int byCol, double scale) {
+  static const char *const names[3] = {"SubSampling_updateOutput", "SubSampling_updateGradInput",
+                                        "SubSampling_accGradParameters"};
+  const char *fn = names[pass < 0 || pass > 2 ? 0 : pass];
+  char b[256];
+  if (!input || !result || !lt_tensor_is_device(input) || pass < 0 || pass > 2 || (pass > 0 && !gradOutput) ||
+      (pass == 2 && !result2) || (pass < 2 && !weight) || (pass == 0 && !bias))
+    return lt_fail("%s: device tensors expected", fn);
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, result2, "gradBias") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, bias, "bias"))
+    return -1;
+  if (input->ndim != 4 || kW < 1 || kH < 1 || dW < 1 || dH < 1 || input->size[2] < kH || input->size[3] < kW)
+    return lt_fail("%s: a 4-D input of at least %d x %d per plane expected, got %s", fn, kH, kW,
+                   lt_shape_str(input, b, sizeof b));
+  const int64_t N = input->size[0], C = input->size[1], iH = input->size[2], iW = input->size[3];
+  const int64_t oH = (iH - kH) / dH + 1, oW = (iW - kW) / dW + 1, nidx = byCol ? oW : C;
+  const int64_t out_sizes[4] = {N, C, oH, oW};
+  const lt_tensor *vecs[3] = {pass < 2 ? weight : result, pass == 0 ? bias : result2, NULL};
+  for (int i = 0; i < 2; i++)
+    if (vecs[i] && (vecs[i]->type != input->type || lt_tensor_nelement(vecs[i]) != nidx ||
+                    (pass == 2 && !lt_tensor_is_contiguous(vecs[i]))))
+      return lt_fail("%s: %s should be a%s %s vector of %lld elements, got %s", fn,
+                     i ? (pass == 2 ? "gradBias" : "bias") : (pass == 2 ? "gradWeight" : "weight"),
+                     pass == 2 ? " contiguous" : "", tname(input->type), (long long)nidx,
+                     lt_shape_str(vecs[i], b, sizeof b));
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != N * C * oH * oW))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input->type), (long long)(N * C * oH * oW));
+  if ((pass == 0 && resize_on(result, 4, out_sizes, dev)) || (pass == 1 && resize_on(result, 4, input->size, dev)))
+    return -1;
+  if (N * C * oH * oW == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x = NULL, *go = NULL, *w = NULL, *bb = NULL;
+  if (input_data(ops, NULL, &c, pass == 1 ? NULL : input, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w) ||
+      input_data(ops, NULL, &c, pass == 0 ? bias : NULL, &bb))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result), *dst2 = pass == 2 ? lt_tensor_data(result2) : NULL;
+  const int type = lt_host_type(input->type), by_col = byCol ? 1 : 0;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (pass == 2) add_raw(&a, &dst2, "p");
+  if (pass > 0) add_raw(&a, (void *)&go, "p");
+  if (pass != 1) add_raw(&a, (void *)&x, "p");
+  if (pass < 2) add_raw(&a, (void *)&w, "p");
+  if (pass == 0) add_raw(&a, (void *)&bb, "p");
+  const int64_t geo[11] = {N * C, iH, iW, oH, oW, kH, kW, dH, dW, 0, 0};
+  for (int i = 0; i < 11; i++) add_count(&a, geo[i]);
+  add_count(&a, C);
+  add_raw(&a, (void *)&by_col, "i");
+  if (pass == 2) add_value(&a, type, scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_subsample_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(type));
+  const unsigned grid = pass == 2 ? feature_grid(ops, nidx) : grid_for(ops, pass ? N * C * iH * iW : N * C * oH * oW);
+  return copies_free(ops, &c, launch(ops, NULL, "pooling", kernel, grid, &a));
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
