@@ -273,6 +273,8 @@ def expected_kernels(resolve=True):
         k["nn_pointwise"]["lt_prelu_acc_%s" % t] = ",".join([P, Q, P, P, Q, Q, Q, sc(t)])
         k["nn_pointwise"]["lt_glu_fwd_%s" % t] = ",".join([P, P, Q, Q, Q])
         k["nn_pointwise"]["lt_glu_bwd_%s" % t] = ",".join([P, P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_normalize_fwd_%s" % t] = ",".join([P, P, P, Q, Q, D, D])
+        k["nn_pointwise"]["lt_normalize_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, D, D])
     # (Half: the nn layers' kernels that nn's modules reach with device half tensors)
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):

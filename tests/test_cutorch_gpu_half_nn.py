@@ -88,6 +88,9 @@ MODULES = {
     "GatedLinearUnit": ("nn.GatedLinearUnit()", (3, 8)),
     "GatedLinearUnit dim 2, non-contiguous input": ("nn.GatedLinearUnit(2)", (2, 4, 5)),
     "TemporalConvolution": ("nn.TemporalConvolution(4, 5, 3, 2)", (2, 9, 4)),
+    "Normalize": ("nn.Normalize(2)", (5, 7)),
+    "Normalize p = 1.5, a vector": ("nn.Normalize(1.5)", (9,)),
+    "Normalize inf, non-contiguous input": ("nn.Normalize(math.huge)", (4, 6)),
     "SpatialSubSampling": ("nn.SpatialSubSampling(3, 3, 2, 2, 1)", (2, 3, 7, 6)),
     "SpatialSubSampling 3-D, non-contiguous input": ("nn.SpatialSubSampling(4, 2, 2, 2, 2)", (4, 5, 6)),
     "TemporalSubSampling": ("nn.TemporalSubSampling(4, 3, 2)", (2, 9, 4)),
@@ -122,7 +125,7 @@ MODULES = {
 # these take their input as the transpose of a contiguous tensor
 NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed",
                  "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input",
-                 "SpatialSubSampling 3-D, non-contiguous input"}
+                 "SpatialSubSampling 3-D, non-contiguous input", "Normalize inf, non-contiguous input"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -149,8 +152,9 @@ HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("PReLU", "SoftMi
                                                                 "GatedLinearUnit")}
 # the connection-table convolutions: the dense convolution's Half kernels (the table's weights moved into it)
 HALF_ON_GPU |= {"SpatialConvolutionMap", "SpatialFullConvolutionMap"}
-# the sub-samplings: pooling.cu's lt_subsample_* kernels
-HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SpatialSubSampling", "TemporalSubSampling")}
+# the sub-samplings: pooling.cu's lt_subsample_* kernels; Normalize: nn_pointwise.cu's lt_normalize_*
+HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SpatialSubSampling", "TemporalSubSampling",
+                                                                "Normalize")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}
@@ -425,11 +429,11 @@ def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, r
        local conv = nn.SpatialConvolution(3, 2, 3, 3):type('torch.CudaHalfTensor')
        -- a table of half tensors among the fields of a module that goes through float stays that table, of half
        -- tensors with their values
-       local normalize = nn.Normalize(2):type('torch.CudaHalfTensor')
+       local local_ = nn.SpatialConvolutionLocal(3, 2, 4, 4, 3, 3):type('torch.CudaHalfTensor')
        local kept = {torch.CudaHalfTensor(4):fill(0.5)}
-       normalize.kept = kept
-       normalize:forward(torch.CudaHalfTensor(2, 3):fill(1))
-       local keptOK = normalize.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and
+       local_.kept = kept
+       local_:forward(torch.CudaHalfTensor(2, 3, 4, 4):fill(1))
+       local keptOK = local_.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and
                       kept[1]:min() == 0.5
        local ok, err = pcall(function() conv:forward(torch.CudaHalfTensor(2, 4, 5, 5)) end)
        return {input = input:double(), shared = shared, keptOK = keptOK, ok = ok, err = tostring(err),
@@ -442,7 +446,7 @@ def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, r
     assert set(r["types"].values()) == {"torch.CudaHalfTensor"}
     counts = dict(rt.eval("function() local o = {} for k, v in pairs(cunn.halfThroughFloat()) do o[k] = v end "
                           "return o end")().items())
-    assert counts.get("nn.Normalize.updateOutput", 0) >= 1, counts
+    assert counts.get("nn.SpatialConvolutionLocal.updateOutput", 0) >= 1, counts
     assert all(v >= 1 for v in counts.values())
 
 

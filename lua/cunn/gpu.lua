@@ -304,77 +304,17 @@ end)
 -- ---------------------------------------------------------------- Normalize
 
 -- Each row divided by its p-norm, (sum |x|^p + eps)^(1/p) (max |x| + eps for p = inf), and the CPU kernel's
--- gradient, composed of the device's methods on the rows (a 1-D input is one row).
-local function normalizeRows(self, input, fn)
-   if input:dim() ~= 1 and input:dim() ~= 2 then
-      error(string.format('%s: expected a 1-D or 2-D input, got %s', fn,
-                          table.concat(input:size():totable(), 'x')), 3)
-   end
-   return input:dim() == 1 and input:view(1, input:size(1)) or input
-end
--- sum |x|^p + eps per row (n x 1), in b.s; |x| in b.a
-local function powerSums(b, x, p, eps)
-   b.a = b.a or x.new()
-   b.a:resizeAs(x):copy(x):abs()
-   b.ap = b.ap or x.new()
-   if p == 1 then b.ap:resizeAs(x):copy(b.a) elseif p == 2 then b.ap:resizeAs(x):cmul(b.a, b.a)
-   else b.ap:resizeAs(x):pow(b.a, p) end
-   b.s = b.ap:sum(2):add(eps)
-   return b.s
-end
+-- gradient: nn_pointwise.cu's lt_normalize_* kernels, a block per row, one launch each way (a composition of
+-- device methods took 6-12 and in half rounded at each). The row norms are kept in self.norm.
 onDevice(nn.Normalize, 'updateOutput', function(self, input)
-   local x = normalizeRows(self, input, 'Normalize_updateOutput')
-   self._gpu = self._gpu or {}
-   local b, p = self._gpu, self.p
    self.norm = self.norm and onGPU(self.norm) and self.norm:type() == input:type() and self.norm or input.new()
-   if p == math.huge then
-      b.a = b.a or x.new()
-      b.a:resizeAs(x):copy(x):abs()
-      b.idx = b.idx or torch.CudaLongTensor()
-      b.m = b.m or x.new()
-      b.m:max(b.idx, b.a, 2)
-      self.norm:resize(x:size(1)):copy(b.m):add(self.eps)
-   else
-      local s = powerSums(b, x, p, self.eps)
-      self.norm:resize(x:size(1))
-      if p == 2 then self.norm:copy(s):sqrt() else self.norm:copy(s):pow(1 / p) end
-   end
-   self.output:resizeAs(input)
-   self.output:view(x:size()):cdiv(x, self.norm:view(x:size(1), 1):expandAs(x))
+   check(C.lt_cuda_nn_normalize(input._c, nil, self.output._c, self.norm._c, self.p, self.eps), 2)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.Normalize, 'updateGradInput', function(self, input, gradOutput)
-   local x = normalizeRows(self, input, 'Normalize_updateGradInput')
-   local g = gradOutput:view(x:size())
-   local b, p, n = self._gpu, self.p, x:size(1)
-   local nm = self.norm:view(n, 1):expandAs(x)
-   b.xg = b.xg or x.new()
-   b.dot = b.xg:resizeAs(x):cmul(x, g):sum(2)                 -- x . gradOutput per row
-   self.gradInput:resizeAs(input)
-   local gi = self.gradInput:view(x:size())
-   gi:cdiv(g, nm)
-   if p == math.huge then
-      -- only the first largest |x| of a row carries the norm: gi[m] -= x[m] / nm * dot / nm^2 there
-      b.c = b.c or x.new()
-      b.c:resize(n, 1):copy(b.dot):cdiv(self.norm:view(n, 1)):cdiv(self.norm:view(n, 1)):cdiv(self.norm:view(n, 1))
-      local xm = x:gather(2, b.idx)
-      gi:scatter(2, b.idx, gi:gather(2, b.idx):add(-1, xm:cmul(b.c)))
-      return self.gradInput
-   end
-   local s = powerSums(b, x, p, self.eps)                     -- norm^p
-   b.w = b.w or x.new()
-   if p == 2 then
-      b.w:resizeAs(x):copy(x)
-   elseif p < 2 and p % 2 ~= 0 then
-      b.w:resizeAs(x):copy(b.a):add(self.eps):pow(p - 2):cmul(x)   -- eps keeps |x|^(p-2) finite at 0
-   else
-      b.w:resizeAs(x):pow(b.a, p - 2):cmul(x)
-   end
-   b.c = b.c or x.new()
-   b.c:resize(n, 1):copy(b.dot):cdiv(s):cdiv(self.norm:view(n, 1))   -- dot / (norm^p * norm)
-   gi:add(-1, b.w:cmul(b.c:expandAs(x)))
+   check(C.lt_cuda_nn_normalize(input._c, gradOutput._c, self.gradInput._c, self.norm._c, self.p, self.eps), 2)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- Dropout
 

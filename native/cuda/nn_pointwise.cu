@@ -25,6 +25,14 @@
  *   lt_glu_bwd_<T>(T* gradIn, const T* gradOut, const T* in, q outer, q h, q inner)
  *     gradIn's a half = dy s, its b half = dy (1 - s) s a (the CPU module's order), s = sigmoid(b) recomputed
  *     in A (a Half module keeps no rounded gate).
+ *
+ * nn.Normalize on a contiguous (n, d) input, a block per row (blockDim.x a multiple of 32), in A (the CPU kernel's
+ * formulas, native/src/nn_pointwise_normalize.c):
+ *   lt_normalize_fwd_<T>(T* out, T* norm, const T* in, q n, q d, double p, double eps)
+ *     norm[r] = (sum |x|^p + eps)^(1/p), or max |x| + eps for p = inf; out = x / norm (the unrounded norm)
+ *   lt_normalize_bwd_<T>(T* gradIn, const T* gradOut, const T* in, const T* norm, q n, q d, double p, double eps)
+ *     gi = dy / norm - w (x . dy) / (norm^p norm), w = |x|^(p-2) x (x for p = 2; (|x| + eps)^(p-2) x for p < 2
+ *     not even); p = inf: dy / norm, minus x (x . dy) / norm^3 at the row's first largest |x|
  */
 #include "lt_cuda_common.cuh"
 
@@ -240,3 +248,79 @@ LT_D void lt_glu_bwd_impl(T *gin, const T *gout, const T *in, long long outer, l
 LT_IF_Float(LT_GLU(float, Float))
 LT_IF_Double(LT_GLU(double, Double))
 LT_IF_Half(LT_GLU(__half, Half))
+
+template <typename A> LT_D A lt_abspow(A v, A e) {
+  const A a = v < (A)0 ? -v : v;
+  return e == (A)1 ? a : e == (A)2 ? a * a : lt_m_pow(a, e);
+}
+
+template <typename T>
+LT_D void lt_normalize_fwd_impl(T *out, T *norm, const T *in, long long n, long long d, double p_, double eps_) {
+  typedef lt_acc_t<T> A;
+  const A p = (A)p_, eps = (A)eps_;
+  const bool inf = p_ > 1e308;
+  for (long long r = blockIdx.x; r < n; r += gridDim.x) {
+    const T *x = in + r * d;
+    A s = 0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+      const A v = lt_cast<A>(x[j]);
+      s = inf ? lt_op_max()(s, v < (A)0 ? -v : v) : s + lt_abspow(v, p);
+    }
+    s = inf ? lt_block_reduce(s, lt_op_max(), (A)0) + eps : lt_block_reduce(s, lt_op_sum(), (A)0);
+    if (!inf) s = p == (A)2 ? lt_m_sqrt(s + eps) : lt_m_pow(s + eps, (A)1 / p);
+    if (threadIdx.x == 0) norm[r] = lt_cast<T>(s);
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) out[r * d + j] = lt_cast<T>(lt_cast<A>(x[j]) / s);
+  }
+}
+
+template <typename T>
+LT_D void lt_normalize_bwd_impl(T *gin, const T *gout, const T *in, const T *norm, long long n, long long d,
+                                double p_, double eps_) {
+  typedef lt_acc_t<T> A;
+  const A p = (A)p_, eps = (A)eps_;
+  const bool inf = p_ > 1e308, odd = p_ < 2 && fmod(p_, 2.0) != 0;
+  for (long long r = blockIdx.x; r < n; r += gridDim.x) {
+    const T *x = in + r * d, *g = gout + r * d;
+    T *gi = gin + r * d;
+    const A nm = lt_cast<A>(norm[r]);
+    A dot = 0, s = 0;
+    lt_vi<A> m = {(A)-1, d};
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+      const A v = lt_cast<A>(x[j]);
+      dot += v * lt_cast<A>(g[j]);
+      if (inf) m = lt_op_vi<true>()(m, lt_vi<A>{v < (A)0 ? -v : v, j});
+      else s += lt_abspow(v, p);
+    }
+    dot = lt_block_reduce(dot, lt_op_sum(), (A)0);
+    if (inf) m = lt_block_reduce(m, lt_op_vi<true>(), lt_vi<A>{(A)-1, d});
+    else s = lt_block_reduce(s, lt_op_sum(), (A)0) + eps;   /* norm^p */
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+      const A xj = lt_cast<A>(x[j]), gj = lt_cast<A>(g[j]);
+      if (inf) {
+        gi[j] = lt_cast<T>(j == m.i ? gj / nm - xj / nm * dot / (nm * nm) : gj / nm);
+        continue;
+      }
+      A w;
+      if (p == (A)2) w = xj;
+      else if (odd) w = lt_m_pow((xj < (A)0 ? -xj : xj) + eps, p - (A)2) * xj;   /* eps: finite at x = 0 */
+      else w = lt_abspow(xj, p - (A)2) * xj;
+      gi[j] = lt_cast<T>(gj / nm - w * dot / (s * nm));
+    }
+  }
+}
+
+#define LT_NORMALIZE(T, N)                                                                                       \
+  extern "C" __global__ void lt_normalize_fwd_##N(T *out, T *norm, const T *in, long long n, long long d,        \
+                                                  double p, double eps) {                                      \
+    lt_normalize_fwd_impl<T>(out, norm, in, n, d, p, eps);                                                       \
+  }                                                                                                              \
+  LT_EXPORT(lt_normalize_fwd_##N)                                                                                \
+  extern "C" __global__ void lt_normalize_bwd_##N(T *gradIn, const T *gradOut, const T *in, const T *norm,      \
+                                                  long long n, long long d, double p, double eps) {            \
+    lt_normalize_bwd_impl<T>(gradIn, gradOut, in, norm, n, d, p, eps);                                           \
+  }                                                                                                              \
+  LT_EXPORT(lt_normalize_bwd_##N)
+
+LT_IF_Float(LT_NORMALIZE(float, Float))
+LT_IF_Double(LT_NORMALIZE(double, Double))
+LT_IF_Half(LT_NORMALIZE(__half, Half))

@@ -55,5 +55,9 @@ int lt_cuda_nn_glu(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, i
 int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *norm, double p, double eps);
 int lt_nn_Normalize_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *norm,
                                     double p, double eps);
+/* The same on CUDA tensors (cunn's GPU version): forward (gradOutput NULL) into result and norm, or the gradient
+ * into result; any layouts; Float, Double and Half (in float). */
+int lt_cuda_nn_normalize(const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result, lt_tensor *norm,
+                         double p, double eps);
 
 #endif

@@ -579,6 +579,51 @@ int lt_cuda_nn_subsampling(int pass, const lt_tensor *input, const lt_tensor *gr
   return copies_free(ops, &c, launch(ops, NULL, "pooling", kernel, grid, &a));
 }
 
+/* nn.Normalize with its input (a row, or n rows of d) in GPU memory: the forward (gradOutput NULL) into result and
+ * norm (n, resized), or the backward into result from norm; nn_pointwise.cu's lt_normalize_* kernels, a block per
+ * row, on contiguous copies where the operands are not contiguous. Float, Double and Half. */
+int lt_cuda_nn_normalize(const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result, lt_tensor *norm,
+                         double p, double eps) {
+  const char *fn = gradOutput ? "Normalize_updateGradInput" : "Normalize_updateOutput";
+  char b[256];
+  if (!input || !result || !norm || !lt_tensor_is_device(input)) return lt_fail("%s: device tensors expected", fn);
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, norm, "norm"))
+    return -1;
+  if (input->ndim != 1 && input->ndim != 2)
+    return lt_fail("%s: expected a 1-D or 2-D input, got %s", fn, lt_shape_str(input, b, sizeof b));
+  if (!(p > 0)) return lt_fail("%s: p must be positive, got %g", fn, p);
+  const int64_t n = input->ndim == 2 ? input->size[0] : 1, d = input->size[input->ndim - 1];
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != n * d ||
+                     norm->type != input->type || lt_tensor_nelement(norm) != n))
+    return lt_fail("%s: gradOutput %s (and the norms, %lld) should be %s tensors of the input's size", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), (long long)n, tname(input->type));
+  if (resize_on(result, input->ndim, input->size, dev) || (!gradOutput && resize_on(norm, 1, &n, dev))) return -1;
+  if (n * d == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL, *nm = NULL;
+  if (input_data(ops, NULL, &c, input, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, gradOutput ? norm : NULL, &nm))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result), *pn = lt_tensor_data(norm);
+  double pp = p, ee = eps;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (gradOutput) add_raw(&a, (void *)&go, "p");
+  else add_raw(&a, &pn, "p");
+  add_raw(&a, (void *)&x, "p");
+  if (gradOutput) add_raw(&a, (void *)&nm, "p");
+  add_count(&a, n);
+  add_count(&a, d);
+  add_raw(&a, &pp, "d");
+  add_raw(&a, &ee, "d");
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_normalize_%s_%s", gradOutput ? "bwd" : "fwd", tname(input->type));
+  return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, feature_grid(ops, n), &a));
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
