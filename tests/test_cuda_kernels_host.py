@@ -257,6 +257,8 @@ def expected_kernels(resolve=True):
         k["pooling"]["lt_subsample_fwd_%s" % t] = ",".join([P] * 4 + geo + [Q, I])
         k["pooling"]["lt_subsample_bwd_%s" % t] = ",".join([P] * 3 + geo + [Q, I])
         k["pooling"]["lt_subsample_acc_%s" % t] = ",".join([P] * 4 + geo + [Q, I, a])
+        k["pooling"]["lt_flp_fwd_%s" % t] = ",".join([P, P] + [Q] * 6 + [D])
+        k["pooling"]["lt_flp_bwd_%s" % t] = ",".join([P] * 4 + [Q] * 6 + [D])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
         k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, D, Q, Q, I, Q])
     for t in ("Float", "Double", "Half"):

@@ -91,6 +91,8 @@ MODULES = {
     "Normalize": ("nn.Normalize(2)", (5, 7)),
     "Normalize p = 1.5, a vector": ("nn.Normalize(1.5)", (9,)),
     "Normalize inf, non-contiguous input": ("nn.Normalize(math.huge)", (4, 6)),
+    "FeatureLPPooling batch mode": ("nn.FeatureLPPooling(3, 2, 2, true)", (2, 9, 4, 3)),
+    "FeatureLPPooling non-contiguous input": ("nn.FeatureLPPooling(4, 1, 2)", (7, 5)),
     "SpatialSubSampling": ("nn.SpatialSubSampling(3, 3, 2, 2, 1)", (2, 3, 7, 6)),
     "SpatialSubSampling 3-D, non-contiguous input": ("nn.SpatialSubSampling(4, 2, 2, 2, 2)", (4, 5, 6)),
     "TemporalSubSampling": ("nn.TemporalSubSampling(4, 3, 2)", (2, 9, 4)),
@@ -125,7 +127,8 @@ MODULES = {
 # these take their input as the transpose of a contiguous tensor
 NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed",
                  "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input",
-                 "SpatialSubSampling 3-D, non-contiguous input", "Normalize inf, non-contiguous input"}
+                 "SpatialSubSampling 3-D, non-contiguous input", "Normalize inf, non-contiguous input",
+                 "FeatureLPPooling non-contiguous input"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -152,9 +155,10 @@ HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("PReLU", "SoftMi
                                                                 "GatedLinearUnit")}
 # the connection-table convolutions: the dense convolution's Half kernels (the table's weights moved into it)
 HALF_ON_GPU |= {"SpatialConvolutionMap", "SpatialFullConvolutionMap"}
-# the sub-samplings: pooling.cu's lt_subsample_* kernels; Normalize: nn_pointwise.cu's lt_normalize_*
+# the sub-samplings and FeatureLPPooling: pooling.cu's lt_subsample_* and lt_flp_* kernels; Normalize:
+# nn_pointwise.cu's lt_normalize_*
 HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SpatialSubSampling", "TemporalSubSampling",
-                                                                "Normalize")}
+                                                                "Normalize", "FeatureLPPooling")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}

@@ -716,10 +716,9 @@ end
 
 -- ---------------------------------------------------------------- FeatureLPPooling
 
--- nn.FeatureLPPooling composed of device methods over the input seen as (B, F, S): window offset i's features
--- of every output are a strided view (i, i + stride, ...), so the forward sums width powers of views and takes
--- the 1/p-th power; the backward adds d·(x/y)^(p-1) into the same views one offset at a time (views of
--- different offsets overlap when stride < width). Outputs of 0 pass no gradient, as in the host kernel.
+-- nn.FeatureLPPooling over the input seen as (B, F, S): pooling.cu's lt_flp_* kernels (a thread per output, then a
+-- thread per input element gathering the windows that hold it: no atomics), one launch each way, in float for half
+-- (a composition of pow, add and views rounded at each term). Outputs of 0 pass no gradient, as in the host kernel.
 do
    local FLP = nn.FeatureLPPooling
    local function geometry(self, input)
@@ -733,39 +732,28 @@ do
       size[lo] = oF
       return b, f, input:nElement() / (b * f), oF, size
    end
-   local function offset(t, i, stride, oF)   -- t (B, F, S): features i, i + stride, ... of the oF outputs
-      return t:narrow(2, i, (oF - 1) * stride + 1):unfold(2, 1, stride):select(4, 1)
+   local function asBFS(input, b, f, sz)   -- a (B, F, S) view (of a contiguous copy where a view cannot be)
+      return (input:isContiguous() and input or input:contiguous()):view(b, f, sz)
    end
    local host = {updateOutput = FLP.updateOutput, updateGradInput = FLP.updateGradInput}
    onDevice(FLP, 'updateOutput', function(self, input)
-      local b, f, sz, oF, size = geometry(self, input)
+      local b, f, sz, _, size = geometry(self, input)
       if not b then return host.updateOutput(self, input) end
-      local x = input:contiguous():view(b, f, sz)
-      local sum, term = input.new(b, oF, sz), input.new(b, oF, sz)
-      sum:pow(offset(x, 1, self.stride, oF), self.power)
-      for i = 2, self.width do sum:add(term:pow(offset(x, i, self.stride, oF), self.power)) end
-      self.output:resize(size):copy(sum:pow(1 / self.power))
+      check(C.lt_cuda_nn_feature_lp(asBFS(input, b, f, sz)._c, nil, nil, self.output._c, self.power, self.width,
+                                    self.stride), 2)
+      self.output = self.output:view(size)
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(FLP, 'updateGradInput', function(self, input, gradOutput)
       local b, f, sz, oF = geometry(self, input)
       if not b or gradOutput:nElement() ~= b * oF * sz or self.output:nElement() ~= b * oF * sz then
          return host.updateGradInput(self, input, gradOutput)
       end
-      local x = input:contiguous():view(b, f, sz)
-      local y = self.output:contiguous():view(b, oF, sz)
-      local live = y.new():abs(y):sign()                         -- 1 where y ~= 0, else 0
-      local safe = live.new():mul(live, -1):add(1):add(y)         -- y, and 1 where y == 0
-      local d = live:cmul(gradOutput:contiguous():view(b, oF, sz))   -- d, and 0 where y == 0
-      local gi = input.new(b, f, sz):zero()
-      local term = input.new(b, oF, sz)
-      for i = 1, self.width do
-         term:cdiv(offset(x, i, self.stride, oF), safe):pow(self.power - 1):cmul(d)
-         offset(gi, i, self.stride, oF):add(term)
-      end
-      self.gradInput:resizeAs(input):copy(gi:viewAs(input))
+      check(C.lt_cuda_nn_feature_lp(asBFS(input, b, f, sz)._c, gradOutput._c, self.output._c, self.gradInput._c,
+                                    self.power, self.width, self.stride), 2)
+      self.gradInput = self.gradInput:viewAs(input)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
 end
 
 -- ---------------------------------------------------------------- TemporalRowConvolution

@@ -48,6 +48,13 @@
  *   lt_subsample_acc_<T>(T *gradWeight, T *gradBias, const T *gradOut, const T *in, G, q C, int byCol, A scale)
  *     gradWeight[c] += scale * sum of gradOut * window sum, gradBias[c] += scale * sum of gradOut over the outputs
  *     of index c, summed in A; block per index (blockDim.x a multiple of 32)
+ * FeatureLPPooling over contiguous (B, F, S): output (B, oF, S), window o the features o*stride .. + width - 1:
+ *   lt_flp_fwd_<T>(T *out, const T *in, q B, q F, q S, q oF, q width, q stride, double power)
+ *     out = (sum of x^power over the window)^(1/power); thread per output
+ *   lt_flp_bwd_<T>(T *gradIn, const T *gradOut, const T *in, const T *out, q B, q F, q S, q oF, q width, q stride,
+ *                  double power)
+ *     gradIn = sum over the windows o holding the feature, in order, of gradOut * (x / out)^(power - 1); outputs
+ *     of 0 pass none (the CPU kernel's rule); thread per input element (gathered)
  * T is Float, Double or Half; computed in A = lt_acc_t<T>.
  */
 #include "lt_cuda_common.cuh"
@@ -389,3 +396,52 @@ LT_D void lt_subsample_acc(T *gw, T *gb, const T *grad_out, const T *in, const l
   LT_EXPORT(lt_subsample_acc_##N)
 
 LT_FOR_FLOAT_TYPES(LT_SUBSAMPLE)
+
+template <typename T>
+LT_D void lt_flp_fwd(T *out, const T *in, long long B, long long F, long long S, long long oF, long long width,
+                     long long stride, double power) {
+  typedef lt_acc_t<T> A;
+  const A p = (A)power;
+  LT_GRID_LOOP(long long, e, B * oF * S) {
+    const long long s = e % S, o = (e / S) % oF, b = e / (S * oF);
+    const T *x = in + (b * F + o * stride) * S + s;
+    A v = 0;
+    for (long long i = 0; i < width; i++) v += lt_m_pow(lt_cast<A>(x[i * S]), p);
+    out[e] = lt_cast<T>(lt_m_pow(v, (A)1 / p));
+  }
+}
+
+template <typename T>
+LT_D void lt_flp_bwd(T *grad_in, const T *grad_out, const T *in, const T *out, long long B, long long F,
+                     long long S, long long oF, long long width, long long stride, double power) {
+  typedef lt_acc_t<T> A;
+  const A p1 = (A)power - (A)1;
+  LT_GRID_LOOP(long long, e, B * F * S) {
+    const long long s = e % S, f = (e / S) % F, b = e / (S * F);
+    const long long lo = f < width ? 0 : (f - width) / stride + 1, last = f / stride;
+    const long long hi = last < oF - 1 ? last + 1 : oF;
+    const A x = lt_cast<A>(in[e]);
+    A g = 0;
+    for (long long o = lo; o < hi; o++) {
+      const long long k = (b * oF + o) * S + s;
+      const A y = lt_cast<A>(out[k]);
+      if (y != (A)0) g += lt_cast<A>(grad_out[k]) * lt_m_pow(x / y, p1);
+    }
+    grad_in[e] = lt_cast<T>(g);
+  }
+}
+
+#define LT_FLP(T, N)                                                                                          \
+  extern "C" __global__ void lt_flp_fwd_##N(T *out, const T *in, long long B, long long F, long long S,       \
+                                            long long oF, long long width, long long stride, double power) {  \
+    lt_flp_fwd<T>(out, in, B, F, S, oF, width, stride, power);                                                \
+  }                                                                                                           \
+  LT_EXPORT(lt_flp_fwd_##N)                                                                                   \
+  extern "C" __global__ void lt_flp_bwd_##N(T *gradIn, const T *gradOut, const T *in, const T *out,           \
+                                            long long B, long long F, long long S, long long oF,              \
+                                            long long width, long long stride, double power) {                \
+    lt_flp_bwd<T>(gradIn, gradOut, in, out, B, F, S, oF, width, stride, power);                               \
+  }                                                                                                           \
+  LT_EXPORT(lt_flp_bwd_##N)
+
+LT_FOR_FLOAT_TYPES(LT_FLP)

@@ -65,6 +65,12 @@ int lt_cuda_nn_subsampling(int pass, const lt_tensor *input, const lt_tensor *gr
                            lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int kW, int kH,
                            int dW, int dH, int byCol, double scale);
 
+/* ---- FeatureLPPooling on CUDA tensors (cunn's GPU version): input3 the input seen as (B, F, S); the forward
+ * (gradOutput NULL) into result (B, oF, S), or the gradient into result (B, F, S) from gradOutput and the forward's
+ * output. Float, Double and Half (in float). */
+int lt_cuda_nn_feature_lp(const lt_tensor *input3, const lt_tensor *gradOutput, const lt_tensor *output,
+                          lt_tensor *result, double power, int width, int stride);
+
 /* ---- VolumetricAveragePooling (no padding, floor): output (in - k) / d + 1 ---- */
 int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kT, int kW, int kH, int dT,
                                                 int dW, int dH);

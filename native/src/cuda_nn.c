@@ -624,6 +624,51 @@ int lt_cuda_nn_normalize(const lt_tensor *input, const lt_tensor *gradOutput, lt
   return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, feature_grid(ops, n), &a));
 }
 
+/* nn.FeatureLPPooling with its input in GPU memory, seen as (B, F, S) (input3, any layout): the forward (gradOutput
+ * NULL) into result, (B, oF, S), or the backward into result, (B, F, S), from gradOutput and the forward's output
+ * (oF x S per sample each). pooling.cu's lt_flp_* kernels, Float, Double and Half. */
+int lt_cuda_nn_feature_lp(const lt_tensor *input3, const lt_tensor *gradOutput, const lt_tensor *output,
+                          lt_tensor *result, double power, int width, int stride) {
+  const char *fn = gradOutput ? "FeatureLPPooling_updateGradInput" : "FeatureLPPooling_updateOutput";
+  char b[256];
+  if (!input3 || !result || !lt_tensor_is_device(input3) || (gradOutput && !output))
+    return lt_fail("%s: device tensors expected", fn);
+  const int dev = input3->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input3, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, output, "output") ||
+      on_device(fn, dev, result, "the result"))
+    return -1;
+  if (input3->ndim != 3 || width < 1 || stride < 1 || input3->size[1] < width)
+    return lt_fail("%s: a (B, F, S) input with F >= %d expected, got %s", fn, width, lt_shape_str(input3, b, sizeof b));
+  const int64_t B = input3->size[0], F = input3->size[1], S = input3->size[2], oF = (F - width) / stride + 1;
+  const int64_t out_sizes[3] = {B, oF, S};
+  if (gradOutput && (gradOutput->type != input3->type || output->type != input3->type ||
+                     lt_tensor_nelement(gradOutput) != B * oF * S || lt_tensor_nelement(output) != B * oF * S))
+    return lt_fail("%s: gradOutput %s and the output should be %s tensors of %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input3->type), (long long)(B * oF * S));
+  if (resize_on(result, 3, gradOutput ? input3->size : out_sizes, dev)) return -1;
+  if (B * F * S == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL, *y = NULL;
+  if (input_data(ops, NULL, &c, input3, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, gradOutput ? output : NULL, &y))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result);
+  double pw = power;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (gradOutput) add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&x, "p");
+  if (gradOutput) add_raw(&a, (void *)&y, "p");
+  const int64_t geo[6] = {B, F, S, oF, width, stride};
+  for (int i = 0; i < 6; i++) add_count(&a, geo[i]);
+  add_raw(&a, &pw, "d");
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_flp_%s_%s", gradOutput ? "bwd" : "fwd", tname(input3->type));
+  return copies_free(ops, &c, launch(ops, NULL, "pooling", kernel, grid_for(ops, gradOutput ? B * F * S : B * oF * S),
+                                     &a));
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
