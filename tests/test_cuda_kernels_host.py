@@ -265,6 +265,9 @@ def expected_kernels(resolve=True):
         for unfold in ("im2col", "col2im"):
             k["conv"]["lt_%s_%s" % (unfold, t)] = ",".join([P, P] + [Q] * 13)
         k["conv"]["lt_conv_bias_add_%s" % t] = ",".join([P, P, Q, Q, Q])
+        k["conv"]["lt_rowconv_fwd_%s" % t] = ",".join([P] * 4 + [Q] * 12)
+        k["conv"]["lt_rowconv_bwd_%s" % t] = ",".join([P] * 3 + [Q] * 12)
+        k["conv"]["lt_rowconv_acc_%s" % t] = ",".join([P] * 4 + [Q] * 12 + [sc(t)])
         k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):

@@ -93,6 +93,10 @@ MODULES = {
     "Normalize inf, non-contiguous input": ("nn.Normalize(math.huge)", (4, 6)),
     "FeatureLPPooling batch mode": ("nn.FeatureLPPooling(3, 2, 2, true)", (2, 9, 4, 3)),
     "FeatureLPPooling non-contiguous input": ("nn.FeatureLPPooling(4, 1, 2)", (7, 5)),
+    "TemporalRowConvolution": ("nn.TemporalRowConvolution(4, 3)", (2, 7, 4)),
+    "TemporalRowConvolution stride 2, features first, non-contiguous input": (
+        "nn.TemporalRowConvolution(3, 2, 2, true)", (2, 3, 8)),
+    "TemporalRowConvolution one sequence, no bias": ("nn.TemporalRowConvolution(5, 4, 3):noBias()", (11, 5)),
     "SpatialSubSampling": ("nn.SpatialSubSampling(3, 3, 2, 2, 1)", (2, 3, 7, 6)),
     "SpatialSubSampling 3-D, non-contiguous input": ("nn.SpatialSubSampling(4, 2, 2, 2, 2)", (4, 5, 6)),
     "TemporalSubSampling": ("nn.TemporalSubSampling(4, 3, 2)", (2, 9, 4)),
@@ -128,7 +132,8 @@ MODULES = {
 NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriterion non-contiguous input, summed",
                  "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input",
                  "SpatialSubSampling 3-D, non-contiguous input", "Normalize inf, non-contiguous input",
-                 "FeatureLPPooling non-contiguous input"}
+                 "FeatureLPPooling non-contiguous input",
+                 "TemporalRowConvolution stride 2, features first, non-contiguous input"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -159,6 +164,8 @@ HALF_ON_GPU |= {"SpatialConvolutionMap", "SpatialFullConvolutionMap"}
 # nn_pointwise.cu's lt_normalize_*
 HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SpatialSubSampling", "TemporalSubSampling",
                                                                 "Normalize", "FeatureLPPooling")}
+# TemporalRowConvolution: conv.cu's lt_rowconv_* kernels
+HALF_ON_GPU |= {name for name in MODULES if name.startswith("TemporalRowConvolution")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}

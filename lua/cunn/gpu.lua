@@ -758,16 +758,16 @@ end
 
 -- ---------------------------------------------------------------- TemporalRowConvolution
 
--- nn.TemporalRowConvolution composed of device methods: each feature row has its own kW-tap kernel, so with the
--- sequence seen as (N, F, T) tap k of every output is one strided view, and the output is the bias plus kW
--- products of a view by its tap's weights (a column broadcast over N and the frames). The gradient goes back
--- into the same views one tap at a time (views of different taps overlap when dW < kW).
+-- nn.TemporalRowConvolution: each feature row has its own kW-tap kernel. conv.cu's lt_rowconv_* on (N, F, T) views
+-- of any strides: the output a thread per element (bias plus kW products in the compute type, rounded once), the
+-- gradInput gathered over the outputs whose taps read a frame (no atomics), the parameters' gradients a block per
+-- feature. One launch each way (the composition of views and addcmuls took kW + 1 and rounded at each tap in half).
 do
    local TRC = nn.TemporalRowConvolution
    local host = {updateOutput = TRC.updateOutput, updateGradInput = TRC.updateGradInput,
                  accGradParameters = TRC.accGradParameters}
    local function asNFT(self, t)   -- (N x) T x F, or (N x) F x T with featFirst -> an N x F x T view
-      if t:dim() == 2 then t = t:view(1, t:size(1), t:size(2)) end
+      if t:dim() == 2 then t = nn.utils.addSingletonDimension(t, 1) end
       return self.featFirst and t or t:transpose(2, 3)
    end
    local function frames(self, input)   -- the output's frames, nil where the host kernel names the problem
@@ -778,11 +778,13 @@ do
       if f ~= self.inputFrameSize or t < self.kW or oT < 1 then return nil end
       return oT
    end
-   local function tap(self, t, k, oT)   -- frames k, k + dW, ... of an N x F x T view
-      return t:narrow(3, k, (oT - 1) * self.dW + 1):unfold(3, 1, self.dW):select(4, 1)
+   local function asOutput(self, gradOutput)   -- gradOutput in the output's shape (nil when it cannot be)
+      if gradOutput:isSameSizeAs(self.output) then return gradOutput end
+      if gradOutput:nElement() == self.output:nElement() then return gradOutput:contiguous():viewAs(self.output) end
    end
-   local function weightsOf(self, k, like)   -- tap k's weight per feature, broadcast as like (N x F x oT)
-      return self.weight:select(2, 1):select(2, k):contiguous():view(1, self.inputFrameSize, 1):expandAs(like)
+   local function run(self, pass, x, y, result, result2, scale)
+      check(C.lt_cuda_nn_rowconv(pass, x._c, y._c, result and result._c, result2 and result2._c, self.weight._c,
+                                 self.bias and self.bias._c, self.kW, self.dW, scale or 1), 3)
    end
    onDevice(TRC, 'updateOutput', function(self, input)
       local oT = frames(self, input)
@@ -790,35 +792,22 @@ do
       local size = input:size()
       size[input:dim() - (self.featFirst and 0 or 1)] = oT
       self.output:resize(size)
-      local x, y = asNFT(self, input), asNFT(self, self.output)
-      if self.bias then y:copy(self.bias:contiguous():view(1, self.inputFrameSize, 1):expandAs(y)) else y:zero() end
-      for k = 1, self.kW do y:addcmul(1, tap(self, x, k, oT), weightsOf(self, k, y)) end
+      run(self, 0, asNFT(self, input), asNFT(self, self.output))
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(TRC, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
-      local oT = frames(self, input)
-      if not oT or gradOutput:nElement() * (input:size(input:dim() - (self.featFirst and 0 or 1))) ~=
-                   input:nElement() * oT then
-         return host.updateGradInput(self, input, gradOutput)
-      end
-      self.gradInput:resizeAs(input):zero()
-      local g, gi = asNFT(self, gradOutput:viewAs(self.output)), asNFT(self, self.gradInput)
-      for k = 1, self.kW do tap(self, gi, k, oT):addcmul(1, g, weightsOf(self, k, g)) end
+      local oT, g = frames(self, input), asOutput(self, gradOutput)
+      if not oT or not g then return host.updateGradInput(self, input, gradOutput) end
+      self.gradInput:resizeAs(input)
+      run(self, 1, asNFT(self, input), asNFT(self, g), asNFT(self, self.gradInput))
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(TRC, 'accGradParameters', function(self, input, gradOutput, scale)
-      local oT = frames(self, input)
-      if not oT then return host.accGradParameters(self, input, gradOutput, scale) end
-      scale = scale or 1
-      local x, g = asNFT(self, input), asNFT(self, gradOutput:viewAs(self.output))
-      local product = g.new()
-      for k = 1, self.kW do
-         local sums = product:cmul(g, tap(self, x, k, oT)):sum(1):sum(3)
-         self.gradWeight:select(2, 1):select(2, k):add(scale, sums:view(self.inputFrameSize))
-      end
-      if self.gradBias then self.gradBias:add(scale, g:sum(1):sum(3):view(self.inputFrameSize)) end
-   end)
+      local oT, g = frames(self, input), asOutput(self, gradOutput)
+      if not oT or not g then return host.accGradParameters(self, input, gradOutput, scale) end
+      run(self, 2, asNFT(self, input), asNFT(self, g), self.gradWeight, self.gradBias, scale)
+   end, HALF_KERNELS)
 end
 
 -- ---------------------------------------------------------------- convolutions through a connection table

@@ -669,6 +669,70 @@ int lt_cuda_nn_feature_lp(const lt_tensor *input3, const lt_tensor *gradOutput, 
                                      &a));
 }
 
+/* nn.TemporalRowConvolution on (N, F, T) views of any strides in GPU memory (conv.cu's lt_rowconv_*): pass 0 the
+ * forward into y (N, F, oT, already sized); 1 the gradInput into result (x's shape, sized) from y = gradOutput; 2
+ * scale * the gradients added into result (gradWeight, contiguous F x kW) and result2 (gradBias, contiguous, or
+ * NULL) from x and y = gradOutput. Float, Double and Half. */
+int lt_cuda_nn_rowconv(int pass, const lt_tensor *x, const lt_tensor *y, lt_tensor *result, lt_tensor *result2,
+                       const lt_tensor *weight, const lt_tensor *bias, int kW, int dW, double scale) {
+  static const char *const names[3] = {"TemporalRowConvolution_updateOutput",
+                                        "TemporalRowConvolution_updateGradInput",
+                                        "TemporalRowConvolution_accGradParameters"};
+  if (pass < 0 || pass > 2) return lt_fail("TemporalRowConvolution: pass %d", pass);
+  const char *fn = names[pass];
+  char b1[256], b2[256];
+  const lt_tensor *xv = pass == 1 ? result : x;   /* the (N, F, T) view the kernel reads or writes */
+  if (!x || !y || !xv || !lt_tensor_is_device(x) || (pass == 2 && !result) || (pass < 2 && !weight))
+    return lt_fail("%s: device tensors expected", fn);
+  const int dev = x->storage->device;
+  const lt_cuops *ops = layer_ops(fn, x, 1);
+  if (!ops || on_device(fn, dev, y, "the output or gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, result2, "gradBias") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, bias, "bias"))
+    return -1;
+  if (x->ndim != 3 || y->ndim != 3 || xv->ndim != 3 || kW < 1 || dW < 1 || y->type != x->type ||
+      xv->type != x->type || !lt_tensor_is_same_size(xv, x) || y->size[0] != x->size[0] ||
+      y->size[1] != x->size[1] || x->size[2] < kW || y->size[2] != (x->size[2] - kW) / dW + 1)
+    return lt_fail("%s: (N, F, T) and (N, F, oT) views of one type expected, got %s and %s", fn,
+                   lt_shape_str(x, b1, sizeof b1), lt_shape_str(y, b2, sizeof b2));
+  const int64_t N = x->size[0], F = x->size[1], T = x->size[2], oT = y->size[2];
+  const lt_tensor *vecs[2] = {pass == 2 ? result : weight, pass == 2 ? result2 : bias};
+  for (int i = 0; i < 2; i++)
+    if (vecs[i] && (vecs[i]->type != x->type || lt_tensor_nelement(vecs[i]) != (i ? F : F * kW) ||
+                    (pass == 2 && !lt_tensor_is_contiguous(vecs[i]))))
+      return lt_fail("%s: %s should be a%s %s tensor of %lld elements", fn,
+                     i ? (pass == 2 ? "gradBias" : "bias") : (pass == 2 ? "gradWeight" : "weight"),
+                     pass == 2 ? " contiguous" : "", tname(x->type), (long long)(i ? F : F * kW));
+  if (N * F * oT == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *w = NULL, *bb = NULL;
+  if (input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w) ||
+      input_data(ops, NULL, &c, pass == 0 ? bias : NULL, &bb))
+    return copies_free(ops, &c, -1);
+  void *px = lt_tensor_data(xv), *py = lt_tensor_data(y), *dst = pass == 2 ? lt_tensor_data(result) : NULL;
+  void *dst2 = pass == 2 && result2 ? lt_tensor_data(result2) : NULL;
+  args_t a = {0};
+  if (pass == 2) {
+    add_raw(&a, &dst, "p");
+    add_raw(&a, &dst2, "p");
+    add_raw(&a, &py, "p");
+    add_raw(&a, &px, "p");
+  } else {
+    add_raw(&a, pass == 0 ? &py : &px, "p");
+    add_raw(&a, pass == 0 ? &px : &py, "p");
+    add_raw(&a, (void *)&w, "p");
+    if (pass == 0) add_raw(&a, (void *)&bb, "p");
+  }
+  const int64_t geo[12] = {N, F, T, oT, kW, dW, xv->stride[0], xv->stride[1], xv->stride[2],
+                           y->stride[0], y->stride[1], y->stride[2]};
+  for (int i = 0; i < 12; i++) add_count(&a, geo[i]);
+  if (pass == 2) add_value(&a, lt_host_type(x->type), scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_rowconv_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(x->type));
+  const unsigned grid = pass == 2 ? feature_grid(ops, F) : grid_for(ops, pass ? N * F * T : N * F * oT);
+  return copies_free(ops, &c, launch(ops, NULL, "conv", kernel, grid, &a));
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* nn_criterion_pointwise.c's entries for tensors in GPU memory, its arguments already checked: the loss into
