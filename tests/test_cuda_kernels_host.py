@@ -268,6 +268,9 @@ def expected_kernels(resolve=True):
         k["conv"]["lt_rowconv_fwd_%s" % t] = ",".join([P] * 4 + [Q] * 12)
         k["conv"]["lt_rowconv_bwd_%s" % t] = ",".join([P] * 3 + [Q] * 12)
         k["conv"]["lt_rowconv_acc_%s" % t] = ",".join([P] * 4 + [Q] * 12 + [sc(t)])
+        k["conv"]["lt_convlocal_fwd_%s" % t] = ",".join([P] * 4 + [Q] * 13)
+        k["conv"]["lt_convlocal_bwd_%s" % t] = ",".join([P] * 3 + [Q] * 13)
+        k["conv"]["lt_convlocal_acc_%s" % t] = ",".join([P] * 4 + [Q] * 13 + [sc(t)])
         k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):

@@ -97,6 +97,9 @@ MODULES = {
     "TemporalRowConvolution stride 2, features first, non-contiguous input": (
         "nn.TemporalRowConvolution(3, 2, 2, true)", (2, 3, 8)),
     "TemporalRowConvolution one sequence, no bias": ("nn.TemporalRowConvolution(5, 4, 3):noBias()", (11, 5)),
+    "SpatialConvolutionLocal": ("nn.SpatialConvolutionLocal(3, 4, 6, 5, 3, 2, 1, 1)", (2, 3, 5, 6)),
+    "SpatialConvolutionLocal padded, strided, 3-D, non-contiguous input": (
+        "nn.SpatialConvolutionLocal(2, 3, 5, 4, 3, 3, 2, 1, 1, 1)", (2, 4, 5)),
     "SpatialSubSampling": ("nn.SpatialSubSampling(3, 3, 2, 2, 1)", (2, 3, 7, 6)),
     "SpatialSubSampling 3-D, non-contiguous input": ("nn.SpatialSubSampling(4, 2, 2, 2, 2)", (4, 5, 6)),
     "TemporalSubSampling": ("nn.TemporalSubSampling(4, 3, 2)", (2, 9, 4)),
@@ -133,7 +136,8 @@ NONCONTIGUOUS = {"SpatialZeroPadding cropping, non-contiguous input", "AbsCriter
                  "PReLU per channel, non-contiguous input", "GatedLinearUnit dim 2, non-contiguous input",
                  "SpatialSubSampling 3-D, non-contiguous input", "Normalize inf, non-contiguous input",
                  "FeatureLPPooling non-contiguous input",
-                 "TemporalRowConvolution stride 2, features first, non-contiguous input"}
+                 "TemporalRowConvolution stride 2, features first, non-contiguous input",
+                 "SpatialConvolutionLocal padded, strided, 3-D, non-contiguous input"}
 
 
 # on the GPU backend these run half kernels (or CudaHalfTensor methods) of their own, not through float copies
@@ -164,8 +168,8 @@ HALF_ON_GPU |= {"SpatialConvolutionMap", "SpatialFullConvolutionMap"}
 # nn_pointwise.cu's lt_normalize_*
 HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("SpatialSubSampling", "TemporalSubSampling",
                                                                 "Normalize", "FeatureLPPooling")}
-# TemporalRowConvolution: conv.cu's lt_rowconv_* kernels
-HALF_ON_GPU |= {name for name in MODULES if name.startswith("TemporalRowConvolution")}
+# TemporalRowConvolution and SpatialConvolutionLocal: conv.cu's lt_rowconv_* and lt_convlocal_* kernels
+HALF_ON_GPU |= {name for name in MODULES if name.split()[0] in ("TemporalRowConvolution", "SpatialConvolutionLocal")}
 # on the CPU backend nn.MSECriterion composes CudaHalfTensor methods (no float copies; the difference is rounded to
 # half before it is squared, so its loss is only close to the float one's)
 COMPOSED_ON_CPU = {"MSECriterion"}
@@ -440,11 +444,11 @@ def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, r
        local conv = nn.SpatialConvolution(3, 2, 3, 3):type('torch.CudaHalfTensor')
        -- a table of half tensors among the fields of a module that goes through float stays that table, of half
        -- tensors with their values
-       local local_ = nn.SpatialConvolutionLocal(3, 2, 4, 4, 3, 3):type('torch.CudaHalfTensor')
+       local sparse = nn.SparseLinear(5, 3):type('torch.CudaHalfTensor')
        local kept = {torch.CudaHalfTensor(4):fill(0.5)}
-       local_.kept = kept
-       local_:forward(torch.CudaHalfTensor(2, 3, 4, 4):fill(1))
-       local keptOK = local_.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and
+       sparse.kept = kept
+       sparse:forward(torch.CudaHalfTensor{{1, 0.5}, {4, -1}})
+       local keptOK = sparse.kept == kept and torch.type(kept[1]) == 'torch.CudaHalfTensor' and
                       kept[1]:min() == 0.5
        local ok, err = pcall(function() conv:forward(torch.CudaHalfTensor(2, 4, 5, 5)) end)
        return {input = input:double(), shared = shared, keptOK = keptOK, ok = ok, err = tostring(err),
@@ -457,7 +461,7 @@ def test_in_place_modules_keep_their_aliasing_and_errors_keep_half_state(cunn, r
     assert set(r["types"].values()) == {"torch.CudaHalfTensor"}
     counts = dict(rt.eval("function() local o = {} for k, v in pairs(cunn.halfThroughFloat()) do o[k] = v end "
                           "return o end")().items())
-    assert counts.get("nn.SpatialConvolutionLocal.updateOutput", 0) >= 1, counts
+    assert counts.get("nn.SparseLinear.updateOutput", 0) >= 1, counts
     assert all(v >= 1 for v in counts.values())
 
 

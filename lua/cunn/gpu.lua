@@ -646,72 +646,39 @@ end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- a kernel per output position
 
--- nn.SpatialConvolutionLocal, composed of device methods: the input's columns by position, (P, N, C·kH·kW) with
--- P = oH·oW (a zero-padded copy, its unfolded windows copied in that order), one matrix product per position
--- against that position's (nOut x C·kH·kW) weight (bmm), and back. The gradient of the columns goes back into
--- the padded input one kernel tap (kh, kw) at a time: the taps of one offset never overlap, those of different
--- offsets do.
+-- nn.SpatialConvolutionLocal: conv.cu's lt_convlocal_* (a thread per output: the bias plus the position's kernel
+-- over its window in the compute type, rounded once; a thread per input pixel gathering the windows and planes that
+-- read it; a thread per weight and bias element summing over the batch: no atomics), one launch each way. The
+-- composition of unfolds, copies, bmm and per-tap adds it replaces rounded at each step in half.
 do
    local SCL = nn.SpatialConvolutionLocal
-   local function batch(self, t, planes, h, w)   -- (N x) planes x h x w -> N x planes x h x w
-      return t:dim() == 3 and t:view(1, planes, h, w) or t
+   local function image(self, input)   -- (N x) C x H x W as an N x C x H x W view
+      return input:dim() == 3 and nn.utils.addSingletonDimension(input, 1) or input
    end
-   local function columns(self, input)
-      local x = batch(self, input, self.nInputPlane, self.iH, self.iW)
-      local n = x:size(1)
-      local padded = x
-      if self.padW > 0 or self.padH > 0 then
-         padded = x.new(n, self.nInputPlane, self.iH + 2 * self.padH, self.iW + 2 * self.padW):zero()
-         padded:narrow(3, self.padH + 1, self.iH):narrow(4, self.padW + 1, self.iW):copy(x)
-      end
-      local windows = padded:unfold(3, self.kH, self.dH):unfold(4, self.kW, self.dW)   -- N, C, oH, oW, kH, kW
-      return windows:permute(3, 4, 1, 2, 5, 6):contiguous()
-                    :view(self.oH * self.oW, n, self.nInputPlane * self.kH * self.kW)
+   local function run(self, pass, input, gradOutput, result, result2, scale)
+      check(C.lt_cuda_nn_convlocal(pass, image(self, input)._c, gradOutput and gradOutput._c, result._c,
+                                   result2 and result2._c, self.weight._c, self.bias._c, self.nOutputPlane, self.kW,
+                                   self.kH, self.dW, self.dH, self.padW, self.padH, scale or 1), 3)
    end
-   local function byPosition(self, gradOutput)   -- (N x) O x oH x oW -> (P, N, O)
-      local g = batch(self, gradOutput, self.nOutputPlane, self.oH, self.oW)
-      return g:contiguous():view(g:size(1), self.nOutputPlane, self.oH * self.oW):permute(3, 1, 2):contiguous()
-   end
-   local function weights(self, w) return w:view(self.oH * self.oW, self.nOutputPlane, -1) end
    onDevice(SCL, 'updateOutput', function(self, input)
       SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
-      local cols = columns(self, input)
-      local n = cols:size(2)
-      local y = input.new():bmm(cols, weights(self, self.weight:contiguous()):transpose(2, 3))   -- P, N, O
-      local planes = y:permute(2, 3, 1):contiguous():view(n, self.nOutputPlane, self.oH, self.oW)
-      planes:add(self.bias:contiguous():view(1, self.nOutputPlane, self.oH, self.oW):expandAs(planes))
-      self.output = input:dim() == 3 and planes:view(self.nOutputPlane, self.oH, self.oW) or planes
+      run(self, 0, input, nil, self.output)
+      if input:dim() == 3 then self.output = self.output:select(1, 1) end
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(SCL, 'updateGradInput', function(self, input, gradOutput)
       SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
       SCL._checkSize(self, 'gradOutput', gradOutput, self.nOutputPlane, self.oH, self.oW)
       if not self.gradInput then return end
-      local g = byPosition(self, gradOutput)
-      local n = g:size(2)
-      local gradCols = input.new():bmm(g, weights(self, self.weight:contiguous()))   -- P, N, C·kH·kW
-      gradCols = gradCols:view(self.oH, self.oW, n, self.nInputPlane, self.kH, self.kW)
-      local padded = input.new(n, self.nInputPlane, self.iH + 2 * self.padH, self.iW + 2 * self.padW):zero()
-      for a = 1, self.kH do
-         for b = 1, self.kW do
-            local taps = padded:narrow(3, a, (self.oH - 1) * self.dH + 1):narrow(4, b, (self.oW - 1) * self.dW + 1)
-                               :unfold(3, 1, self.dH):unfold(4, 1, self.dW):select(6, 1):select(5, 1)
-            taps:add(gradCols:select(6, b):select(5, a):permute(3, 4, 1, 2))
-         end
-      end
-      local inner = padded:narrow(3, self.padH + 1, self.iH):narrow(4, self.padW + 1, self.iW)
-      self.gradInput:resizeAs(input):copy(input:dim() == 3 and inner:select(1, 1) or inner)
+      run(self, 1, input, gradOutput, self.gradInput)
+      self.gradInput = self.gradInput:viewAs(input)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(SCL, 'accGradParameters', function(self, input, gradOutput, scale)
       SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
       SCL._checkSize(self, 'gradOutput', gradOutput, self.nOutputPlane, self.oH, self.oW)
-      scale = scale or 1
-      local g = byPosition(self, gradOutput)
-      weights(self, self.gradWeight):baddbmm(1, scale, g:transpose(2, 3), columns(self, input))
-      local sums = batch(self, gradOutput, self.nOutputPlane, self.oH, self.oW):sum(1)
-      self.gradBias:add(scale, sums:view(self.nOutputPlane, self.oH, self.oW))
-   end)
+      run(self, 2, input, gradOutput, self.gradWeight, self.gradBias, scale)
+   end, HALF_KERNELS)
 end
 
 -- ---------------------------------------------------------------- FeatureLPPooling

@@ -511,6 +511,83 @@ int lt_cuda_nn_glu(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, i
   return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, grid_for(ops, outer * h * inner), &a));
 }
 
+/* ---------------------------------------------------------------- layers with a weight and a bias */
+
+/* The ops of a weight-and-bias layer's pass (0 forward, 1 gradInput, 2 the parameters' gradients into result and
+ * result2) with its operands present and on the input's GPU; NULL with the reason. */
+static const lt_cuops *param_layer_ops(const char *fn, int pass, const lt_tensor *input, const lt_tensor *gradOutput,
+                                       const lt_tensor *result, const lt_tensor *result2, const lt_tensor *weight,
+                                       const lt_tensor *bias) {
+  if (!input || !result || !lt_tensor_is_device(input) || (pass > 0 && !gradOutput) || (pass == 2 && !result2) ||
+      (pass < 2 && !weight) || (pass == 0 && !bias)) {
+    lt_fail("%s: device tensors expected", fn);
+    return NULL;
+  }
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, result2, "gradBias") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, bias, "bias"))
+    return NULL;
+  return ops;
+}
+
+/* The pass's weight and bias (or gradWeight and gradBias, contiguous) of nweight and nbias elements, gradOutput of
+ * nout, all of the input's type; the result sized: out_sizes (4-D) for the forward, the input's for gradInput. */
+static int param_layer_sized(const char *fn, int pass, const lt_tensor *input, const lt_tensor *gradOutput,
+                             lt_tensor *result, const lt_tensor *result2, const lt_tensor *weight,
+                             const lt_tensor *bias, int64_t nweight, int64_t nbias, int64_t nout,
+                             const int64_t out_sizes[4]) {
+  char b[256];
+  const lt_tensor *vecs[2] = {pass == 2 ? result : weight, pass == 2 ? result2 : pass == 0 ? bias : NULL};
+  for (int i = 0; i < 2; i++)
+    if (vecs[i] && (vecs[i]->type != input->type || lt_tensor_nelement(vecs[i]) != (i ? nbias : nweight) ||
+                    (pass == 2 && !lt_tensor_is_contiguous(vecs[i]))))
+      return lt_fail("%s: %s should be a%s %s tensor of %lld elements, got %s", fn,
+                     i ? (pass == 2 ? "gradBias" : "bias") : (pass == 2 ? "gradWeight" : "weight"),
+                     pass == 2 ? " contiguous" : "", tname(input->type), (long long)(i ? nbias : nweight),
+                     lt_shape_str(vecs[i], b, sizeof b));
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != nout))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input->type), (long long)nout);
+  const int dev = input->storage->device;
+  return (pass == 0 && resize_on(result, 4, out_sizes, dev)) || (pass == 1 && resize_on(result, 4, input->size, dev))
+             ? -1
+             : 0;
+}
+
+/* The launch of a layer's kernel lt_<family>_<fwd|bwd|acc>_<T> in `file`, its operands checked and result(s) sized:
+ * pass 0 (y, x, w, b), 1 (gradIn, gradOut, w), 2 (gradWeight, gradBias, gradOut, x), then the geometry counts, the
+ * int *flag where given, and scale for pass 2; contiguous copies of the operands that are not contiguous. A thread
+ * per element of n, or with blocks (pass 2 of the block-per-index kernels) a block per one of n indices. */
+static int param_layer_launch(const lt_cuops *ops, const char *file, const char *family, int pass,
+                              const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                              lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias,
+                              const int64_t *counts, int ncounts, const int *flag, double scale, int64_t n,
+                              int blocks) {
+  copies_t c = {{0}, 0};
+  const void *x = NULL, *go = NULL, *w = NULL, *bb = NULL;
+  if (input_data(ops, NULL, &c, pass == 1 ? NULL : input, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w) ||
+      input_data(ops, NULL, &c, pass == 0 ? bias : NULL, &bb))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result), *dst2 = pass == 2 && result2 ? lt_tensor_data(result2) : NULL;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (pass == 2) add_raw(&a, &dst2, "p");
+  if (pass > 0) add_raw(&a, (void *)&go, "p");
+  if (pass != 1) add_raw(&a, (void *)&x, "p");
+  if (pass < 2) add_raw(&a, (void *)&w, "p");
+  if (pass == 0) add_raw(&a, (void *)&bb, "p");
+  for (int i = 0; i < ncounts; i++) add_count(&a, counts[i]);
+  if (flag) add_raw(&a, (void *)flag, "i");
+  if (pass == 2) add_value(&a, lt_host_type(input->type), scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_%s_%s_%s", family, pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc",
+           tname(input->type));
+  return copies_free(ops, &c, launch(ops, NULL, file, kernel, blocks ? feature_grid(ops, n) : grid_for(ops, n), &a));
+}
+
 /* ---------------------------------------------------------------- SpatialSubSampling, TemporalSubSampling */
 
 /* pass 0: the forward into result; 1: gradInput into result; 2: scale * the parameters' gradients added into
@@ -524,59 +601,24 @@ int lt_cuda_nn_subsampling(int pass, const lt_tensor *input, const lt_tensor *gr
                                         "SubSampling_accGradParameters"};
   const char *fn = names[pass < 0 || pass > 2 ? 0 : pass];
   char b[256];
-  if (!input || !result || !lt_tensor_is_device(input) || pass < 0 || pass > 2 || (pass > 0 && !gradOutput) ||
-      (pass == 2 && !result2) || (pass < 2 && !weight) || (pass == 0 && !bias))
-    return lt_fail("%s: device tensors expected", fn);
-  const int dev = input->storage->device;
-  const lt_cuops *ops = layer_ops(fn, input, 1);
-  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result") ||
-      on_device(fn, dev, result2, "gradBias") || on_device(fn, dev, weight, "weight") ||
-      on_device(fn, dev, bias, "bias"))
-    return -1;
+  if (pass < 0 || pass > 2) return lt_fail("%s: pass %d", fn, pass);
+  const lt_cuops *ops = param_layer_ops(fn, pass, input, gradOutput, result, result2, weight, bias);
+  if (!ops) return -1;
   if (input->ndim != 4 || kW < 1 || kH < 1 || dW < 1 || dH < 1 || input->size[2] < kH || input->size[3] < kW)
     return lt_fail("%s: a 4-D input of at least %d x %d per plane expected, got %s", fn, kH, kW,
                    lt_shape_str(input, b, sizeof b));
   const int64_t N = input->size[0], C = input->size[1], iH = input->size[2], iW = input->size[3];
   const int64_t oH = (iH - kH) / dH + 1, oW = (iW - kW) / dW + 1, nidx = byCol ? oW : C;
   const int64_t out_sizes[4] = {N, C, oH, oW};
-  const lt_tensor *vecs[3] = {pass < 2 ? weight : result, pass == 0 ? bias : result2, NULL};
-  for (int i = 0; i < 2; i++)
-    if (vecs[i] && (vecs[i]->type != input->type || lt_tensor_nelement(vecs[i]) != nidx ||
-                    (pass == 2 && !lt_tensor_is_contiguous(vecs[i]))))
-      return lt_fail("%s: %s should be a%s %s vector of %lld elements, got %s", fn,
-                     i ? (pass == 2 ? "gradBias" : "bias") : (pass == 2 ? "gradWeight" : "weight"),
-                     pass == 2 ? " contiguous" : "", tname(input->type), (long long)nidx,
-                     lt_shape_str(vecs[i], b, sizeof b));
-  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != N * C * oH * oW))
-    return lt_fail("%s: gradOutput %s should be a %s tensor of %lld elements", fn,
-                   lt_shape_str(gradOutput, b, sizeof b), tname(input->type), (long long)(N * C * oH * oW));
-  if ((pass == 0 && resize_on(result, 4, out_sizes, dev)) || (pass == 1 && resize_on(result, 4, input->size, dev)))
+  if (param_layer_sized(fn, pass, input, gradOutput, result, result2, weight, bias, nidx, nidx, N * C * oH * oW,
+                        out_sizes))
     return -1;
   if (N * C * oH * oW == 0) return 0;
-  copies_t c = {{0}, 0};
-  const void *x = NULL, *go = NULL, *w = NULL, *bb = NULL;
-  if (input_data(ops, NULL, &c, pass == 1 ? NULL : input, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
-      input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w) ||
-      input_data(ops, NULL, &c, pass == 0 ? bias : NULL, &bb))
-    return copies_free(ops, &c, -1);
-  void *dst = lt_tensor_data(result), *dst2 = pass == 2 ? lt_tensor_data(result2) : NULL;
-  const int type = lt_host_type(input->type), by_col = byCol ? 1 : 0;
-  args_t a = {0};
-  add_raw(&a, &dst, "p");
-  if (pass == 2) add_raw(&a, &dst2, "p");
-  if (pass > 0) add_raw(&a, (void *)&go, "p");
-  if (pass != 1) add_raw(&a, (void *)&x, "p");
-  if (pass < 2) add_raw(&a, (void *)&w, "p");
-  if (pass == 0) add_raw(&a, (void *)&bb, "p");
-  const int64_t geo[11] = {N * C, iH, iW, oH, oW, kH, kW, dH, dW, 0, 0};
-  for (int i = 0; i < 11; i++) add_count(&a, geo[i]);
-  add_count(&a, C);
-  add_raw(&a, (void *)&by_col, "i");
-  if (pass == 2) add_value(&a, type, scale);
-  char kernel[48];
-  snprintf(kernel, sizeof kernel, "lt_subsample_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(type));
-  const unsigned grid = pass == 2 ? feature_grid(ops, nidx) : grid_for(ops, pass ? N * C * iH * iW : N * C * oH * oW);
-  return copies_free(ops, &c, launch(ops, NULL, "pooling", kernel, grid, &a));
+  const int64_t geo[12] = {N * C, iH, iW, oH, oW, kH, kW, dH, dW, 0, 0, C};
+  const int by_col = byCol ? 1 : 0;
+  return param_layer_launch(ops, "pooling", "subsample", pass, input, gradOutput, result, result2, weight, bias, geo,
+                            12, &by_col, scale, pass == 2 ? nidx : pass ? N * C * iH * iW : N * C * oH * oW,
+                            pass == 2);
 }
 
 /* nn.Normalize with its input (a row, or n rows of d) in GPU memory: the forward (gradOutput NULL) into result and
@@ -731,6 +773,36 @@ int lt_cuda_nn_rowconv(int pass, const lt_tensor *x, const lt_tensor *y, lt_tens
   snprintf(kernel, sizeof kernel, "lt_rowconv_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(x->type));
   const unsigned grid = pass == 2 ? feature_grid(ops, F) : grid_for(ops, pass ? N * F * T : N * F * oT);
   return copies_free(ops, &c, launch(ops, NULL, "conv", kernel, grid, &a));
+}
+
+/* nn.SpatialConvolutionLocal with input (N, C, H, W) in GPU memory (any layout: a contiguous copy where it is not):
+ * pass 0 the forward into result ((N, O, oH, oW), resized); 1 the gradInput into result (the input's shape) from
+ * gradOutput; 2 scale * the gradients added into result (gradWeight) and result2 (gradBias), contiguous. weight
+ * (oH, oW, O, C, kH, kW) and bias (O, oH, oW). conv.cu's lt_convlocal_* kernels, Float, Double and Half. */
+int lt_cuda_nn_convlocal(int pass, const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                         lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int nOutputPlane, int kW,
+                         int kH, int dW, int dH, int padW, int padH, double scale) {
+  static const char *const names[3] = {"SpatialConvolutionLocal_updateOutput",
+                                        "SpatialConvolutionLocal_updateGradInput",
+                                        "SpatialConvolutionLocal_accGradParameters"};
+  if (pass < 0 || pass > 2) return lt_fail("SpatialConvolutionLocal: pass %d", pass);
+  const char *fn = names[pass];
+  char b[256];
+  const lt_cuops *ops = param_layer_ops(fn, pass, input, gradOutput, result, result2, weight, bias);
+  if (!ops) return -1;
+  if (input->ndim != 4 || nOutputPlane < 1 || kW < 1 || kH < 1 || dW < 1 || dH < 1 || padW < 0 || padH < 0)
+    return lt_fail("%s: a 4-D input expected, got %s", fn, lt_shape_str(input, b, sizeof b));
+  const int64_t N = input->size[0], C = input->size[1], H = input->size[2], W = input->size[3], O = nOutputPlane;
+  const int64_t oH = (H + 2 * padH - kH) / dH + 1, oW = (W + 2 * padW - kW) / dW + 1;
+  const int64_t nw = oH * oW * O * C * kH * kW, nb = O * oH * oW, out_sizes[4] = {N, O, oH, oW};
+  if (oH < 1 || oW < 1)
+    return lt_fail("%s: the input %s is smaller than the kernel", fn, lt_shape_str(input, b, sizeof b));
+  if (param_layer_sized(fn, pass, input, gradOutput, result, result2, weight, bias, nw, nb, N * nb, out_sizes))
+    return -1;
+  if (N * C * H * W == 0) return 0;
+  const int64_t geo[13] = {N, C, H, W, O, oH, oW, kH, kW, dH, dW, padH, padW};
+  return param_layer_launch(ops, "conv", "convlocal", pass, input, gradOutput, result, result2, weight, bias, geo, 13,
+                            NULL, scale, pass == 0 ? N * nb : pass == 1 ? N * C * H * W : nw + nb, 0);
 }
 
 /* ---------------------------------------------------------------- nn's elementwise criterions */
