@@ -230,6 +230,7 @@ def expected_kernels(resolve=True):
             k["stats"]["lt_renorm_%s_%s" % (t, idx)] = ",".join([T, T, Q, Q, Q, Q, D, D])
         for t in FLOATS:
             k["dropout"]["lt_dropout_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, I, U, U])
+            k["dropout"]["lt_rrelu_fwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q, D, D, U, U])
             k["dropout"]["lt_dropout_bwd_%s_%s" % (t, idx)] = ",".join([T, T, P, Q])
     for t in TYPES:
         a = sc(t)
@@ -253,17 +254,35 @@ def expected_kernels(resolve=True):
         k["pooling"]["lt_maxpool_bwd_%s" % t] = ",".join([P, P, P] + geo)
         k["pooling"]["lt_avgpool_fwd_%s" % t] = ",".join([P, P] + geo + [I])
         k["pooling"]["lt_avgpool_bwd_%s" % t] = ",".join([P, P] + geo + [I])
+        k["pooling"]["lt_subsample_fwd_%s" % t] = ",".join([P] * 4 + geo + [Q, I])
+        k["pooling"]["lt_subsample_bwd_%s" % t] = ",".join([P] * 3 + geo + [Q, I])
+        k["pooling"]["lt_subsample_acc_%s" % t] = ",".join([P] * 4 + geo + [Q, I, a])
+        k["pooling"]["lt_flp_fwd_%s" % t] = ",".join([P, P] + [Q] * 6 + [D])
+        k["pooling"]["lt_flp_bwd_%s" % t] = ",".join([P] * 4 + [Q] * 6 + [D])
         k["classnll"]["lt_classnll_fwd_%s" % t] = ",".join([P, P, P, P, P, P, Q, Q, I, Q])
         k["classnll"]["lt_classnll_bwd_%s" % t] = ",".join([P, P, P, D, Q, Q, I, Q])
     for t in ("Float", "Double", "Half"):
         for unfold in ("im2col", "col2im"):
             k["conv"]["lt_%s_%s" % (unfold, t)] = ",".join([P, P] + [Q] * 13)
         k["conv"]["lt_conv_bias_add_%s" % t] = ",".join([P, P, Q, Q, Q])
+        k["conv"]["lt_rowconv_fwd_%s" % t] = ",".join([P] * 4 + [Q] * 12)
+        k["conv"]["lt_rowconv_bwd_%s" % t] = ",".join([P] * 3 + [Q] * 12)
+        k["conv"]["lt_rowconv_acc_%s" % t] = ",".join([P] * 4 + [Q] * 12 + [sc(t)])
+        k["conv"]["lt_convlocal_fwd_%s" % t] = ",".join([P] * 4 + [Q] * 13)
+        k["conv"]["lt_convlocal_bwd_%s" % t] = ",".join([P] * 3 + [Q] * 13)
+        k["conv"]["lt_convlocal_acc_%s" % t] = ",".join([P] * 4 + [Q] * 13 + [sc(t)])
         k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])
             k["nn_pointwise"]["lt_nn_pw_bwd_%s_%s" % (t, idx)] = ",".join([T, T, T, Q, I, D, D])
+        k["nn_pointwise"]["lt_prelu_fwd_%s" % t] = ",".join([P, P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_prelu_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_prelu_acc_%s" % t] = ",".join([P, Q, P, P, Q, Q, Q, sc(t)])
+        k["nn_pointwise"]["lt_glu_fwd_%s" % t] = ",".join([P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_glu_bwd_%s" % t] = ",".join([P, P, P, Q, Q, Q])
+        k["nn_pointwise"]["lt_normalize_fwd_%s" % t] = ",".join([P, P, P, Q, Q, D, D])
+        k["nn_pointwise"]["lt_normalize_bwd_%s" % t] = ",".join([P, P, P, P, Q, Q, D, D])
     # (Half: the nn layers' kernels that nn's modules reach with device half tensors)
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):
@@ -287,9 +306,9 @@ def expected_kernels(resolve=True):
         for d in ("fwd", "bwd"):
             k["adaptive_pooling"]["lt_adaptive_avgpool_%s_%s" % (d, t)] = ",".join([P, P] + [Q] * 5)
             k["adaptive_pooling"]["lt_adaptive_maxpool_%s_%s" % (d, t)] = ",".join([P, P, P] + [Q] * 5)
-    for t in ("Float", "Double"):
         k["gather_map"]["lt_rows_acc_%s" % t] = ",".join([P] * 5 + [Q, Q, sc(t), Q])
         k["gather_map"]["lt_rows_renorm_%s" % t] = ",".join([P, P, Q, Q, sc(t), sc(t)])
+    for t in ("Float", "Double"):
         for idx in ("i32", "i64"):
             k["histc"]["lt_histc_partial_%s_%s" % (t, idx)] = ",".join([T, Q, Q, sc(t), sc(t), Q, P])
             k["histc"]["lt_histc_total_%s_%s" % (t, idx)] = ",".join([T, P, Q, Q])
@@ -1066,6 +1085,53 @@ def test_classnll(simt, rng, t):
                     wi = A(1) if w is None else A(w[tg - 1])
                     exp[i, tg - 1] = -wi * norm
         assert_exact(gi, exp.astype(dt), what + " gradInput")
+
+
+@pytest.mark.parametrize("t", FLOATS)
+def test_prelu_and_glu(simt, rng, t):
+    """nn_pointwise.cu's PReLU and GatedLinearUnit kernels against NumPy: the forward and gradInput of PReLU one
+    product in the compute type rounded once (exact), the weight's gradient a block-per-channel sum (several block
+    sizes, fewer blocks than channels) within the sum's bound of the double one; GLU's a sigmoid(b) and its
+    gradient within a few roundings of the double formulas."""
+    lib = simt.get("nn_pointwise")
+    dt, A = NP[t], ACC[t]
+    outer, planes, inner = 3, 5, 7
+    n = outer * planes * inner
+    x = rng.standard_normal((outer, planes, inner)).astype(dt)
+    go = rng.standard_normal((outer, planes, inner)).astype(dt)
+    w = rng.uniform(0.05, 0.5, planes).astype(dt)
+    wa = w.astype(A)[None, :, None]
+    q = ctypes.c_int64
+    out = np.full(n, np.nan, dt)
+    lib.launch("lt_prelu_fwd_%s" % t, *geometry(n, 32), ptr(out), ptr(x), ptr(w), q(n), q(planes), q(inner))
+    assert_exact(out.reshape(x.shape), np.where(x > 0, x, (wa * x.astype(A)).astype(dt)), "prelu forward")
+    gi = np.full(n, np.nan, dt)
+    lib.launch("lt_prelu_bwd_%s" % t, *geometry(n, 32), ptr(gi), ptr(go), ptr(x), ptr(w), q(n), q(planes), q(inner))
+    assert_exact(gi.reshape(x.shape), np.where(x > 0, go, (wa * go.astype(A)).astype(dt)), "prelu gradInput")
+    terms = np.where(x <= 0, x.astype(np.float64) * go.astype(np.float64), 0)
+    for block in (32, 64, 96):
+        gw = np.full(2 * planes, 7, dt)   # stride 2: the odd elements untouched
+        gw[::2] = rng.uniform(-1, 1, planes).astype(dt)
+        ref = gw[::2].astype(np.float64) + 0.5 * terms.sum(axis=(0, 2))
+        lib.launch("lt_prelu_acc_%s" % t, 2, block, ptr(gw), q(2), ptr(go), ptr(x), q(outer), q(planes), q(inner),
+                   ACC_C[t](0.5))
+        bound = EPS[A] * (outer * inner + 4) * (np.abs(terms).sum(axis=(0, 2)) + np.abs(ref))
+        assert_bound(gw[::2], ref, bound, "prelu gradWeight, block %d" % block)
+        assert (gw[1::2] == 7).all()
+    h = 4
+    y = rng.standard_normal((outer, 2 * h, inner)).astype(dt)
+    a, b = y[:, :h].astype(np.float64), y[:, h:].astype(np.float64)
+    s = 1 / (1 + np.exp(-b))
+    out = np.full(outer * h * inner, np.nan, dt)
+    lib.launch("lt_glu_fwd_%s" % t, *geometry(out.size, 32), ptr(out), ptr(y), q(outer), q(h), q(inner))
+    assert_bound(out.reshape(a.shape), a * s, 8 * EPS[A] * np.abs(a * s), "glu forward")
+    g = rng.standard_normal(a.shape).astype(dt)
+    gi = np.full(y.shape, np.nan, dt)
+    lib.launch("lt_glu_bwd_%s" % t, *geometry(g.size, 32), ptr(gi), ptr(g), ptr(y), q(outer), q(h), q(inner))
+    gd = g.astype(np.float64)
+    assert_bound(gi[:, :h], gd * s, 8 * EPS[A] * np.abs(gd * s), "glu gradInput of a")
+    gb = gd * (1 - s) * s * a
+    assert_bound(gi[:, h:], gb, 12 * EPS[A] * np.abs(gb), "glu gradInput of b")
 
 
 # ----------------------------------------------------------------------------- schedule jitter

@@ -465,7 +465,7 @@ LAYERS = {
     "Square": ("nn.Square()", (5, 7)), "Power": ("nn.Power(3)", (5, 7)),
     "Log of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Log())", (5, 7)),
     "Sqrt of Abs": ("nn.Sequential():add(nn.Abs()):add(nn.Sqrt(0.1))", (5, 7)),
-    # the gather layers (native/cuda/gather_map.cu), and PReLU: compositions of the device's methods
+    # the gather layers (native/cuda/gather_map.cu), PReLU and GatedLinearUnit (native/cuda/nn_pointwise.cu)
     "SpatialZeroPadding": ("nn.SpatialZeroPadding(1, 2, 3, 0)", (2, 3, 4, 5)),
     "SpatialZeroPadding cropping, 3-D": ("nn.SpatialZeroPadding(-1, 2, 1, -2)", (3, 5, 4)),
     "SpatialReflectionPadding": ("nn.SpatialReflectionPadding(2, 1, 3, 0)", (2, 3, 4, 5)),
@@ -480,6 +480,8 @@ LAYERS = {
     "cudnn.SpatialCrossMapLRN": ("cudnn.SpatialCrossMapLRN(3)", (2, 4, 2, 5)),
     "PReLU per channel": ("nn.PReLU(3)", (4, 3, 5, 2)), "PReLU shared": ("nn.PReLU()", (5, 7)),
     "PReLU per channel, 3-D": ("nn.PReLU(4)", (4, 3, 5)),
+    "GatedLinearUnit": ("nn.GatedLinearUnit()", (5, 8)),
+    "GatedLinearUnit dim 1, 3-D": ("nn.GatedLinearUnit(1)", (4, 3, 5)),
 }
 
 
@@ -524,6 +526,43 @@ def test_cunn_layers_against_the_cpu_in_double(gpu, rng, name):
         cpu, dev = rt.to_numpy(out[1][i]), rt.to_numpy(out[2][i])
         assert cpu.shape == dev.shape, (name, what, cpu.shape, dev.shape)
         np.testing.assert_allclose(dev, cpu, rtol=1e-12, atol=1e-12, err_msg="%s: %s" % (name, what))
+    assert fallbacks(rt) == {}
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_draws_the_uniform_fills_slopes(gpu, rng, inplace):
+    """nn.RReLU in training on the GPU (one kernel): with the same cutorch seed its noise is exactly what nn's own
+    composition draws (a uniform fill in [l, u), 1 where x > 0), its output x * noise and its gradInput gradOutput *
+    noise, exactly, on a transposed input; the stream moves on as the fill moves it (the next draw is the same);
+    in evaluation it is the leaky ReLU of slope (l + u) / 2."""
+    rt = gpu
+    rt.execute("require 'cunn'")
+    x, g = rng.standard_normal((6, 9)), rng.standard_normal((9, 6))
+    r = rt.eval("""function(x, g, inplace)
+       local m = nn.RReLU(0.1, 0.4, inplace):cuda()
+       local input = x:cuda():t()
+       local before = input:clone()
+       cutorch.manualSeed(17)
+       local y = m:forward(input):clone()
+       local next1 = torch.CudaTensor(3):uniform()
+       local gi = m:backward(input, g:cuda()):clone()
+       cutorch.manualSeed(17)
+       local noise = torch.CudaTensor(9, 6):uniform(0.1, 0.4)
+       noise:maskedFill(before:gt(0), 1)
+       local next2 = torch.CudaTensor(3):uniform()
+       m:evaluate()
+       local e = m:forward(before:clone())
+       return {y = y:double(), noise = m.noise:double(), want = noise:double(), x = before:double(), gi = gi:double(),
+               next1 = next1:double(), next2 = next2:double(), e = e:double(), ok = torch.type(m.noise)}
+    end""")(rt.from_numpy(x), rt.from_numpy(g), inplace)
+    want = rt.to_numpy(r["want"])
+    xs = rt.to_numpy(r["x"])
+    np.testing.assert_array_equal(rt.to_numpy(r["noise"]), want)
+    assert ((want >= 0.1) & (want < 0.4) | (xs > 0)).all() and len(np.unique(want)) > 10
+    np.testing.assert_array_equal(rt.to_numpy(r["y"]), (xs.astype(np.float32) * want.astype(np.float32)))
+    np.testing.assert_array_equal(rt.to_numpy(r["gi"]), (g.astype(np.float32) * want.astype(np.float32)))
+    np.testing.assert_array_equal(rt.to_numpy(r["next1"]), rt.to_numpy(r["next2"]))
+    np.testing.assert_allclose(rt.to_numpy(r["e"]), np.where(xs > 0, xs, 0.25 * xs), rtol=1e-6)
     assert fallbacks(rt) == {}
 
 

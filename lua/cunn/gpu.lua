@@ -173,21 +173,22 @@ end
 for _, class in ipairs {nn.LogSoftMax, nn.SpatialLogSoftMax} do softmaxOnDevice(class, true) end
 for _, class in ipairs {nn.SoftMax, nn.SpatialSoftMax} do softmaxOnDevice(class, false) end
 
--- SoftMin: the SoftMax of -x, its gradient negated (as the CPU module computes it)
+-- SoftMin: the SoftMax of -x, its gradient negated (as the CPU module computes it). In half the negations are exact,
+-- so the softmax's Half kernels give the float module's results rounded once: no float copies.
 onDevice(nn.SoftMin, 'updateOutput', function(self, input)
-   self.mininput = self.mininput or input.new()
-   self.mininput:resizeAs(input):copy(input):mul(-1)
+   self.mininput = self.mininput and self.mininput:type() == input:type() and self.mininput or input.new()
+   self.mininput:resizeAs(input):mul(input, -1)
    self.output:resizeAs(input)
    check(C.lt_cuops_softmax_forward(opsOf(input), nil, self.output._c, self.mininput._c), 2)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.SoftMin, 'updateGradInput', function(self, input, gradOutput)
    gradOutput = gradOutput:contiguous()
    self.gradInput:resizeAs(input)
    check(C.lt_cuops_softmax_backward(opsOf(input), nil, self.gradInput._c, gradOutput._c, self.output._c), 2)
    self.gradInput:mul(-1)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- cutorch's ClassNLLCriterion takes targets of any Cuda type (or a number): the kernels take a CudaLongTensor.
 local function deviceTarget(self, target) return self:_longTarget(target, 'torch.CudaLongTensor') end
@@ -218,7 +219,7 @@ end, HALF_KERNELS)
 -- SpatialClassNLLCriterion: the ClassNLLCriterion kernels over the N*H*W pixels as rows, the N x C x H x W input
 -- laid out as (N*H*W) x C by a device copy of its N x H x W x C permutation, the target as N*H*W classes; the
 -- gradient comes back in the input's layout. With sizeAverage both divide by the summed weights of all the
--- pixels, as the CPU kernel does.
+-- pixels, as the CPU kernel does. Half runs the kernels' Half instantiation (the copies are exact).
 local function pixelRows(self, input, target, fn)
    local function sz(t) return table.concat(t:size():totable(), 'x') end
    if input:dim() ~= 4 then
@@ -250,8 +251,10 @@ onDevice(nn.SpatialClassNLLCriterion, 'updateOutput', function(self, input, targ
    pixelCheck(fn, C.lt_cuops_classnll_forward(opsOf(input), nil, rows._c, t._c, deviceWeights(self, input),
                                               self.sizeAverage and 1 or 0, -100, loss, totalWeight))
    self.output, self._gpuTotalWeight = loss[0], totalWeight[0]
+   -- half: summed in float by the Half kernel, rounded to half as ClassNLLCriterion's
+   if input._c.type == HALF then self.output = tonumber(C.lt_half_to_float(C.lt_float_to_half(self.output))) end
    return self.output, self._gpuTotalWeight
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialClassNLLCriterion, 'updateGradInput', function(self, input, target)
    local fn = 'SpatialClassNLLCriterion_updateGradInput'
    if not self._gpuTotalWeight then self:updateOutput(input, target) end
@@ -264,13 +267,15 @@ onDevice(nn.SpatialClassNLLCriterion, 'updateGradInput', function(self, input, t
    local N, Cl, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
    self.gradInput:resizeAs(input):copy(self._gpuGradRows:view(N, H, W, Cl):permute(1, 4, 2, 3))
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- LookupTable
 
 -- With its weight in GPU memory (the indices may be in host or GPU memory, of any integer or float type, read on
 -- the host as the CPU kernel reads them): the rows gathered on the device, the gradient summed per row without
 -- atomics (scaleGradByFreq and paddingValue as on the CPU), max-norm renormalization of the rows named.
+-- A half weight runs the kernels' Half instantiations (gather_map.cu's map and rows, in float): no float copies.
+cunn._halfOnGPU['nn.LookupTable'] = true
 local function lookupOnDevice(name, gpu)
    local host = nn.LookupTable[name]
    nn.LookupTable[name] = function(self, input, ...)
@@ -299,77 +304,17 @@ end)
 -- ---------------------------------------------------------------- Normalize
 
 -- Each row divided by its p-norm, (sum |x|^p + eps)^(1/p) (max |x| + eps for p = inf), and the CPU kernel's
--- gradient, composed of the device's methods on the rows (a 1-D input is one row).
-local function normalizeRows(self, input, fn)
-   if input:dim() ~= 1 and input:dim() ~= 2 then
-      error(string.format('%s: expected a 1-D or 2-D input, got %s', fn,
-                          table.concat(input:size():totable(), 'x')), 3)
-   end
-   return input:dim() == 1 and input:view(1, input:size(1)) or input
-end
--- sum |x|^p + eps per row (n x 1), in b.s; |x| in b.a
-local function powerSums(b, x, p, eps)
-   b.a = b.a or x.new()
-   b.a:resizeAs(x):copy(x):abs()
-   b.ap = b.ap or x.new()
-   if p == 1 then b.ap:resizeAs(x):copy(b.a) elseif p == 2 then b.ap:resizeAs(x):cmul(b.a, b.a)
-   else b.ap:resizeAs(x):pow(b.a, p) end
-   b.s = b.ap:sum(2):add(eps)
-   return b.s
-end
+-- gradient: nn_pointwise.cu's lt_normalize_* kernels, a block per row, one launch each way (a composition of
+-- device methods took 6-12 and in half rounded at each). The row norms are kept in self.norm.
 onDevice(nn.Normalize, 'updateOutput', function(self, input)
-   local x = normalizeRows(self, input, 'Normalize_updateOutput')
-   self._gpu = self._gpu or {}
-   local b, p = self._gpu, self.p
    self.norm = self.norm and onGPU(self.norm) and self.norm:type() == input:type() and self.norm or input.new()
-   if p == math.huge then
-      b.a = b.a or x.new()
-      b.a:resizeAs(x):copy(x):abs()
-      b.idx = b.idx or torch.CudaLongTensor()
-      b.m = b.m or x.new()
-      b.m:max(b.idx, b.a, 2)
-      self.norm:resize(x:size(1)):copy(b.m):add(self.eps)
-   else
-      local s = powerSums(b, x, p, self.eps)
-      self.norm:resize(x:size(1))
-      if p == 2 then self.norm:copy(s):sqrt() else self.norm:copy(s):pow(1 / p) end
-   end
-   self.output:resizeAs(input)
-   self.output:view(x:size()):cdiv(x, self.norm:view(x:size(1), 1):expandAs(x))
+   check(C.lt_cuda_nn_normalize(input._c, nil, self.output._c, self.norm._c, self.p, self.eps), 2)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.Normalize, 'updateGradInput', function(self, input, gradOutput)
-   local x = normalizeRows(self, input, 'Normalize_updateGradInput')
-   local g = gradOutput:view(x:size())
-   local b, p, n = self._gpu, self.p, x:size(1)
-   local nm = self.norm:view(n, 1):expandAs(x)
-   b.xg = b.xg or x.new()
-   b.dot = b.xg:resizeAs(x):cmul(x, g):sum(2)                 -- x . gradOutput per row
-   self.gradInput:resizeAs(input)
-   local gi = self.gradInput:view(x:size())
-   gi:cdiv(g, nm)
-   if p == math.huge then
-      -- only the first largest |x| of a row carries the norm: gi[m] -= x[m] / nm * dot / nm^2 there
-      b.c = b.c or x.new()
-      b.c:resize(n, 1):copy(b.dot):cdiv(self.norm:view(n, 1)):cdiv(self.norm:view(n, 1)):cdiv(self.norm:view(n, 1))
-      local xm = x:gather(2, b.idx)
-      gi:scatter(2, b.idx, gi:gather(2, b.idx):add(-1, xm:cmul(b.c)))
-      return self.gradInput
-   end
-   local s = powerSums(b, x, p, self.eps)                     -- norm^p
-   b.w = b.w or x.new()
-   if p == 2 then
-      b.w:resizeAs(x):copy(x)
-   elseif p < 2 and p % 2 ~= 0 then
-      b.w:resizeAs(x):copy(b.a):add(self.eps):pow(p - 2):cmul(x)   -- eps keeps |x|^(p-2) finite at 0
-   else
-      b.w:resizeAs(x):pow(b.a, p - 2):cmul(x)
-   end
-   b.c = b.c or x.new()
-   b.c:resize(n, 1):copy(b.dot):cdiv(s):cdiv(self.norm:view(n, 1))   -- dot / (norm^p * norm)
-   gi:add(-1, b.w:cmul(b.c:expandAs(x)))
+   check(C.lt_cuda_nn_normalize(input._c, gradOutput._c, self.gradInput._c, self.norm._c, self.p, self.eps), 2)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- Dropout
 
@@ -398,6 +343,34 @@ onDevice(nn.Dropout, 'updateGradInput', function(self, input, gradOutput)
    end
    return self.gradInput
 end)
+
+-- ---------------------------------------------------------------- RReLU
+
+-- In training with random slopes: one launch draws each element's slope from the Philox stream exactly as the
+-- uniform fill nn's module calls would (the same draws, rounded as a float fill), keeps the noise and multiplies
+-- (dropout.cu's lt_rrelu_fwd); the backward is Dropout's gradOut * noise. So a float module's results are those of
+-- nn's composition, and a half module with the same seed draws the float module's slopes and gives its output
+-- rounded once (a half fill would round the slopes first). The fixed-slope path is nn's (a pointwise kernel).
+do
+   local host = {updateOutput = nn.RReLU.updateOutput, updateGradInput = nn.RReLU.updateGradInput}
+   local function randomSlopes(self) return self.train and self.upper - self.lower > 1e-6 end
+   onDevice(nn.RReLU, 'updateOutput', function(self, input)
+      if not randomSlopes(self) then return host.updateOutput(self, input) end
+      self.noise = onGPU(self.noise) and self.noise:type() == input:type() and self.noise or input.new()
+      self.noise:resizeAs(input)
+      if self.inplace then self.output:set(input) else self.output:resizeAs(input) end
+      local seed, offset = cutorch._philoxDraws(2 * input:nElement())
+      check(C.lt_cuops_rrelu_forward(opsOf(input), nil, self.output._c, input._c, self.noise._c, self.lower,
+                                     self.upper, seed, offset), 2)
+      return self.output
+   end, HALF_KERNELS)
+   onDevice(nn.RReLU, 'updateGradInput', function(self, input, gradOutput)
+      if not randomSlopes(self) then return host.updateGradInput(self, input, gradOutput) end
+      if self.inplace then self.gradInput:set(gradOutput) else self.gradInput:resizeAs(gradOutput) end
+      check(C.lt_cuops_dropout_backward(opsOf(gradOutput), nil, self.gradInput._c, gradOutput._c, self.noise._c), 2)
+      return self.gradInput
+   end, HALF_KERNELS)
+end
 
 -- ---------------------------------------------------------------- convolutions: im2col + cuBLAS
 
@@ -582,59 +555,47 @@ onDevice(nn.SpatialAveragePooling, 'updateGradInput', function(self, input, grad
    end
 end, HALF_KERNELS)
 
--- ---------------------------------------------------------------- SpatialSubSampling
+-- ---------------------------------------------------------------- SpatialSubSampling, TemporalSubSampling
 
--- Per plane, weight[c] times each kW x kH window's sum plus bias[c]: the window sums are the average pooling's (no
--- padding, floor mode, the whole window counted) times kW*kH; the rest is per-plane arithmetic on expanded views.
+-- Per plane, weight[c] times each kW x kH window's sum plus bias[c] (pooling.cu's lt_subsample_*: one launch each
+-- way, the parameters' gradients a block per plane), computed in float for half and rounded once, where a
+-- composition of the average pooling and per-plane arithmetic would round at each step. TemporalSubSampling is the
+-- same per feature over windows of kW frames: the sequence (N x) T x F as an N x 1 x T x F image with kW x 1
+-- windows, the weight indexed by the column (the feature).
 local function subsamplingPlanes(self, input, fn)
    local d = input:dim()
-   if (d ~= 3 and d ~= 4) or input:size(d - 2) ~= self.nInputPlane then
-      error(string.format('%s: a 3D or 4D input of %d planes expected, got %s', fn, self.nInputPlane,
-                          table.concat(input:size():totable(), 'x')), 3)
+   if (d ~= 3 and d ~= 4) or input:size(d - 2) ~= self.nInputPlane or input:size(d - 1) < self.kH or
+      input:size(d) < self.kW then
+      error(string.format('%s: a 3D or 4D input of %d planes of at least %d x %d expected, got %s', fn,
+                          self.nInputPlane, self.kH, self.kW, table.concat(input:size():totable(), 'x')), 3)
    end
+   return d == 3 and nn.utils.addSingletonDimension(input, 1) or input   -- (a view of any layout)
 end
-local function byPlane(t, nPlane)   -- ([N,] C, H, W) as N x C x H*W
-   return t:dim() == 3 and t:view(1, nPlane, t:size(2) * t:size(3))
-          or t:view(t:size(1), nPlane, t:size(3) * t:size(4))
-end
-local function windowSums(self, input, out)
-   out:resize(pooledSize(self, input, 'cuda SpatialSubSampling forward'))
-   check(C.lt_cuops_avgpool_forward(opsOf(input), nil, out._c, input._c, self.kW, self.kH, self.dW, self.dH, 0, 0, 0,
-                                    1), 2)
-   return out:mul(self.kW * self.kH)
+local function subsampling(self, pass, image, gradOutput, result, result2, scale)
+   local temporal = self.inputFrameSize ~= nil
+   local kW, kH, dW, dH = self.kW, self.kH, self.dW, self.dH
+   if temporal then kW, kH, dW, dH = 1, self.kW, 1, self.dW end
+   check(C.lt_cuda_nn_subsampling(pass, image._c, gradOutput and gradOutput._c, result._c, result2 and result2._c,
+                                  self.weight._c, self.bias._c, kW, kH, dW, dH, temporal and 1 or 0, scale or 1), 3)
 end
 onDevice(nn.SpatialSubSampling, 'updateOutput', function(self, input)
-   subsamplingPlanes(self, input, 'SpatialSubSampling_updateOutput')
-   windowSums(self, input, self.output)
-   local o, C1 = byPlane(self.output, self.nInputPlane), self.nInputPlane
-   o:cmul(self.weight:view(1, C1, 1):expandAs(o)):add(self.bias:view(1, C1, 1):expandAs(o))
+   local image = subsamplingPlanes(self, input, 'SpatialSubSampling_updateOutput')
+   subsampling(self, 0, image, nil, self.output)
+   if input:dim() == 3 then self.output = self.output:select(1, 1) end
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialSubSampling, 'updateGradInput', function(self, input, gradOutput)
    if not self.gradInput then return end
-   subsamplingPlanes(self, input, 'SpatialSubSampling_updateGradInput')
-   self._gpuGrad = self._gpuGrad or gradOutput.new()
-   local g = self._gpuGrad:resizeAs(gradOutput):copy(gradOutput)
-   local gp, C1 = byPlane(g, self.nInputPlane), self.nInputPlane
-   gp:cmul(self.weight:view(1, C1, 1):expandAs(gp)):mul(self.kW * self.kH)
-   self.gradInput:resizeAs(input)
-   check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, g._c, input._c, self.kW, self.kH,
-                                     self.dW, self.dH, 0, 0, 0, 1), 2)
+   local image = subsamplingPlanes(self, input, 'SpatialSubSampling_updateGradInput')
+   subsampling(self, 1, image, gradOutput, self.gradInput)
+   self.gradInput = self.gradInput:viewAs(input)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 onDevice(nn.SpatialSubSampling, 'accGradParameters', function(self, input, gradOutput, scale)
-   subsamplingPlanes(self, input, 'SpatialSubSampling_accGradParameters')
-   scale = scale or 1
-   self._gpuSums = self._gpuSums or input.new()
-   local sums = windowSums(self, input, self._gpuSums)
-   local go = byPlane(gradOutput:contiguous(), self.nInputPlane)
-   local prod = byPlane(sums, self.nInputPlane):cmul(go)
-   self.gradWeight:add(scale, prod:sum(3):sum(1):view(self.nInputPlane))
-   self.gradBias:add(scale, go:sum(3):sum(1):view(self.nInputPlane))
-end)
+   subsampling(self, 2, subsamplingPlanes(self, input, 'SpatialSubSampling_accGradParameters'), gradOutput,
+               self.gradWeight, self.gradBias, scale)
+end, HALF_KERNELS)
 
--- TemporalSubSampling: the same per feature over windows of kW frames, the sequence (N x) T x F pooled as an
--- N x 1 x T x F image with a kW x 1 window.
 local function asFrames(self, input, fn)
    local d = input:dim()
    if (d ~= 2 and d ~= 3) or input:size(d) ~= self.inputFrameSize or input:size(d - 1) < self.kW then
@@ -644,186 +605,87 @@ local function asFrames(self, input, fn)
    local x = input:contiguous()
    return d == 2 and x:view(1, 1, x:size(1), x:size(2)) or x:view(x:size(1), 1, x:size(2), x:size(3))
 end
-local function frameSums(self, image, out)
-   local oT = math.floor((image:size(3) - self.kW) / self.dW) + 1
-   out:resize(image:size(1), 1, oT, image:size(4))
-   check(C.lt_cuops_avgpool_forward(opsOf(image), nil, out._c, image._c, 1, self.kW, 1, self.dW, 0, 0, 0, 1), 2)
-   return out:mul(self.kW)
-end
 local function asInput(t, input)   -- N x 1 x oT x F back to the input's rank
    return input:dim() == 2 and t:view(t:size(3), t:size(4)) or t:view(t:size(1), t:size(3), t:size(4))
 end
 onDevice(nn.TemporalSubSampling, 'updateOutput', function(self, input)
-   local image = asFrames(self, input, 'TemporalSubSampling_updateOutput')
-   self._gpuSums = self._gpuSums or input.new()
-   local sums = frameSums(self, image, self._gpuSums)
-   local F = self.inputFrameSize
-   self.output:resizeAs(sums):copy(sums)
-   local o = self.output:view(-1, F)
-   o:cmul(self.weight:view(1, F):expandAs(o)):add(self.bias:view(1, F):expandAs(o))
+   subsampling(self, 0, asFrames(self, input, 'TemporalSubSampling_updateOutput'), nil, self.output)
    self.output = asInput(self.output, input)
    return self.output
-end)
+end, HALF_KERNELS)
 onDevice(nn.TemporalSubSampling, 'updateGradInput', function(self, input, gradOutput)
    if not self.gradInput then return end
-   local image = asFrames(self, input, 'TemporalSubSampling_updateGradInput')
-   local F = self.inputFrameSize
-   self._gpuGrad = self._gpuGrad or gradOutput.new()
-   local g = self._gpuGrad:resize(gradOutput:size()):copy(gradOutput)
-   local gv = g:view(-1, F)
-   gv:cmul(self.weight:view(1, F):expandAs(gv)):mul(self.kW)
-   self.gradInput:resize(image:size())
-   check(C.lt_cuops_avgpool_backward(opsOf(input), nil, self.gradInput._c, g:view(image:size(1), 1, -1, F)._c,
-                                     image._c, 1, self.kW, 1, self.dW, 0, 0, 0, 1), 2)
-   self.gradInput = self.gradInput:view(input:size())
+   subsampling(self, 1, asFrames(self, input, 'TemporalSubSampling_updateGradInput'), gradOutput, self.gradInput)
+   self.gradInput = self.gradInput:viewAs(input)
    return self.gradInput
-end)
+end, HALF_KERNELS)
 onDevice(nn.TemporalSubSampling, 'accGradParameters', function(self, input, gradOutput, scale)
-   local image = asFrames(self, input, 'TemporalSubSampling_accGradParameters')
-   local F = self.inputFrameSize
-   self._gpuSums = self._gpuSums or input.new()
-   local sums = frameSums(self, image, self._gpuSums):view(-1, F)
-   local go = gradOutput:contiguous():view(-1, F)
-   self.gradWeight:add(scale or 1, sums:cmul(go):sum(1):view(F))
-   self.gradBias:add(scale or 1, go:sum(1):view(F))
-end)
+   subsampling(self, 2, asFrames(self, input, 'TemporalSubSampling_accGradParameters'), gradOutput, self.gradWeight,
+               self.gradBias, scale)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- PReLU
 
--- y = max(x, 0) + w min(x, 0), its slopes a view of the weight expanded over the input (one per channel, or
--- one for all); composed of the device's clamp, sign and fused multiply-adds. Buffers off the module.
-local preluBuffers = setmetatable({}, {__mode = 'k'})
-local function preluSlopes(self, input)
-   local nd = input:dim()
-   local cdim = (nd == 1 or nd == 3) and 1 or 2
-   local shape = {}
-   for k = 1, nd do shape[k] = 1 end
-   if self.nOutputPlane > 0 then
-      if nd < 1 or nd > 4 or input:size(cdim) ~= self.nOutputPlane then
-         error(string.format('nn.PReLU: input %s does not have %d channels in dim %d (expected a 1-D to 4-D input ' ..
-                             'with the channels in dim 1, or dim 2 when batched)',
-                             table.concat(input:size():totable(), 'x'), self.nOutputPlane, cdim), 4)
-      end
-      shape[cdim] = self.nOutputPlane
-   end
-   local buf = preluBuffers[self]
-   if not buf or torch.type(buf.a) ~= torch.type(input) then
-      buf = {a = input.new(), b = input.new()}
-      preluBuffers[self] = buf
-   end
-   return self.weight:view(table.unpack(shape)):expandAs(input), buf, cdim
-end
-onDevice(nn.PReLU, 'updateOutput', function(self, input)
-   local w, buf = preluSlopes(self, input)
-   buf.a:resizeAs(input):copy(input):clamp(-math.huge, 0)
-   self.output:resizeAs(input):copy(input):clamp(0, math.huge):addcmul(1, w, buf.a)
+-- nn.PReLU's own methods: its C kernel sends device tensors to nn_pointwise.cu's PReLU kernels (one launch each
+-- way; the weight's gradient a block-per-channel sum), which have a Half instantiation computing in float: half
+-- stays half, no float copies.
+cunn._halfOnGPU['nn.PReLU'] = true
+
+-- ---------------------------------------------------------------- GatedLinearUnit
+
+-- a sigmoid(b) of the input's halves along dim, one launch each way (nn_pointwise.cu's GLU kernels, in float for
+-- Half: the float module's results rounded once, where nn's composition would round the gate first). No gate kept.
+onDevice(nn.GatedLinearUnit, 'updateOutput', function(self, input)
+   check(C.lt_cuda_nn_glu(input._c, nil, self.output._c, (self.dim or input:dim()) - 1), 2)
    return self.output
-end)
--- buf.a: 1 where x > 0, else 0; buf.b: 1 - that
-local function preluMasks(buf, input)
-   buf.a:resizeAs(input):copy(input):clamp(0, math.huge):sign()
-   buf.b:resizeAs(input):copy(buf.a):mul(-1):add(1)
-end
-onDevice(nn.PReLU, 'updateGradInput', function(self, input, gradOutput)
-   local w, buf = preluSlopes(self, input)
-   preluMasks(buf, input)
-   self.gradInput:resizeAs(input):cmul(gradOutput, buf.a)
-   buf.b:cmul(gradOutput)
-   self.gradInput:addcmul(1, w, buf.b)
+end, HALF_KERNELS)
+onDevice(nn.GatedLinearUnit, 'updateGradInput', function(self, input, gradOutput)
+   check(C.lt_cuda_nn_glu(input._c, gradOutput._c, self.gradInput._c, (self.dim or input:dim()) - 1), 2)
    return self.gradInput
-end)
-onDevice(nn.PReLU, 'accGradParameters', function(self, input, gradOutput, scale)
-   local _, buf, cdim = preluSlopes(self, input)
-   preluMasks(buf, input)
-   buf.b:cmul(input):cmul(gradOutput)   -- x gradOutput where x <= 0
-   if self.nOutputPlane == 0 then
-      self.gradWeight:add(scale or 1, buf.b:view(-1):sum(1))
-   else
-      local s = buf.b
-      for k = s:dim(), 1, -1 do
-         if k ~= cdim then s = s:sum(k) end
-      end
-      self.gradWeight:add(scale or 1, s:view(self.nOutputPlane))
-   end
-   return self.gradWeight
-end)
+end, HALF_KERNELS)
 
 -- ---------------------------------------------------------------- a kernel per output position
 
--- nn.SpatialConvolutionLocal, composed of device methods: the input's columns by position, (P, N, C·kH·kW) with
--- P = oH·oW (a zero-padded copy, its unfolded windows copied in that order), one matrix product per position
--- against that position's (nOut x C·kH·kW) weight (bmm), and back. The gradient of the columns goes back into
--- the padded input one kernel tap (kh, kw) at a time: the taps of one offset never overlap, those of different
--- offsets do.
+-- nn.SpatialConvolutionLocal: conv.cu's lt_convlocal_* (a thread per output: the bias plus the position's kernel
+-- over its window in the compute type, rounded once; a thread per input pixel gathering the windows and planes that
+-- read it; a thread per weight and bias element summing over the batch: no atomics), one launch each way. The
+-- composition of unfolds, copies, bmm and per-tap adds it replaces rounded at each step in half.
 do
    local SCL = nn.SpatialConvolutionLocal
-   local function batch(self, t, planes, h, w)   -- (N x) planes x h x w -> N x planes x h x w
-      return t:dim() == 3 and t:view(1, planes, h, w) or t
+   local function image(self, input)   -- (N x) C x H x W as an N x C x H x W view
+      return input:dim() == 3 and nn.utils.addSingletonDimension(input, 1) or input
    end
-   local function columns(self, input)
-      local x = batch(self, input, self.nInputPlane, self.iH, self.iW)
-      local n = x:size(1)
-      local padded = x
-      if self.padW > 0 or self.padH > 0 then
-         padded = x.new(n, self.nInputPlane, self.iH + 2 * self.padH, self.iW + 2 * self.padW):zero()
-         padded:narrow(3, self.padH + 1, self.iH):narrow(4, self.padW + 1, self.iW):copy(x)
-      end
-      local windows = padded:unfold(3, self.kH, self.dH):unfold(4, self.kW, self.dW)   -- N, C, oH, oW, kH, kW
-      return windows:permute(3, 4, 1, 2, 5, 6):contiguous()
-                    :view(self.oH * self.oW, n, self.nInputPlane * self.kH * self.kW)
+   local function run(self, pass, input, gradOutput, result, result2, scale)
+      check(C.lt_cuda_nn_convlocal(pass, image(self, input)._c, gradOutput and gradOutput._c, result._c,
+                                   result2 and result2._c, self.weight._c, self.bias._c, self.nOutputPlane, self.kW,
+                                   self.kH, self.dW, self.dH, self.padW, self.padH, scale or 1), 3)
    end
-   local function byPosition(self, gradOutput)   -- (N x) O x oH x oW -> (P, N, O)
-      local g = batch(self, gradOutput, self.nOutputPlane, self.oH, self.oW)
-      return g:contiguous():view(g:size(1), self.nOutputPlane, self.oH * self.oW):permute(3, 1, 2):contiguous()
-   end
-   local function weights(self, w) return w:view(self.oH * self.oW, self.nOutputPlane, -1) end
    onDevice(SCL, 'updateOutput', function(self, input)
       SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
-      local cols = columns(self, input)
-      local n = cols:size(2)
-      local y = input.new():bmm(cols, weights(self, self.weight:contiguous()):transpose(2, 3))   -- P, N, O
-      local planes = y:permute(2, 3, 1):contiguous():view(n, self.nOutputPlane, self.oH, self.oW)
-      planes:add(self.bias:contiguous():view(1, self.nOutputPlane, self.oH, self.oW):expandAs(planes))
-      self.output = input:dim() == 3 and planes:view(self.nOutputPlane, self.oH, self.oW) or planes
+      run(self, 0, input, nil, self.output)
+      if input:dim() == 3 then self.output = self.output:select(1, 1) end
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(SCL, 'updateGradInput', function(self, input, gradOutput)
       SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
       SCL._checkSize(self, 'gradOutput', gradOutput, self.nOutputPlane, self.oH, self.oW)
       if not self.gradInput then return end
-      local g = byPosition(self, gradOutput)
-      local n = g:size(2)
-      local gradCols = input.new():bmm(g, weights(self, self.weight:contiguous()))   -- P, N, C·kH·kW
-      gradCols = gradCols:view(self.oH, self.oW, n, self.nInputPlane, self.kH, self.kW)
-      local padded = input.new(n, self.nInputPlane, self.iH + 2 * self.padH, self.iW + 2 * self.padW):zero()
-      for a = 1, self.kH do
-         for b = 1, self.kW do
-            local taps = padded:narrow(3, a, (self.oH - 1) * self.dH + 1):narrow(4, b, (self.oW - 1) * self.dW + 1)
-                               :unfold(3, 1, self.dH):unfold(4, 1, self.dW):select(6, 1):select(5, 1)
-            taps:add(gradCols:select(6, b):select(5, a):permute(3, 4, 1, 2))
-         end
-      end
-      local inner = padded:narrow(3, self.padH + 1, self.iH):narrow(4, self.padW + 1, self.iW)
-      self.gradInput:resizeAs(input):copy(input:dim() == 3 and inner:select(1, 1) or inner)
+      run(self, 1, input, gradOutput, self.gradInput)
+      self.gradInput = self.gradInput:viewAs(input)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(SCL, 'accGradParameters', function(self, input, gradOutput, scale)
       SCL._checkSize(self, 'input', input, self.nInputPlane, self.iH, self.iW)
       SCL._checkSize(self, 'gradOutput', gradOutput, self.nOutputPlane, self.oH, self.oW)
-      scale = scale or 1
-      local g = byPosition(self, gradOutput)
-      weights(self, self.gradWeight):baddbmm(1, scale, g:transpose(2, 3), columns(self, input))
-      local sums = batch(self, gradOutput, self.nOutputPlane, self.oH, self.oW):sum(1)
-      self.gradBias:add(scale, sums:view(self.nOutputPlane, self.oH, self.oW))
-   end)
+      run(self, 2, input, gradOutput, self.gradWeight, self.gradBias, scale)
+   end, HALF_KERNELS)
 end
 
 -- ---------------------------------------------------------------- FeatureLPPooling
 
--- nn.FeatureLPPooling composed of device methods over the input seen as (B, F, S): window offset i's features
--- of every output are a strided view (i, i + stride, ...), so the forward sums width powers of views and takes
--- the 1/p-th power; the backward adds d·(x/y)^(p-1) into the same views one offset at a time (views of
--- different offsets overlap when stride < width). Outputs of 0 pass no gradient, as in the host kernel.
+-- nn.FeatureLPPooling over the input seen as (B, F, S): pooling.cu's lt_flp_* kernels (a thread per output, then a
+-- thread per input element gathering the windows that hold it: no atomics), one launch each way, in float for half
+-- (a composition of pow, add and views rounded at each term). Outputs of 0 pass no gradient, as in the host kernel.
 do
    local FLP = nn.FeatureLPPooling
    local function geometry(self, input)
@@ -837,53 +699,42 @@ do
       size[lo] = oF
       return b, f, input:nElement() / (b * f), oF, size
    end
-   local function offset(t, i, stride, oF)   -- t (B, F, S): features i, i + stride, ... of the oF outputs
-      return t:narrow(2, i, (oF - 1) * stride + 1):unfold(2, 1, stride):select(4, 1)
+   local function asBFS(input, b, f, sz)   -- a (B, F, S) view (of a contiguous copy where a view cannot be)
+      return (input:isContiguous() and input or input:contiguous()):view(b, f, sz)
    end
    local host = {updateOutput = FLP.updateOutput, updateGradInput = FLP.updateGradInput}
    onDevice(FLP, 'updateOutput', function(self, input)
-      local b, f, sz, oF, size = geometry(self, input)
+      local b, f, sz, _, size = geometry(self, input)
       if not b then return host.updateOutput(self, input) end
-      local x = input:contiguous():view(b, f, sz)
-      local sum, term = input.new(b, oF, sz), input.new(b, oF, sz)
-      sum:pow(offset(x, 1, self.stride, oF), self.power)
-      for i = 2, self.width do sum:add(term:pow(offset(x, i, self.stride, oF), self.power)) end
-      self.output:resize(size):copy(sum:pow(1 / self.power))
+      check(C.lt_cuda_nn_feature_lp(asBFS(input, b, f, sz)._c, nil, nil, self.output._c, self.power, self.width,
+                                    self.stride), 2)
+      self.output = self.output:view(size)
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(FLP, 'updateGradInput', function(self, input, gradOutput)
       local b, f, sz, oF = geometry(self, input)
       if not b or gradOutput:nElement() ~= b * oF * sz or self.output:nElement() ~= b * oF * sz then
          return host.updateGradInput(self, input, gradOutput)
       end
-      local x = input:contiguous():view(b, f, sz)
-      local y = self.output:contiguous():view(b, oF, sz)
-      local live = y.new():abs(y):sign()                         -- 1 where y ~= 0, else 0
-      local safe = live.new():mul(live, -1):add(1):add(y)         -- y, and 1 where y == 0
-      local d = live:cmul(gradOutput:contiguous():view(b, oF, sz))   -- d, and 0 where y == 0
-      local gi = input.new(b, f, sz):zero()
-      local term = input.new(b, oF, sz)
-      for i = 1, self.width do
-         term:cdiv(offset(x, i, self.stride, oF), safe):pow(self.power - 1):cmul(d)
-         offset(gi, i, self.stride, oF):add(term)
-      end
-      self.gradInput:resizeAs(input):copy(gi:viewAs(input))
+      check(C.lt_cuda_nn_feature_lp(asBFS(input, b, f, sz)._c, gradOutput._c, self.output._c, self.gradInput._c,
+                                    self.power, self.width, self.stride), 2)
+      self.gradInput = self.gradInput:viewAs(input)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
 end
 
 -- ---------------------------------------------------------------- TemporalRowConvolution
 
--- nn.TemporalRowConvolution composed of device methods: each feature row has its own kW-tap kernel, so with the
--- sequence seen as (N, F, T) tap k of every output is one strided view, and the output is the bias plus kW
--- products of a view by its tap's weights (a column broadcast over N and the frames). The gradient goes back
--- into the same views one tap at a time (views of different taps overlap when dW < kW).
+-- nn.TemporalRowConvolution: each feature row has its own kW-tap kernel. conv.cu's lt_rowconv_* on (N, F, T) views
+-- of any strides: the output a thread per element (bias plus kW products in the compute type, rounded once), the
+-- gradInput gathered over the outputs whose taps read a frame (no atomics), the parameters' gradients a block per
+-- feature. One launch each way (the composition of views and addcmuls took kW + 1 and rounded at each tap in half).
 do
    local TRC = nn.TemporalRowConvolution
    local host = {updateOutput = TRC.updateOutput, updateGradInput = TRC.updateGradInput,
                  accGradParameters = TRC.accGradParameters}
    local function asNFT(self, t)   -- (N x) T x F, or (N x) F x T with featFirst -> an N x F x T view
-      if t:dim() == 2 then t = t:view(1, t:size(1), t:size(2)) end
+      if t:dim() == 2 then t = nn.utils.addSingletonDimension(t, 1) end
       return self.featFirst and t or t:transpose(2, 3)
    end
    local function frames(self, input)   -- the output's frames, nil where the host kernel names the problem
@@ -894,11 +745,13 @@ do
       if f ~= self.inputFrameSize or t < self.kW or oT < 1 then return nil end
       return oT
    end
-   local function tap(self, t, k, oT)   -- frames k, k + dW, ... of an N x F x T view
-      return t:narrow(3, k, (oT - 1) * self.dW + 1):unfold(3, 1, self.dW):select(4, 1)
+   local function asOutput(self, gradOutput)   -- gradOutput in the output's shape (nil when it cannot be)
+      if gradOutput:isSameSizeAs(self.output) then return gradOutput end
+      if gradOutput:nElement() == self.output:nElement() then return gradOutput:contiguous():viewAs(self.output) end
    end
-   local function weightsOf(self, k, like)   -- tap k's weight per feature, broadcast as like (N x F x oT)
-      return self.weight:select(2, 1):select(2, k):contiguous():view(1, self.inputFrameSize, 1):expandAs(like)
+   local function run(self, pass, x, y, result, result2, scale)
+      check(C.lt_cuda_nn_rowconv(pass, x._c, y._c, result and result._c, result2 and result2._c, self.weight._c,
+                                 self.bias and self.bias._c, self.kW, self.dW, scale or 1), 3)
    end
    onDevice(TRC, 'updateOutput', function(self, input)
       local oT = frames(self, input)
@@ -906,35 +759,22 @@ do
       local size = input:size()
       size[input:dim() - (self.featFirst and 0 or 1)] = oT
       self.output:resize(size)
-      local x, y = asNFT(self, input), asNFT(self, self.output)
-      if self.bias then y:copy(self.bias:contiguous():view(1, self.inputFrameSize, 1):expandAs(y)) else y:zero() end
-      for k = 1, self.kW do y:addcmul(1, tap(self, x, k, oT), weightsOf(self, k, y)) end
+      run(self, 0, asNFT(self, input), asNFT(self, self.output))
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(TRC, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
-      local oT = frames(self, input)
-      if not oT or gradOutput:nElement() * (input:size(input:dim() - (self.featFirst and 0 or 1))) ~=
-                   input:nElement() * oT then
-         return host.updateGradInput(self, input, gradOutput)
-      end
-      self.gradInput:resizeAs(input):zero()
-      local g, gi = asNFT(self, gradOutput:viewAs(self.output)), asNFT(self, self.gradInput)
-      for k = 1, self.kW do tap(self, gi, k, oT):addcmul(1, g, weightsOf(self, k, g)) end
+      local oT, g = frames(self, input), asOutput(self, gradOutput)
+      if not oT or not g then return host.updateGradInput(self, input, gradOutput) end
+      self.gradInput:resizeAs(input)
+      run(self, 1, asNFT(self, input), asNFT(self, g), asNFT(self, self.gradInput))
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(TRC, 'accGradParameters', function(self, input, gradOutput, scale)
-      local oT = frames(self, input)
-      if not oT then return host.accGradParameters(self, input, gradOutput, scale) end
-      scale = scale or 1
-      local x, g = asNFT(self, input), asNFT(self, gradOutput:viewAs(self.output))
-      local product = g.new()
-      for k = 1, self.kW do
-         local sums = product:cmul(g, tap(self, x, k, oT)):sum(1):sum(3)
-         self.gradWeight:select(2, 1):select(2, k):add(scale, sums:view(self.inputFrameSize))
-      end
-      if self.gradBias then self.gradBias:add(scale, g:sum(1):sum(3):view(self.inputFrameSize)) end
-   end)
+      local oT, g = frames(self, input), asOutput(self, gradOutput)
+      if not oT or not g then return host.accGradParameters(self, input, gradOutput, scale) end
+      run(self, 2, asNFT(self, input), asNFT(self, g), self.gradWeight, self.gradBias, scale)
+   end, HALF_KERNELS)
 end
 
 -- ---------------------------------------------------------------- convolutions through a connection table
@@ -943,7 +783,9 @@ end
 -- dense (full) convolution whose weight holds each connection's kernel at its pair of planes and zeros elsewhere,
 -- run by the GPU versions above; the kernels' gradients are read back out of the dense gradient at the same
 -- places. Kernels repeated for one pair of planes add up, as in the map. The rows of the flattened dense weight
--- the connections take are worked out on the host once per connection table.
+-- the connections take are worked out on the host once per connection table. In half the dense convolution runs
+-- its Half kernels and the rest moves values (the dense weight from zeros, the gradients' rows back) or adds a
+-- gradient once, as a half convolution accumulates its own: no float copies.
 local function mapDense(self, full)
    local nIn, nOut = self.nInputPlane, self.nOutputPlane
    local d = self._dense
@@ -970,12 +812,12 @@ for class, full in pairs {[nn.SpatialConvolutionMap] = false, [nn.SpatialFullCon
    onDevice(class, 'updateOutput', function(self, input)
       self.output = mapDense(self, full):updateOutput(input)
       return self.output
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'updateGradInput', function(self, input, gradOutput)
       if not self.gradInput then return end
       self.gradInput = mapDense(self, full):updateGradInput(input, gradOutput)
       return self.gradInput
-   end)
+   end, HALF_KERNELS)
    onDevice(class, 'accGradParameters', function(self, input, gradOutput, scale)
       local d = mapDense(self, full)
       d.gradWeight:zero()
@@ -984,7 +826,7 @@ for class, full in pairs {[nn.SpatialConvolutionMap] = false, [nn.SpatialFullCon
       local k2 = self.kH * self.kW
       self.gradWeight:view(-1, k2):add(d.gradWeight:view(-1, k2):index(1, d.rows))
       self.gradBias:add(d.gradBias)
-   end)
+   end, HALF_KERNELS)
 end
 
 -- the fractional max poolings, VolumetricMaxUnpooling, IndexLinear and SparseLinear

@@ -19,8 +19,8 @@ local HALF = C.LT_CUDA_HALF
 local function isHalf(x) return torch.isTensor(x) and x._c.type == HALF end
 local function plainTable(x) return type(x) == 'table' and not torch.isTensor(x) and getmetatable(x) == nil end
 
--- nn's modules whose methods call kernels (their files call torch.C; tests/test_cutorch_gpu_half_nn.py keeps this
--- list equal to that set)
+-- nn's modules whose methods call kernels (their files call torch.C, or a helper of such a file;
+-- tests/test_cutorch_gpu_half_nn.py keeps this list equal to that set)
 local KERNEL_CLASSES = [[
 Abs AbsCriterion BCECriterion BatchNormalization ClassNLLCriterion DistKLDivCriterion ELU Exp FeatureLPPooling
 GatedLinearUnit HardShrink HardTanh HingeEmbeddingCriterion IndexLinear L1Cost LeakyReLU Log LogSigmoid LogSoftMax
@@ -29,6 +29,7 @@ SmoothL1Criterion SoftMarginCriterion SoftMax SoftMin SoftPlus SoftShrink SoftSi
 SpatialAdaptiveAveragePooling SpatialAdaptiveMaxPooling SpatialAveragePooling SpatialClassNLLCriterion
 SpatialConvolution SpatialConvolutionLocal SpatialConvolutionMap SpatialCrossMapLRN SpatialDepthWiseConvolution
 SpatialDilatedConvolution SpatialDilatedMaxPooling SpatialFractionalMaxPooling SpatialFullConvolution
+SpatialFullConvolutionMap
 SpatialLogSoftMax SpatialMaxPooling SpatialMaxUnpooling SpatialReflectionPadding SpatialReplicationPadding
 SpatialSoftMax SpatialSubSampling SpatialUpSamplingBilinear SpatialUpSamplingNearest SpatialZeroPadding Sqrt Square
 Tanh TanhShrink TemporalConvolution TemporalMaxPooling TemporalRowConvolution TemporalSubSampling Threshold

@@ -22,6 +22,13 @@
  *     (floor(log(1 - u) / log(a)) + 1: Torch7's, P(x > k) = a^k); computed in double and converted to T.
  *     7: integers in [a, b] (a <= b, both integers): the first draw modulo b - a + 1, plus a, in 64-bit integers
  *     and converted to T (the CPU's rule: one 32-bit draw, so only [a, a + 2^32) when the range is wider). Any type.
+ *
+ *   lt_rrelu_fwd_<T>_<idx>(lt_cu_tensor out, lt_cu_tensor in, T *noise, long long n, double lower, double upper,
+ *                          unsigned long long seed, unsigned long long offset)
+ *     nn.RReLU in training: element i's slope is the uniform fill's value in [lower, upper) from the same draws
+ *     (offset + 2i, offset + 2i + 1), rounded to lt_acc_t<T> (for Half the Float fill's value, so a half module
+ *     draws the float module's slopes); noise[i] = x > 0 ? 1 : slope (contiguous T[n]), out[i] = x * that in
+ *     lt_acc_t<T>, rounded once (the float module's output rounded to half). out may be in. Float, Double, Half.
  */
 #include "lt_cuda_common.cuh"
 #include "philox.cuh"
@@ -81,6 +88,11 @@ LT_D void lt_dropout_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, const T *nois
 
 LT_FOR_FLOAT_TYPES(LT_DROPOUT)
 
+/* a fraction in [0, 1) of 53 bits from two draws */
+LT_D double lt_uniform53(unsigned int r0, unsigned int r1) {
+  return ((double)(r0 >> 5) * 67108864.0 + (double)(r1 >> 6)) * (1.0 / 9007199254740992.0);
+}
+
 template <typename T, typename I>
 LT_D void lt_random_impl(lt_cu_tensor out, long long n, int kind, double a, double b, unsigned long long seed,
                          unsigned long long offset) {
@@ -101,7 +113,7 @@ LT_D void lt_random_impl(lt_cu_tensor out, long long n, int kind, double a, doub
       v = a + b * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
       if (kind == 5) v = exp(v);
     } else {
-      const double u = ((double)(r0 >> 5) * 67108864.0 + (double)(r1 >> 6)) * (1.0 / 9007199254740992.0);
+      const double u = lt_uniform53(r0, r1);
       switch (kind) {
         case 0: v = a + (b - a) * u; break;
         case 2: v = u < a ? 1.0 : 0.0; break;
@@ -124,3 +136,32 @@ LT_D void lt_random_impl(lt_cu_tensor out, long long n, int kind, double a, doub
 #define LT_RANDOM(T, N) LT_RANDOM1(T, N, i32) LT_RANDOM1(T, N, i64)
 
 LT_FOR_ALL_TYPES(LT_RANDOM)
+
+template <typename T, typename I>
+LT_D void lt_rrelu_fwd_impl(lt_cu_tensor out, lt_cu_tensor in, T *noise, long long n, double lower, double upper,
+                            unsigned long long seed, unsigned long long offset) {
+  typedef lt_acc_t<T> A;
+  T *po = (T *)out.data;
+  const T *pin = (const T *)in.data;
+  LT_GRID_LOOP(I, i, n) {
+    const unsigned long long k = offset + 2ull * (unsigned long long)i;
+    const double u = lt_uniform53(lt_dropout_draw(seed, k), lt_dropout_draw(seed, k + 1ull));
+    const A slope = (A)(lower + (upper - lower) * u);   /* the uniform fill's value, as its Float kernel stores it */
+    const A x = lt_cast<A>(pin[lt_offset<I>(in, i)]);
+    const A r = x > (A)0 ? (A)1 : slope;
+    noise[i] = lt_cast<T>(r);
+    po[lt_offset<I>(out, i)] = lt_cast<T>(x * r);
+  }
+}
+
+#define LT_RRELU1(T, N, IDX)                                                                           \
+  extern "C" __global__ void lt_rrelu_fwd_##N##_##IDX(lt_cu_tensor out, lt_cu_tensor in, T *noise,     \
+                                                      long long n, double lower, double upper,         \
+                                                      unsigned long long seed,                         \
+                                                      unsigned long long offset) {                     \
+    lt_rrelu_fwd_impl<T, lt_##IDX>(out, in, noise, n, lower, upper, seed, offset);                     \
+  }                                                                                                    \
+  LT_EXPORT(lt_rrelu_fwd_##N##_##IDX)
+#define LT_RRELU(T, N) LT_RRELU1(T, N, i32) LT_RRELU1(T, N, i64)
+
+LT_FOR_FLOAT_TYPES(LT_RRELU)

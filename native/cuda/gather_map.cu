@@ -32,7 +32,8 @@
  *     thread per input element, summing weight products times gradOut (a gather: no atomics, deterministic).
  * Sums in lt_acc_t<T> (the linear ones in double, as the CPU kernel's accreal). The maps and linear upsampling are
  * Float, Double and Half (computing in float, each result rounded once: the Float kernel's rounded to half), the
- * rows Float and Double.
+ * rows too (a Half gradient row's sum in float added to the row in float, rounded once; no atomics to need half
+ * ones).
  */
 #include "lt_cuda_common.cuh"
 
@@ -113,8 +114,8 @@ LT_D void lt_rows_renorm_impl(T *w, const long long *rows, long long nrows, long
     }
     norm = p == (A)1 ? norm : p == (A)2 ? lt_m_sqrt(norm) : lt_m_pow(norm, (A)1 / p);
     if (norm > max_norm) {
-      const T f = lt_cast<T>(max_norm / (norm + (A)1e-7));
-      for (long long c = 0; c < dim; c++) row[c] = lt_cast<T>(lt_cast<A>(row[c]) * lt_cast<A>(f));
+      const A f = max_norm / (norm + (A)1e-7);   /* (in A: a Half row scaled as the Float one, rounded once) */
+      for (long long c = 0; c < dim; c++) row[c] = lt_cast<T>(lt_cast<A>(row[c]) * f);
     }
   }
 }
@@ -135,6 +136,7 @@ LT_D void lt_rows_renorm_impl(T *w, const long long *rows, long long nrows, long
 
 LT_IF_Float(LT_ROWS(float, Float))
 LT_IF_Double(LT_ROWS(double, Double))
+LT_IF_Half(LT_ROWS(__half, Half))
 
 template <typename T>
 LT_D void lt_lin_fwd_impl(T *out, const T *in, const long long *i0, const long long *i1, const double *w1,

@@ -10,6 +10,29 @@
  *     gradIn may be gradOut.
  * T is Float, Double or Half; values are computed in lt_acc_t<T> (float for Half), a and b rounded to it first
  * (as the CPU kernel rounds them to its real type), and the result rounded once to T. Grid-stride loops: any launch geometry.
+ *
+ * nn.PReLU (native/src/nn_pointwise_prelu.c's geometry: contiguous (outer, planes, inner) blocks, element
+ * (o, c, k) at (o*planes + c)*inner + k, weight w[c]; one shared weight: planes 1):
+ *   lt_prelu_fwd_<T>(T* out, const T* in, const T* w, q n, q planes, q inner)     out = x > 0 ? x : w[c] x
+ *   lt_prelu_bwd_<T>(T* gradIn, const T* gradOut, const T* in, const T* w, q n, q planes, q inner)
+ *     gradIn = x > 0 ? dy : w[c] dy
+ *   lt_prelu_acc_<T>(T* gradWeight, q gwStride, const T* gradOut, const T* in, q outer, q planes, q inner, A scale)
+ *     gradWeight[c*gwStride] += scale * (sum over x <= 0 of x dy), a block per channel (blockDim.x a multiple of
+ *     32), summed in A: a Half gradient is the Float one rounded once.
+ *
+ * nn.GatedLinearUnit on a contiguous input seen as (outer, 2 h, inner), halves a = [o, j, k] and b = [o, h + j, k]:
+ *   lt_glu_fwd_<T>(T* out, const T* in, q outer, q h, q inner)       out (outer, h, inner) = a sigmoid(b)
+ *   lt_glu_bwd_<T>(T* gradIn, const T* gradOut, const T* in, q outer, q h, q inner)
+ *     gradIn's a half = dy s, its b half = dy (1 - s) s a (the CPU module's order), s = sigmoid(b) recomputed
+ *     in A (a Half module keeps no rounded gate).
+ *
+ * nn.Normalize on a contiguous (n, d) input, a block per row (blockDim.x a multiple of 32), in A (the CPU kernel's
+ * formulas, native/src/nn_pointwise_normalize.c):
+ *   lt_normalize_fwd_<T>(T* out, T* norm, const T* in, q n, q d, double p, double eps)
+ *     norm[r] = (sum |x|^p + eps)^(1/p), or max |x| + eps for p = inf; out = x / norm (the unrounded norm)
+ *   lt_normalize_bwd_<T>(T* gradIn, const T* gradOut, const T* in, const T* norm, q n, q d, double p, double eps)
+ *     gi = dy / norm - w (x . dy) / (norm^p norm), w = |x|^(p-2) x (x for p = 2; (|x| + eps)^(p-2) x for p < 2
+ *     not even); p = inf: dy / norm, minus x (x . dy) / norm^3 at the row's first largest |x|
  */
 #include "lt_cuda_common.cuh"
 
@@ -128,3 +151,176 @@ LT_D void lt_nn_pw_bwd_impl(lt_cu_tensor gin, lt_cu_tensor gout, lt_cu_tensor re
 LT_IF_Float(LT_NN_PW(float, Float))
 LT_IF_Double(LT_NN_PW(double, Double))
 LT_IF_Half(LT_NN_PW(__half, Half))
+
+template <typename T>
+LT_D void lt_prelu_fwd_impl(T *out, const T *in, const T *w, long long n, long long planes, long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, i, n) {
+    const A x = lt_cast<A>(in[i]);
+    out[i] = x > (A)0 ? in[i] : lt_cast<T>(lt_cast<A>(w[(i / inner) % planes]) * x);
+  }
+}
+
+template <typename T>
+LT_D void lt_prelu_bwd_impl(T *gin, const T *gout, const T *in, const T *w, long long n, long long planes,
+                            long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, i, n) {
+    const A a = lt_cast<A>(w[(i / inner) % planes]);
+    gin[i] = lt_cast<A>(in[i]) > (A)0 ? gout[i] : lt_cast<T>(a * lt_cast<A>(gout[i]));
+  }
+}
+
+template <typename T>
+LT_D void lt_prelu_acc_impl(T *gw, long long gw_stride, const T *gout, const T *in, long long outer, long long planes,
+                            long long inner, lt_acc_t<T> scale) {
+  typedef lt_acc_t<T> A;
+  const long long m = outer * inner;
+  for (long long c = blockIdx.x; c < planes; c += gridDim.x) {
+    A s = (A)0;
+    for (long long j = threadIdx.x; j < m; j += blockDim.x) {
+      const long long o = j / inner, e = (o * planes + c) * inner + (j - o * inner);
+      const A x = lt_cast<A>(in[e]);
+      if (x <= (A)0) s += x * lt_cast<A>(gout[e]);
+    }
+    s = lt_block_reduce(s, lt_op_sum(), (A)0);
+    if (threadIdx.x == 0) gw[c * gw_stride] = lt_cast<T>(lt_cast<A>(gw[c * gw_stride]) + scale * s);
+  }
+}
+
+#define LT_PRELU(T, N)                                                                                           \
+  extern "C" __global__ void lt_prelu_fwd_##N(T *out, const T *in, const T *w, long long n, long long planes,    \
+                                              long long inner) {                                               \
+    lt_prelu_fwd_impl<T>(out, in, w, n, planes, inner);                                                          \
+  }                                                                                                              \
+  LT_EXPORT(lt_prelu_fwd_##N)                                                                                    \
+  extern "C" __global__ void lt_prelu_bwd_##N(T *gradIn, const T *gradOut, const T *in, const T *w, long long n, \
+                                              long long planes, long long inner) {                             \
+    lt_prelu_bwd_impl<T>(gradIn, gradOut, in, w, n, planes, inner);                                              \
+  }                                                                                                              \
+  LT_EXPORT(lt_prelu_bwd_##N)                                                                                    \
+  extern "C" __global__ void lt_prelu_acc_##N(T *gradWeight, long long gwStride, const T *gradOut, const T *in,  \
+                                              long long outer, long long planes, long long inner,              \
+                                              lt_acc_t<T> scale) {                                             \
+    lt_prelu_acc_impl<T>(gradWeight, gwStride, gradOut, in, outer, planes, inner, scale);                        \
+  }                                                                                                              \
+  LT_EXPORT(lt_prelu_acc_##N)
+
+LT_IF_Float(LT_PRELU(float, Float))
+LT_IF_Double(LT_PRELU(double, Double))
+LT_IF_Half(LT_PRELU(__half, Half))
+
+template <typename A> LT_D A lt_glu_gate(A b) { return (A)1 / ((A)1 + lt_m_exp(-b)); }
+
+template <typename T>
+LT_D void lt_glu_fwd_impl(T *out, const T *in, long long outer, long long h, long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, outer * h * inner) {
+    const long long k = e % inner, j = (e / inner) % h, o = e / (inner * h);
+    const long long ia = (o * 2 * h + j) * inner + k, ib = ia + h * inner;
+    out[e] = lt_cast<T>(lt_cast<A>(in[ia]) * lt_glu_gate(lt_cast<A>(in[ib])));
+  }
+}
+
+template <typename T>
+LT_D void lt_glu_bwd_impl(T *gin, const T *gout, const T *in, long long outer, long long h, long long inner) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, outer * h * inner) {
+    const long long k = e % inner, j = (e / inner) % h, o = e / (inner * h);
+    const long long ia = (o * 2 * h + j) * inner + k, ib = ia + h * inner;
+    const A g = lt_cast<A>(gout[e]), s = lt_glu_gate(lt_cast<A>(in[ib]));
+    gin[ia] = lt_cast<T>(g * s);
+    gin[ib] = lt_cast<T>(g * ((A)1 - s) * s * lt_cast<A>(in[ia]));
+  }
+}
+
+#define LT_GLU(T, N)                                                                                             \
+  extern "C" __global__ void lt_glu_fwd_##N(T *out, const T *in, long long outer, long long h, long long inner) { \
+    lt_glu_fwd_impl<T>(out, in, outer, h, inner);                                                                \
+  }                                                                                                              \
+  LT_EXPORT(lt_glu_fwd_##N)                                                                                      \
+  extern "C" __global__ void lt_glu_bwd_##N(T *gradIn, const T *gradOut, const T *in, long long outer,           \
+                                            long long h, long long inner) {                                      \
+    lt_glu_bwd_impl<T>(gradIn, gradOut, in, outer, h, inner);                                                    \
+  }                                                                                                              \
+  LT_EXPORT(lt_glu_bwd_##N)
+
+LT_IF_Float(LT_GLU(float, Float))
+LT_IF_Double(LT_GLU(double, Double))
+LT_IF_Half(LT_GLU(__half, Half))
+
+template <typename A> LT_D A lt_abspow(A v, A e) {
+  const A a = v < (A)0 ? -v : v;
+  return e == (A)1 ? a : e == (A)2 ? a * a : lt_m_pow(a, e);
+}
+
+template <typename T>
+LT_D void lt_normalize_fwd_impl(T *out, T *norm, const T *in, long long n, long long d, double p_, double eps_) {
+  typedef lt_acc_t<T> A;
+  const A p = (A)p_, eps = (A)eps_;
+  const bool inf = p_ > 1e308;
+  for (long long r = blockIdx.x; r < n; r += gridDim.x) {
+    const T *x = in + r * d;
+    A s = 0;
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+      const A v = lt_cast<A>(x[j]);
+      s = inf ? lt_op_max()(s, v < (A)0 ? -v : v) : s + lt_abspow(v, p);
+    }
+    s = inf ? lt_block_reduce(s, lt_op_max(), (A)0) + eps : lt_block_reduce(s, lt_op_sum(), (A)0);
+    if (!inf) s = p == (A)2 ? lt_m_sqrt(s + eps) : lt_m_pow(s + eps, (A)1 / p);
+    if (threadIdx.x == 0) norm[r] = lt_cast<T>(s);
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) out[r * d + j] = lt_cast<T>(lt_cast<A>(x[j]) / s);
+  }
+}
+
+template <typename T>
+LT_D void lt_normalize_bwd_impl(T *gin, const T *gout, const T *in, const T *norm, long long n, long long d,
+                                double p_, double eps_) {
+  typedef lt_acc_t<T> A;
+  const A p = (A)p_, eps = (A)eps_;
+  const bool inf = p_ > 1e308, odd = p_ < 2 && fmod(p_, 2.0) != 0;
+  for (long long r = blockIdx.x; r < n; r += gridDim.x) {
+    const T *x = in + r * d, *g = gout + r * d;
+    T *gi = gin + r * d;
+    const A nm = lt_cast<A>(norm[r]);
+    A dot = 0, s = 0;
+    lt_vi<A> m = {(A)-1, d};
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+      const A v = lt_cast<A>(x[j]);
+      dot += v * lt_cast<A>(g[j]);
+      if (inf) m = lt_op_vi<true>()(m, lt_vi<A>{v < (A)0 ? -v : v, j});
+      else s += lt_abspow(v, p);
+    }
+    dot = lt_block_reduce(dot, lt_op_sum(), (A)0);
+    if (inf) m = lt_block_reduce(m, lt_op_vi<true>(), lt_vi<A>{(A)-1, d});
+    else s = lt_block_reduce(s, lt_op_sum(), (A)0) + eps;   /* norm^p */
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+      const A xj = lt_cast<A>(x[j]), gj = lt_cast<A>(g[j]);
+      if (inf) {
+        gi[j] = lt_cast<T>(j == m.i ? gj / nm - xj / nm * dot / (nm * nm) : gj / nm);
+        continue;
+      }
+      A w;
+      if (p == (A)2) w = xj;
+      else if (odd) w = lt_m_pow((xj < (A)0 ? -xj : xj) + eps, p - (A)2) * xj;   /* eps: finite at x = 0 */
+      else w = lt_abspow(xj, p - (A)2) * xj;
+      gi[j] = lt_cast<T>(gj / nm - w * dot / (s * nm));
+    }
+  }
+}
+
+#define LT_NORMALIZE(T, N)                                                                                       \
+  extern "C" __global__ void lt_normalize_fwd_##N(T *out, T *norm, const T *in, long long n, long long d,        \
+                                                  double p, double eps) {                                      \
+    lt_normalize_fwd_impl<T>(out, norm, in, n, d, p, eps);                                                       \
+  }                                                                                                              \
+  LT_EXPORT(lt_normalize_fwd_##N)                                                                                \
+  extern "C" __global__ void lt_normalize_bwd_##N(T *gradIn, const T *gradOut, const T *in, const T *norm,      \
+                                                  long long n, long long d, double p, double eps) {            \
+    lt_normalize_bwd_impl<T>(gradIn, gradOut, in, norm, n, d, p, eps);                                           \
+  }                                                                                                              \
+  LT_EXPORT(lt_normalize_bwd_##N)
+
+LT_IF_Float(LT_NORMALIZE(float, Float))
+LT_IF_Double(LT_NORMALIZE(double, Double))
+LT_IF_Half(LT_NORMALIZE(__half, Half))

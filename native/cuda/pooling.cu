@@ -38,6 +38,23 @@
  *   lt_tmaxpool_bwd_<T>(T *gradIn, const T *gradOut, const long long *ind, q N, q T, q F, q oT, q kW, q dW)
  *     thread per (n, f) column: zeroed, then each window's gradient added at its maximum, in order (overlapping
  *     windows sum as the CPU kernel sums them)
+ * Sub-sampling (SpatialSubSampling; TemporalSubSampling as an (N, 1, T, F) image with kT x 1 windows), G without
+ * padding and C planes per sample; the weight and bias index c is the output's plane mod C, or with byCol its
+ * column (TemporalSubSampling's feature):
+ *   lt_subsample_fwd_<T>(T *out, const T *in, const T *w, const T *b, G, q C, int byCol)
+ *     out = w[c] * (the window's sum) + b[c], in A, rounded once; thread per output
+ *   lt_subsample_bwd_<T>(T *gradIn, const T *gradOut, const T *w, G, q C, int byCol)
+ *     gradIn = sum over the windows covering the element of w[c] * gradOut (gathered); thread per input element
+ *   lt_subsample_acc_<T>(T *gradWeight, T *gradBias, const T *gradOut, const T *in, G, q C, int byCol, A scale)
+ *     gradWeight[c] += scale * sum of gradOut * window sum, gradBias[c] += scale * sum of gradOut over the outputs
+ *     of index c, summed in A; block per index (blockDim.x a multiple of 32)
+ * FeatureLPPooling over contiguous (B, F, S): output (B, oF, S), window o the features o*stride .. + width - 1:
+ *   lt_flp_fwd_<T>(T *out, const T *in, q B, q F, q S, q oF, q width, q stride, double power)
+ *     out = (sum of x^power over the window)^(1/power); thread per output
+ *   lt_flp_bwd_<T>(T *gradIn, const T *gradOut, const T *in, const T *out, q B, q F, q S, q oF, q width, q stride,
+ *                  double power)
+ *     gradIn = sum over the windows o holding the feature, in order, of gradOut * (x / out)^(power - 1); outputs
+ *     of 0 pass none (the CPU kernel's rule); thread per input element (gathered)
  * T is Float, Double or Half; computed in A = lt_acc_t<T>.
  */
 #include "lt_cuda_common.cuh"
@@ -120,18 +137,26 @@ LT_D void lt_maxpool_bwd(T *grad_in, const T *grad_out, const long long *ind, co
   }
 }
 
+/* The sum of a window's part inside the image (rows of column sums), in A. */
+template <typename T>
+LT_D lt_acc_t<T> lt_window_sum(const T *in, const lt_pool_geom &g, const lt_pool_window &win) {
+  typedef lt_acc_t<T> A;
+  const T *x = in + win.plane * g.iH * g.iW;
+  A s = 0;
+  for (long long h = win.h0; h < win.h1; ++h) {
+    A row = 0;
+    for (long long w = win.w0; w < win.w1; ++w) row += lt_cast<A>(x[h * g.iW + w]);
+    s += row;
+  }
+  return s;
+}
+
 template <typename T>
 LT_D void lt_avgpool_fwd(T *out, const T *in, const lt_pool_geom g, int include_pad) {
   typedef lt_acc_t<T> A;
   LT_GRID_LOOP(long long, e, g.planes * g.oH * g.oW) {
     const lt_pool_window win = lt_pool_window_of(g, e);
-    const T *x = in + win.plane * g.iH * g.iW;
-    A s = 0;
-    for (long long h = win.h0; h < win.h1; ++h) {
-      A row = 0;
-      for (long long w = win.w0; w < win.w1; ++w) row += lt_cast<A>(x[h * g.iW + w]);
-      s += row;
-    }
+    const A s = lt_window_sum(in, g, win);
     const long long div = lt_pool_span(win.oh, g.kH, g.dH, g.padH, g.iH, include_pad) *
                           lt_pool_span(win.ow, g.kW, g.dW, g.padW, g.iW, include_pad);
     out[e] = lt_cast<T>(s / (A)div);
@@ -304,3 +329,119 @@ LT_D void lt_tmaxpool_bwd_impl(T *gi, const T *go, const long long *ind, long lo
 LT_IF_Float(LT_TMAXPOOL(float, Float))
 LT_IF_Double(LT_TMAXPOOL(double, Double))
 LT_IF_Half(LT_TMAXPOOL(__half, Half))
+
+template <typename T>
+LT_D void lt_subsample_fwd(T *out, const T *in, const T *w, const T *b, const lt_pool_geom g, long long C,
+                           int by_col) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, g.planes * g.oH * g.oW) {
+    const long long c = by_col ? e % g.oW : (e / (g.oH * g.oW)) % C;
+    out[e] = lt_cast<T>(lt_cast<A>(w[c]) * lt_window_sum(in, g, lt_pool_window_of(g, e)) + lt_cast<A>(b[c]));
+  }
+}
+
+template <typename T>
+LT_D void lt_subsample_bwd(T *grad_in, const T *grad_out, const T *w, const lt_pool_geom g, long long C,
+                           int by_col) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, e, g.planes * g.iH * g.iW) {
+    const lt_pool_cover c = lt_pool_cover_of(g, e);
+    const T *go = grad_out + c.plane * g.oH * g.oW;
+    A s = 0;
+    for (long long oh = c.oh0; oh < c.oh1; ++oh)
+      for (long long ow = c.ow0; ow < c.ow1; ++ow)
+        s += lt_cast<A>(w[by_col ? ow : c.plane % C]) * lt_cast<A>(go[oh * g.oW + ow]);
+    grad_in[e] = lt_cast<T>(s);
+  }
+}
+
+template <typename T>
+LT_D void lt_subsample_acc(T *gw, T *gb, const T *grad_out, const T *in, const lt_pool_geom g, long long C,
+                           int by_col, lt_acc_t<T> scale) {
+  typedef lt_acc_t<T> A;
+  const long long plane = g.oH * g.oW, nidx = by_col ? g.oW : C;
+  const long long m = by_col ? g.planes * g.oH : (g.planes / C) * plane;   /* the outputs of one index */
+  for (long long k = blockIdx.x; k < nidx; k += gridDim.x) {
+    A sw = 0, sb = 0;
+    for (long long j = threadIdx.x; j < m; j += blockDim.x) {
+      const long long e = by_col ? j * g.oW + k : ((j / plane) * C + k) * plane + j % plane;
+      const A d = lt_cast<A>(grad_out[e]);
+      sw += d * lt_window_sum(in, g, lt_pool_window_of(g, e));
+      sb += d;
+    }
+    sw = lt_block_reduce(sw, lt_op_sum(), (A)0);
+    sb = lt_block_reduce(sb, lt_op_sum(), (A)0);
+    if (threadIdx.x == 0) {
+      gw[k] = lt_cast<T>(lt_cast<A>(gw[k]) + scale * sw);
+      gb[k] = lt_cast<T>(lt_cast<A>(gb[k]) + scale * sb);
+    }
+  }
+}
+
+#define LT_SUBSAMPLE(T, N)                                                                                    \
+  extern "C" __global__ void lt_subsample_fwd_##N(T *out, const T *in, const T *w, const T *b, LT_POOL_G,     \
+                                                  long long C, int byCol) {                                   \
+    lt_subsample_fwd<T>(out, in, w, b, lt_pool_geom LT_POOL_MAKE_G, C, byCol);                                \
+  }                                                                                                           \
+  LT_EXPORT(lt_subsample_fwd_##N)                                                                             \
+  extern "C" __global__ void lt_subsample_bwd_##N(T *gradIn, const T *gradOut, const T *w, LT_POOL_G,         \
+                                                  long long C, int byCol) {                                   \
+    lt_subsample_bwd<T>(gradIn, gradOut, w, lt_pool_geom LT_POOL_MAKE_G, C, byCol);                           \
+  }                                                                                                           \
+  LT_EXPORT(lt_subsample_bwd_##N)                                                                             \
+  extern "C" __global__ void lt_subsample_acc_##N(T *gradWeight, T *gradBias, const T *gradOut, const T *in,  \
+                                                  LT_POOL_G, long long C, int byCol, lt_acc_t<T> scale) {     \
+    lt_subsample_acc<T>(gradWeight, gradBias, gradOut, in, lt_pool_geom LT_POOL_MAKE_G, C, byCol, scale);     \
+  }                                                                                                           \
+  LT_EXPORT(lt_subsample_acc_##N)
+
+LT_FOR_FLOAT_TYPES(LT_SUBSAMPLE)
+
+template <typename T>
+LT_D void lt_flp_fwd(T *out, const T *in, long long B, long long F, long long S, long long oF, long long width,
+                     long long stride, double power) {
+  typedef lt_acc_t<T> A;
+  const A p = (A)power;
+  LT_GRID_LOOP(long long, e, B * oF * S) {
+    const long long s = e % S, o = (e / S) % oF, b = e / (S * oF);
+    const T *x = in + (b * F + o * stride) * S + s;
+    A v = 0;
+    for (long long i = 0; i < width; i++) v += lt_m_pow(lt_cast<A>(x[i * S]), p);
+    out[e] = lt_cast<T>(lt_m_pow(v, (A)1 / p));
+  }
+}
+
+template <typename T>
+LT_D void lt_flp_bwd(T *grad_in, const T *grad_out, const T *in, const T *out, long long B, long long F,
+                     long long S, long long oF, long long width, long long stride, double power) {
+  typedef lt_acc_t<T> A;
+  const A p1 = (A)power - (A)1;
+  LT_GRID_LOOP(long long, e, B * F * S) {
+    const long long s = e % S, f = (e / S) % F, b = e / (S * F);
+    const long long lo = f < width ? 0 : (f - width) / stride + 1, last = f / stride;
+    const long long hi = last < oF - 1 ? last + 1 : oF;
+    const A x = lt_cast<A>(in[e]);
+    A g = 0;
+    for (long long o = lo; o < hi; o++) {
+      const long long k = (b * oF + o) * S + s;
+      const A y = lt_cast<A>(out[k]);
+      if (y != (A)0) g += lt_cast<A>(grad_out[k]) * lt_m_pow(x / y, p1);
+    }
+    grad_in[e] = lt_cast<T>(g);
+  }
+}
+
+#define LT_FLP(T, N)                                                                                          \
+  extern "C" __global__ void lt_flp_fwd_##N(T *out, const T *in, long long B, long long F, long long S,       \
+                                            long long oF, long long width, long long stride, double power) {  \
+    lt_flp_fwd<T>(out, in, B, F, S, oF, width, stride, power);                                                \
+  }                                                                                                           \
+  LT_EXPORT(lt_flp_fwd_##N)                                                                                   \
+  extern "C" __global__ void lt_flp_bwd_##N(T *gradIn, const T *gradOut, const T *in, const T *out,           \
+                                            long long B, long long F, long long S, long long oF,              \
+                                            long long width, long long stride, double power) {                \
+    lt_flp_bwd<T>(gradIn, gradOut, in, out, B, F, S, oF, width, stride, power);                               \
+  }                                                                                                           \
+  LT_EXPORT(lt_flp_bwd_##N)
+
+LT_FOR_FLOAT_TYPES(LT_FLP)

@@ -167,6 +167,12 @@ int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
                              lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset);
 int lt_cuops_dropout_backward(const lt_cuops *ops, void *stream, lt_tensor *grad_input,
                               const lt_tensor *grad_output, const lt_tensor *noise);
+/* nn.RReLU's training forward: each element's slope drawn as the uniform fill in [lower, upper) from draws offset +
+ * 2i, offset + 2i + 1 of seed's stream (cutorch._philoxDraws(2 n)), rounded to the compute type; noise (contiguous,
+ * the input's type and count) = 1 where x > 0, else the slope; out = x * noise (out may be input). The backward is
+ * lt_cuops_dropout_backward's gradIn = gradOut * noise. */
+int lt_cuops_rrelu_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                           lt_tensor *noise, double lower, double upper, uint64_t seed, uint64_t offset);
 
 /* nn's convolutions (SpatialConvolution, SpatialConvolutionMM, SpatialDilatedConvolution, the cudnn.* ones) as
  * Torch7's cunn computed them: per sample, im2col into scratch columns (none for a 1x1 kernel with unit

@@ -44,11 +44,20 @@ int lt_nn_PReLU_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tens
 int lt_nn_PReLU_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                   int64_t nOutputPlane, double scale);
 
+/* ---- GatedLinearUnit on a CUDA tensor (cunn's GPU version): the input's halves a, b along dim (0-based, of even
+ * size) give a * sigmoid(b) into output (gradOutput NULL), or with gradOutput the gradient into result, the
+ * input's shape (Float, Double and Half, computed in float for Half; gradOutput of any layout). */
+int lt_cuda_nn_glu(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, int dim);
+
 /* ---- Normalize(p, eps): each row x of a 1-D (one row) or 2-D (N x D) input
  * becomes x / norm, norm = (sum |x|^p + eps)^(1/p), or max |x| + eps for
  * p = inf (pass HUGE_VAL); norm (N values) is kept for the backward. */
 int lt_nn_Normalize_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *norm, double p, double eps);
 int lt_nn_Normalize_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *norm,
                                     double p, double eps);
+/* The same on CUDA tensors (cunn's GPU version): forward (gradOutput NULL) into result and norm, or the gradient
+ * into result; any layouts; Float, Double and Half (in float). */
+int lt_cuda_nn_normalize(const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result, lt_tensor *norm,
+                         double p, double eps);
 
 #endif

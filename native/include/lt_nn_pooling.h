@@ -56,6 +56,21 @@ int lt_nn_VolumetricDilatedMaxPooling_updateGradInput(lt_tensor *input, lt_tenso
                                                       lt_tensor *indices, int kT, int kW, int kH, int dT, int dW,
                                                       int dH, int padT, int padW, int padH, int dilationT,
                                                       int dilationW, int dilationH, int ceil_mode);
+/* ---- SpatialSubSampling / TemporalSubSampling on CUDA tensors (cunn's GPU versions): input (N, C, iH, iW), any
+ * layout; out = w[c] * (the kH x kW window's sum) + b[c], c the plane, or with byCol the output column (a temporal
+ * input as (N, 1, T, F) with kW = 1). pass 0 the forward into result ((N, C, oH, oW)), 1 the gradInput into
+ * result, 2 scale * the gradients added into result (gradWeight) and result2 (gradBias), both contiguous. Float,
+ * Double and Half (in float). */
+int lt_cuda_nn_subsampling(int pass, const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                           lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int kW, int kH,
+                           int dW, int dH, int byCol, double scale);
+
+/* ---- FeatureLPPooling on CUDA tensors (cunn's GPU version): input3 the input seen as (B, F, S); the forward
+ * (gradOutput NULL) into result (B, oF, S), or the gradient into result (B, F, S) from gradOutput and the forward's
+ * output. Float, Double and Half (in float). */
+int lt_cuda_nn_feature_lp(const lt_tensor *input3, const lt_tensor *gradOutput, const lt_tensor *output,
+                          lt_tensor *result, double power, int width, int stride);
+
 /* ---- VolumetricAveragePooling (no padding, floor): output (in - k) / d + 1 ---- */
 int lt_nn_VolumetricAveragePooling_updateOutput(lt_tensor *input, lt_tensor *output, int kT, int kW, int kH, int dT,
                                                 int dW, int dH);

@@ -93,4 +93,12 @@ int lt_nn_SpatialConvolutionLocal_accGradParameters(lt_tensor *input, lt_tensor 
                                                     int padH, int64_t iW, int64_t iH, int64_t oW, int64_t oH,
                                                     double scale);
 
+/* nn.SpatialConvolutionLocal on CUDA tensors (cunn's GPU version): input (N, C, H, W), any layout; weight
+ * (oH, oW, nOutputPlane, C, kH, kW), bias (nOutputPlane, oH, oW). pass 0 the forward into result, 1 the gradInput
+ * into result from gradOutput, 2 scale * the gradients added into result (gradWeight) and result2 (gradBias), both
+ * contiguous. Float, Double and Half (in float). */
+int lt_cuda_nn_convlocal(int pass, const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                         lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int nOutputPlane, int kW,
+                         int kH, int dW, int dH, int padW, int padH, double scale);
+
 #endif

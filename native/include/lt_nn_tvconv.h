@@ -37,6 +37,12 @@ int lt_nn_TemporalRowConvolution_updateGradInput(lt_tensor *input, lt_tensor *gr
 int lt_nn_TemporalRowConvolution_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                                    lt_tensor *gradBias, int kW, int dW, int padW, int featFirst,
                                                    double scale);
+/* The same on CUDA tensors (cunn's GPU version), on (N, F, T) views x of the input and y of the output or
+ * gradOutput ((N, F, oT)), any strides: pass 0 the forward into y; 1 the gradInput into result (x's shape) from
+ * y = gradOutput; 2 scale * the gradients added into result (gradWeight, contiguous) and result2 (gradBias,
+ * contiguous, or NULL). No padding. Float, Double and Half (in float). */
+int lt_cuda_nn_rowconv(int pass, const lt_tensor *x, const lt_tensor *y, lt_tensor *result, lt_tensor *result2,
+                       const lt_tensor *weight, const lt_tensor *bias, int kW, int dW, double scale);
 
 /* The unfold-based convolutions (SpatialDilatedConvolution, SpatialFullConvolution,
  * Volumetric[Dilated|Full]Convolution) build their column matrices in chunks

@@ -424,6 +424,387 @@ int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *grad
          lt_cuops_nn_pointwise_backward(ops, NULL, op, gradInput, gradOutput, ref, a, b);
 }
 
+/* nn_pointwise_prelu.c's entries for tensors in GPU memory, its checks passed (geometry outer x planes x inner):
+ * pass 0 the forward into result (resized as input), 1 gradInput into result, 2 scale * the weight's gradient added
+ * into result (gradWeight, any stride). nn_pointwise.cu's PReLU kernels, Float, Double and Half. */
+int lt_cuda_nn_prelu(const char *fn, int pass, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                     const lt_tensor *weight, int64_t outer, int64_t planes, int64_t inner, double scale) {
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, result, pass == 2 ? "gradWeight" : pass ? "gradInput" : "output") ||
+      (pass < 2 && resize_on(result, input->ndim, input->size, dev)))
+    return -1;
+  const int64_t n = outer * planes * inner;
+  if (n == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL, *w = NULL;
+  if (input_data(ops, NULL, &c, input, &x) || input_data(ops, NULL, &c, pass ? gradOutput : NULL, &go) ||
+      input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result);
+  const int type = lt_host_type(input->type);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  int64_t gw_stride = 1;   /* (gradWeight: a vector of any stride, in its one dimension longer than 1) */
+  for (int d = 0; d < result->ndim; d++)
+    if (result->size[d] != 1) gw_stride = result->stride[d];
+  if (pass == 2) add_count(&a, gw_stride);
+  if (pass) add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&x, "p");
+  if (pass < 2) {
+    add_raw(&a, (void *)&w, "p");
+    add_count(&a, n);
+  } else {
+    add_count(&a, outer);
+  }
+  add_count(&a, planes);
+  add_count(&a, inner);
+  if (pass == 2) add_value(&a, type, scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_prelu_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(type));
+  int rc = launch(ops, NULL, "nn_pointwise", kernel, pass == 2 ? feature_grid(ops, planes) : grid_for(ops, n), &a);
+  return copies_free(ops, &c, rc);
+}
+
+/* nn.GatedLinearUnit with its input in GPU memory, split in halves along dim (0-based, of even size): the forward
+ * (gradOutput NULL) into result, the input's size with dim halved, or the backward into result (the input's size).
+ * nn_pointwise.cu's GLU kernels, Float, Double and Half, on a contiguous copy of the input where it is not. */
+int lt_cuda_nn_glu(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result, int dim) {
+  const char *fn = gradOutput ? "GatedLinearUnit_updateGradInput" : "GatedLinearUnit_updateOutput";
+  char b[256];
+  if (!input || !result || !lt_tensor_is_device(input)) return lt_fail("%s: a tensor in GPU memory expected", fn);
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result")) return -1;
+  if (dim < 0 || dim >= input->ndim || input->size[dim] % 2 != 0)
+    return lt_fail("%s: dim %d of the input %s does not split in halves", fn, dim + 1,
+                   lt_shape_str(input, b, sizeof b));
+  int64_t sizes[LT_MAXDIM], outer = 1, inner = 1;
+  for (int d = 0; d < input->ndim; d++) {
+    sizes[d] = input->size[d];
+    if (d < dim) outer *= input->size[d];
+    if (d > dim) inner *= input->size[d];
+  }
+  const int64_t h = input->size[dim] / 2;
+  sizes[dim] = h;
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != outer * h * inner))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of the output's %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input->type), (long long)(outer * h * inner));
+  if (gradOutput ? resize_on(result, input->ndim, input->size, dev) : resize_on(result, input->ndim, sizes, dev))
+    return -1;
+  if (outer * h * inner == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL;
+  if (input_data(ops, NULL, &c, input, &x) || input_data(ops, NULL, &c, gradOutput, &go))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result);
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (gradOutput) add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&x, "p");
+  add_count(&a, outer);
+  add_count(&a, h);
+  add_count(&a, inner);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_glu_%s_%s", gradOutput ? "bwd" : "fwd", tname(input->type));
+  return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, grid_for(ops, outer * h * inner), &a));
+}
+
+/* ---------------------------------------------------------------- layers with a weight and a bias */
+
+/* The ops of a weight-and-bias layer's pass (0 forward, 1 gradInput, 2 the parameters' gradients into result and
+ * result2) with its operands present and on the input's GPU; NULL with the reason. */
+static const lt_cuops *param_layer_ops(const char *fn, int pass, const lt_tensor *input, const lt_tensor *gradOutput,
+                                       const lt_tensor *result, const lt_tensor *result2, const lt_tensor *weight,
+                                       const lt_tensor *bias) {
+  if (!input || !result || !lt_tensor_is_device(input) || (pass > 0 && !gradOutput) || (pass == 2 && !result2) ||
+      (pass < 2 && !weight) || (pass == 0 && !bias)) {
+    lt_fail("%s: device tensors expected", fn);
+    return NULL;
+  }
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, result2, "gradBias") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, bias, "bias"))
+    return NULL;
+  return ops;
+}
+
+/* The pass's weight and bias (or gradWeight and gradBias, contiguous) of nweight and nbias elements, gradOutput of
+ * nout, all of the input's type; the result sized: out_sizes (4-D) for the forward, the input's for gradInput. */
+static int param_layer_sized(const char *fn, int pass, const lt_tensor *input, const lt_tensor *gradOutput,
+                             lt_tensor *result, const lt_tensor *result2, const lt_tensor *weight,
+                             const lt_tensor *bias, int64_t nweight, int64_t nbias, int64_t nout,
+                             const int64_t out_sizes[4]) {
+  char b[256];
+  const lt_tensor *vecs[2] = {pass == 2 ? result : weight, pass == 2 ? result2 : pass == 0 ? bias : NULL};
+  for (int i = 0; i < 2; i++)
+    if (vecs[i] && (vecs[i]->type != input->type || lt_tensor_nelement(vecs[i]) != (i ? nbias : nweight) ||
+                    (pass == 2 && !lt_tensor_is_contiguous(vecs[i]))))
+      return lt_fail("%s: %s should be a%s %s tensor of %lld elements, got %s", fn,
+                     i ? (pass == 2 ? "gradBias" : "bias") : (pass == 2 ? "gradWeight" : "weight"),
+                     pass == 2 ? " contiguous" : "", tname(input->type), (long long)(i ? nbias : nweight),
+                     lt_shape_str(vecs[i], b, sizeof b));
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != nout))
+    return lt_fail("%s: gradOutput %s should be a %s tensor of %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input->type), (long long)nout);
+  const int dev = input->storage->device;
+  return (pass == 0 && resize_on(result, 4, out_sizes, dev)) || (pass == 1 && resize_on(result, 4, input->size, dev))
+             ? -1
+             : 0;
+}
+
+/* The launch of a layer's kernel lt_<family>_<fwd|bwd|acc>_<T> in `file`, its operands checked and result(s) sized:
+ * pass 0 (y, x, w, b), 1 (gradIn, gradOut, w), 2 (gradWeight, gradBias, gradOut, x), then the geometry counts, the
+ * int *flag where given, and scale for pass 2; contiguous copies of the operands that are not contiguous. A thread
+ * per element of n, or with blocks (pass 2 of the block-per-index kernels) a block per one of n indices. */
+static int param_layer_launch(const lt_cuops *ops, const char *file, const char *family, int pass,
+                              const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                              lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias,
+                              const int64_t *counts, int ncounts, const int *flag, double scale, int64_t n,
+                              int blocks) {
+  copies_t c = {{0}, 0};
+  const void *x = NULL, *go = NULL, *w = NULL, *bb = NULL;
+  if (input_data(ops, NULL, &c, pass == 1 ? NULL : input, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w) ||
+      input_data(ops, NULL, &c, pass == 0 ? bias : NULL, &bb))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result), *dst2 = pass == 2 && result2 ? lt_tensor_data(result2) : NULL;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (pass == 2) add_raw(&a, &dst2, "p");
+  if (pass > 0) add_raw(&a, (void *)&go, "p");
+  if (pass != 1) add_raw(&a, (void *)&x, "p");
+  if (pass < 2) add_raw(&a, (void *)&w, "p");
+  if (pass == 0) add_raw(&a, (void *)&bb, "p");
+  for (int i = 0; i < ncounts; i++) add_count(&a, counts[i]);
+  if (flag) add_raw(&a, (void *)flag, "i");
+  if (pass == 2) add_value(&a, lt_host_type(input->type), scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_%s_%s_%s", family, pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc",
+           tname(input->type));
+  return copies_free(ops, &c, launch(ops, NULL, file, kernel, blocks ? feature_grid(ops, n) : grid_for(ops, n), &a));
+}
+
+/* ---------------------------------------------------------------- SpatialSubSampling, TemporalSubSampling */
+
+/* pass 0: the forward into result; 1: gradInput into result; 2: scale * the parameters' gradients added into
+ * result (gradWeight) and result2 (gradBias). input (N, C, iH, iW) in GPU memory, any layout (a contiguous copy
+ * where it is not); weight and bias vectors of C elements (byCol: iW's windows' count, TemporalSubSampling's
+ * features); gradWeight and gradBias contiguous. pooling.cu's lt_subsample_* kernels, Float, Double and Half. */
+int lt_cuda_nn_subsampling(int pass, const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                           lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int kW, int kH,
+                           int dW, int dH, int byCol, double scale) {
+  static const char *const names[3] = {"SubSampling_updateOutput", "SubSampling_updateGradInput",
+                                        "SubSampling_accGradParameters"};
+  const char *fn = names[pass < 0 || pass > 2 ? 0 : pass];
+  char b[256];
+  if (pass < 0 || pass > 2) return lt_fail("%s: pass %d", fn, pass);
+  const lt_cuops *ops = param_layer_ops(fn, pass, input, gradOutput, result, result2, weight, bias);
+  if (!ops) return -1;
+  if (input->ndim != 4 || kW < 1 || kH < 1 || dW < 1 || dH < 1 || input->size[2] < kH || input->size[3] < kW)
+    return lt_fail("%s: a 4-D input of at least %d x %d per plane expected, got %s", fn, kH, kW,
+                   lt_shape_str(input, b, sizeof b));
+  const int64_t N = input->size[0], C = input->size[1], iH = input->size[2], iW = input->size[3];
+  const int64_t oH = (iH - kH) / dH + 1, oW = (iW - kW) / dW + 1, nidx = byCol ? oW : C;
+  const int64_t out_sizes[4] = {N, C, oH, oW};
+  if (param_layer_sized(fn, pass, input, gradOutput, result, result2, weight, bias, nidx, nidx, N * C * oH * oW,
+                        out_sizes))
+    return -1;
+  if (N * C * oH * oW == 0) return 0;
+  const int64_t geo[12] = {N * C, iH, iW, oH, oW, kH, kW, dH, dW, 0, 0, C};
+  const int by_col = byCol ? 1 : 0;
+  return param_layer_launch(ops, "pooling", "subsample", pass, input, gradOutput, result, result2, weight, bias, geo,
+                            12, &by_col, scale, pass == 2 ? nidx : pass ? N * C * iH * iW : N * C * oH * oW,
+                            pass == 2);
+}
+
+/* nn.Normalize with its input (a row, or n rows of d) in GPU memory: the forward (gradOutput NULL) into result and
+ * norm (n, resized), or the backward into result from norm; nn_pointwise.cu's lt_normalize_* kernels, a block per
+ * row, on contiguous copies where the operands are not contiguous. Float, Double and Half. */
+int lt_cuda_nn_normalize(const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result, lt_tensor *norm,
+                         double p, double eps) {
+  const char *fn = gradOutput ? "Normalize_updateGradInput" : "Normalize_updateOutput";
+  char b[256];
+  if (!input || !result || !norm || !lt_tensor_is_device(input)) return lt_fail("%s: device tensors expected", fn);
+  const int dev = input->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, norm, "norm"))
+    return -1;
+  if (input->ndim != 1 && input->ndim != 2)
+    return lt_fail("%s: expected a 1-D or 2-D input, got %s", fn, lt_shape_str(input, b, sizeof b));
+  if (!(p > 0)) return lt_fail("%s: p must be positive, got %g", fn, p);
+  const int64_t n = input->ndim == 2 ? input->size[0] : 1, d = input->size[input->ndim - 1];
+  if (gradOutput && (gradOutput->type != input->type || lt_tensor_nelement(gradOutput) != n * d ||
+                     norm->type != input->type || lt_tensor_nelement(norm) != n))
+    return lt_fail("%s: gradOutput %s (and the norms, %lld) should be %s tensors of the input's size", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), (long long)n, tname(input->type));
+  if (resize_on(result, input->ndim, input->size, dev) || (!gradOutput && resize_on(norm, 1, &n, dev))) return -1;
+  if (n * d == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL, *nm = NULL;
+  if (input_data(ops, NULL, &c, input, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, gradOutput ? norm : NULL, &nm))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result), *pn = lt_tensor_data(norm);
+  double pp = p, ee = eps;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (gradOutput) add_raw(&a, (void *)&go, "p");
+  else add_raw(&a, &pn, "p");
+  add_raw(&a, (void *)&x, "p");
+  if (gradOutput) add_raw(&a, (void *)&nm, "p");
+  add_count(&a, n);
+  add_count(&a, d);
+  add_raw(&a, &pp, "d");
+  add_raw(&a, &ee, "d");
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_normalize_%s_%s", gradOutput ? "bwd" : "fwd", tname(input->type));
+  return copies_free(ops, &c, launch(ops, NULL, "nn_pointwise", kernel, feature_grid(ops, n), &a));
+}
+
+/* nn.FeatureLPPooling with its input in GPU memory, seen as (B, F, S) (input3, any layout): the forward (gradOutput
+ * NULL) into result, (B, oF, S), or the backward into result, (B, F, S), from gradOutput and the forward's output
+ * (oF x S per sample each). pooling.cu's lt_flp_* kernels, Float, Double and Half. */
+int lt_cuda_nn_feature_lp(const lt_tensor *input3, const lt_tensor *gradOutput, const lt_tensor *output,
+                          lt_tensor *result, double power, int width, int stride) {
+  const char *fn = gradOutput ? "FeatureLPPooling_updateGradInput" : "FeatureLPPooling_updateOutput";
+  char b[256];
+  if (!input3 || !result || !lt_tensor_is_device(input3) || (gradOutput && !output))
+    return lt_fail("%s: device tensors expected", fn);
+  const int dev = input3->storage->device;
+  const lt_cuops *ops = layer_ops(fn, input3, 1);
+  if (!ops || on_device(fn, dev, gradOutput, "gradOutput") || on_device(fn, dev, output, "output") ||
+      on_device(fn, dev, result, "the result"))
+    return -1;
+  if (input3->ndim != 3 || width < 1 || stride < 1 || input3->size[1] < width)
+    return lt_fail("%s: a (B, F, S) input with F >= %d expected, got %s", fn, width, lt_shape_str(input3, b, sizeof b));
+  const int64_t B = input3->size[0], F = input3->size[1], S = input3->size[2], oF = (F - width) / stride + 1;
+  const int64_t out_sizes[3] = {B, oF, S};
+  if (gradOutput && (gradOutput->type != input3->type || output->type != input3->type ||
+                     lt_tensor_nelement(gradOutput) != B * oF * S || lt_tensor_nelement(output) != B * oF * S))
+    return lt_fail("%s: gradOutput %s and the output should be %s tensors of %lld elements", fn,
+                   lt_shape_str(gradOutput, b, sizeof b), tname(input3->type), (long long)(B * oF * S));
+  if (resize_on(result, 3, gradOutput ? input3->size : out_sizes, dev)) return -1;
+  if (B * F * S == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *x, *go = NULL, *y = NULL;
+  if (input_data(ops, NULL, &c, input3, &x) || input_data(ops, NULL, &c, gradOutput, &go) ||
+      input_data(ops, NULL, &c, gradOutput ? output : NULL, &y))
+    return copies_free(ops, &c, -1);
+  void *dst = lt_tensor_data(result);
+  double pw = power;
+  args_t a = {0};
+  add_raw(&a, &dst, "p");
+  if (gradOutput) add_raw(&a, (void *)&go, "p");
+  add_raw(&a, (void *)&x, "p");
+  if (gradOutput) add_raw(&a, (void *)&y, "p");
+  const int64_t geo[6] = {B, F, S, oF, width, stride};
+  for (int i = 0; i < 6; i++) add_count(&a, geo[i]);
+  add_raw(&a, &pw, "d");
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_flp_%s_%s", gradOutput ? "bwd" : "fwd", tname(input3->type));
+  return copies_free(ops, &c, launch(ops, NULL, "pooling", kernel, grid_for(ops, gradOutput ? B * F * S : B * oF * S),
+                                     &a));
+}
+
+/* nn.TemporalRowConvolution on (N, F, T) views of any strides in GPU memory (conv.cu's lt_rowconv_*): pass 0 the
+ * forward into y (N, F, oT, already sized); 1 the gradInput into result (x's shape, sized) from y = gradOutput; 2
+ * scale * the gradients added into result (gradWeight, contiguous F x kW) and result2 (gradBias, contiguous, or
+ * NULL) from x and y = gradOutput. Float, Double and Half. */
+int lt_cuda_nn_rowconv(int pass, const lt_tensor *x, const lt_tensor *y, lt_tensor *result, lt_tensor *result2,
+                       const lt_tensor *weight, const lt_tensor *bias, int kW, int dW, double scale) {
+  static const char *const names[3] = {"TemporalRowConvolution_updateOutput",
+                                        "TemporalRowConvolution_updateGradInput",
+                                        "TemporalRowConvolution_accGradParameters"};
+  if (pass < 0 || pass > 2) return lt_fail("TemporalRowConvolution: pass %d", pass);
+  const char *fn = names[pass];
+  char b1[256], b2[256];
+  const lt_tensor *xv = pass == 1 ? result : x;   /* the (N, F, T) view the kernel reads or writes */
+  if (!x || !y || !xv || !lt_tensor_is_device(x) || (pass == 2 && !result) || (pass < 2 && !weight))
+    return lt_fail("%s: device tensors expected", fn);
+  const int dev = x->storage->device;
+  const lt_cuops *ops = layer_ops(fn, x, 1);
+  if (!ops || on_device(fn, dev, y, "the output or gradOutput") || on_device(fn, dev, result, "the result") ||
+      on_device(fn, dev, result2, "gradBias") || on_device(fn, dev, weight, "weight") ||
+      on_device(fn, dev, bias, "bias"))
+    return -1;
+  if (x->ndim != 3 || y->ndim != 3 || xv->ndim != 3 || kW < 1 || dW < 1 || y->type != x->type ||
+      xv->type != x->type || !lt_tensor_is_same_size(xv, x) || y->size[0] != x->size[0] ||
+      y->size[1] != x->size[1] || x->size[2] < kW || y->size[2] != (x->size[2] - kW) / dW + 1)
+    return lt_fail("%s: (N, F, T) and (N, F, oT) views of one type expected, got %s and %s", fn,
+                   lt_shape_str(x, b1, sizeof b1), lt_shape_str(y, b2, sizeof b2));
+  const int64_t N = x->size[0], F = x->size[1], T = x->size[2], oT = y->size[2];
+  const lt_tensor *vecs[2] = {pass == 2 ? result : weight, pass == 2 ? result2 : bias};
+  for (int i = 0; i < 2; i++)
+    if (vecs[i] && (vecs[i]->type != x->type || lt_tensor_nelement(vecs[i]) != (i ? F : F * kW) ||
+                    (pass == 2 && !lt_tensor_is_contiguous(vecs[i]))))
+      return lt_fail("%s: %s should be a%s %s tensor of %lld elements", fn,
+                     i ? (pass == 2 ? "gradBias" : "bias") : (pass == 2 ? "gradWeight" : "weight"),
+                     pass == 2 ? " contiguous" : "", tname(x->type), (long long)(i ? F : F * kW));
+  if (N * F * oT == 0) return 0;
+  copies_t c = {{0}, 0};
+  const void *w = NULL, *bb = NULL;
+  if (input_data(ops, NULL, &c, pass < 2 ? weight : NULL, &w) ||
+      input_data(ops, NULL, &c, pass == 0 ? bias : NULL, &bb))
+    return copies_free(ops, &c, -1);
+  void *px = lt_tensor_data(xv), *py = lt_tensor_data(y), *dst = pass == 2 ? lt_tensor_data(result) : NULL;
+  void *dst2 = pass == 2 && result2 ? lt_tensor_data(result2) : NULL;
+  args_t a = {0};
+  if (pass == 2) {
+    add_raw(&a, &dst, "p");
+    add_raw(&a, &dst2, "p");
+    add_raw(&a, &py, "p");
+    add_raw(&a, &px, "p");
+  } else {
+    add_raw(&a, pass == 0 ? &py : &px, "p");
+    add_raw(&a, pass == 0 ? &px : &py, "p");
+    add_raw(&a, (void *)&w, "p");
+    if (pass == 0) add_raw(&a, (void *)&bb, "p");
+  }
+  const int64_t geo[12] = {N, F, T, oT, kW, dW, xv->stride[0], xv->stride[1], xv->stride[2],
+                           y->stride[0], y->stride[1], y->stride[2]};
+  for (int i = 0; i < 12; i++) add_count(&a, geo[i]);
+  if (pass == 2) add_value(&a, lt_host_type(x->type), scale);
+  char kernel[48];
+  snprintf(kernel, sizeof kernel, "lt_rowconv_%s_%s", pass == 0 ? "fwd" : pass == 1 ? "bwd" : "acc", tname(x->type));
+  const unsigned grid = pass == 2 ? feature_grid(ops, F) : grid_for(ops, pass ? N * F * T : N * F * oT);
+  return copies_free(ops, &c, launch(ops, NULL, "conv", kernel, grid, &a));
+}
+
+/* nn.SpatialConvolutionLocal with input (N, C, H, W) in GPU memory (any layout: a contiguous copy where it is not):
+ * pass 0 the forward into result ((N, O, oH, oW), resized); 1 the gradInput into result (the input's shape) from
+ * gradOutput; 2 scale * the gradients added into result (gradWeight) and result2 (gradBias), contiguous. weight
+ * (oH, oW, O, C, kH, kW) and bias (O, oH, oW). conv.cu's lt_convlocal_* kernels, Float, Double and Half. */
+int lt_cuda_nn_convlocal(int pass, const lt_tensor *input, const lt_tensor *gradOutput, lt_tensor *result,
+                         lt_tensor *result2, const lt_tensor *weight, const lt_tensor *bias, int nOutputPlane, int kW,
+                         int kH, int dW, int dH, int padW, int padH, double scale) {
+  static const char *const names[3] = {"SpatialConvolutionLocal_updateOutput",
+                                        "SpatialConvolutionLocal_updateGradInput",
+                                        "SpatialConvolutionLocal_accGradParameters"};
+  if (pass < 0 || pass > 2) return lt_fail("SpatialConvolutionLocal: pass %d", pass);
+  const char *fn = names[pass];
+  char b[256];
+  const lt_cuops *ops = param_layer_ops(fn, pass, input, gradOutput, result, result2, weight, bias);
+  if (!ops) return -1;
+  if (input->ndim != 4 || nOutputPlane < 1 || kW < 1 || kH < 1 || dW < 1 || dH < 1 || padW < 0 || padH < 0)
+    return lt_fail("%s: a 4-D input expected, got %s", fn, lt_shape_str(input, b, sizeof b));
+  const int64_t N = input->size[0], C = input->size[1], H = input->size[2], W = input->size[3], O = nOutputPlane;
+  const int64_t oH = (H + 2 * padH - kH) / dH + 1, oW = (W + 2 * padW - kW) / dW + 1;
+  const int64_t nw = oH * oW * O * C * kH * kW, nb = O * oH * oW, out_sizes[4] = {N, O, oH, oW};
+  if (oH < 1 || oW < 1)
+    return lt_fail("%s: the input %s is smaller than the kernel", fn, lt_shape_str(input, b, sizeof b));
+  if (param_layer_sized(fn, pass, input, gradOutput, result, result2, weight, bias, nw, nb, N * nb, out_sizes))
+    return -1;
+  if (N * C * H * W == 0) return 0;
+  const int64_t geo[13] = {N, C, H, W, O, oH, oW, kH, kW, dH, dW, padH, padW};
+  return param_layer_launch(ops, "conv", "convlocal", pass, input, gradOutput, result, result2, weight, bias, geo, 13,
+                            NULL, scale, pass == 0 ? N * nb : pass == 1 ? N * C * H * W : nw + nb, 0);
+}
+
 /* ---------------------------------------------------------------- nn's elementwise criterions */
 
 /* A criterion's loss as its one-element output of tensor type `type` will hold it (the fill rounds to float, and
@@ -725,7 +1106,7 @@ int lt_cuda_nn_lookup_acc(const lt_tensor *input, lt_tensor *gradOutput, lt_tens
   static const char fn[] = "LookupTable_accGradParameters";
   if (lookup_matrix(fn, gradWeight, "gradWeight")) return -1;
   const int dev = gradWeight->storage->device, type = lt_host_type(gradWeight->type);
-  const lt_cuops *ops = layer_ops(fn, gradWeight, 0);
+  const lt_cuops *ops = layer_ops(fn, gradWeight, 1);
   if (!ops || on_device(fn, dev, gradOutput, "gradOutput")) return -1;
   if (gradOutput->type != gradWeight->type)
     return lt_fail("%s: gradOutput is a %s tensor, gradWeight a %s one", fn, tname(gradOutput->type), tname(type));
@@ -767,7 +1148,7 @@ int lt_cuda_nn_lookup_renorm(const lt_tensor *input, lt_tensor *weight, double m
   if (lookup_matrix(fn, weight, "weight")) return -1;
   if (norm_type <= 0) return lt_fail("%s: normType must be positive, got %g", fn, norm_type);
   const int type = lt_host_type(weight->type);
-  const lt_cuops *ops = layer_ops(fn, weight, 0);
+  const lt_cuops *ops = layer_ops(fn, weight, 1);
   int64_t *idx, n, m = 0;
   if (!ops || lookup_rows(fn, input, weight->size[0], &idx, &n)) return -1;
   void *lists = NULL;

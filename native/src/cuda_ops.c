@@ -357,14 +357,11 @@ done:
   return scratch_free(ops, c3, rc);
 }
 
-int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
-                             lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset) {
-  static const char fn[] = "cuda Dropout forward";
-  if (check_ops(ops, fn) || check_float_input(fn, input) || same_type(fn, out, input, "the input") ||
-      same_count(fn, out, input, "the input") || same_type(fn, out, noise, "the noise") ||
-      same_count(fn, out, noise, "the noise"))
-    return -1;
-  if (!(p >= 0 && p < 1)) return lt_fail("%s: the dropout probability %g is not in [0, 1)", fn, p);
+/* Dropout's and RReLU's training forward, the operands checked: kernel `op` (dropout.cu) with (out, input, noise,
+ * n, the layer's parameters x (kind kx) and y (kind ky), seed, offset); each thread takes `group` elements. */
+static int noise_forward(const lt_cuops *ops, void *stream, const char *fn, const char *op, lt_tensor *out,
+                         const lt_tensor *input, lt_tensor *noise, int group, void *x, const char *kx, void *y,
+                         const char *ky, uint64_t seed, uint64_t offset) {
   if (!lt_tensor_is_contiguous(noise)) return lt_fail("%s: the noise must be contiguous", fn);
   lt_cu_tensor d[3];
   int64_t off[2];
@@ -373,23 +370,49 @@ int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, 
     return -1;
   const int64_t n = lt_tensor_nelement(out);
   if (n == 0) return 0;
-  unsigned grid = grid_for(ops, (n + 3) / 4);
+  unsigned grid = grid_for(ops, (n + group - 1) / group);
   char kernel[64];
-  snprintf(kernel, sizeof kernel, "lt_dropout_fwd_%s_%s", tname(out->type), index_kind(ops, n, off, 2, grid));
+  snprintf(kernel, sizeof kernel, "lt_%s_fwd_%s_%s", op, tname(out->type), index_kind(ops, n, off, 2, grid));
   void *pn = d[2].data;
-  double pp = p;
-  int iv1 = v1 ? 1 : 0;
   unsigned long long s = seed, o = offset;
   args_t a = {0};
   add_tensor(&a, &d[0]);
   add_tensor(&a, &d[1]);
   add_raw(&a, &pn, "p");
   add_count(&a, n);
-  add_raw(&a, &pp, "d");
-  add_raw(&a, &iv1, "i");
+  add_raw(&a, x, kx);
+  add_raw(&a, y, ky);
   add_raw(&a, &s, "Q");
   add_raw(&a, &o, "Q");
   return launch(ops, stream, "dropout", kernel, grid, &a);
+}
+
+static int noise_operands(const lt_cuops *ops, const char *fn, const lt_tensor *out, const lt_tensor *input,
+                          const lt_tensor *noise) {
+  return check_ops(ops, fn) || check_float_input(fn, input) || same_type(fn, out, input, "the input") ||
+                 same_count(fn, out, input, "the input") || same_type(fn, out, noise, "the noise") ||
+                 same_count(fn, out, noise, "the noise")
+             ? -1
+             : 0;
+}
+
+int lt_cuops_dropout_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                             lt_tensor *noise, double p, int v1, uint64_t seed, uint64_t offset) {
+  static const char fn[] = "cuda Dropout forward";
+  if (noise_operands(ops, fn, out, input, noise)) return -1;
+  if (!(p >= 0 && p < 1)) return lt_fail("%s: the dropout probability %g is not in [0, 1)", fn, p);
+  double pp = p;
+  int iv1 = v1 ? 1 : 0;
+  /* (one Philox call per group of 4 elements) */
+  return noise_forward(ops, stream, fn, "dropout", out, input, noise, 4, &pp, "d", &iv1, "i", seed, offset);
+}
+
+int lt_cuops_rrelu_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
+                           lt_tensor *noise, double lower, double upper, uint64_t seed, uint64_t offset) {
+  static const char fn[] = "cuda RReLU forward";
+  if (noise_operands(ops, fn, out, input, noise)) return -1;
+  double lo = lower, hi = upper;
+  return noise_forward(ops, stream, fn, "rrelu", out, input, noise, 1, &lo, "d", &hi, "d", seed, offset);
 }
 
 int lt_cuops_random(const lt_cuops *ops, void *stream, lt_tensor *out, int kind, double a, double b, uint64_t seed,

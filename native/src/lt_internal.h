@@ -68,6 +68,9 @@ int lt_cuda_find_symbols(int which, const lt_cuda_sym *syms, size_t n, int *done
 int lt_cuda_nn_pointwise_updateOutput(int op, lt_tensor *input, lt_tensor *output, double a, double b, int inplace);
 int lt_cuda_nn_pointwise_updateGradInput(int op, lt_tensor *ref, lt_tensor *gradOutput, lt_tensor *gradInput,
                                          double a, double b, int inplace);
+/* nn_pointwise_prelu.c's PReLU for tensors in GPU memory (cuda_nn.c): pass 0 forward, 1 gradInput, 2 gradWeight. */
+int lt_cuda_nn_prelu(const char *fn, int pass, lt_tensor *input, lt_tensor *gradOutput, lt_tensor *result,
+                     const lt_tensor *weight, int64_t outer, int64_t planes, int64_t inner, double scale);
 /* nn_padding.c's gather layers for tensors in GPU memory (cuda_nn.c): the forward (gradOutput NULL) into result
  * (resized to out_sizes, input's dimension count) or the backward into result (input's shape), through the
  * per-axis maps (out[a] entries each, -1 for none). */

@@ -13,7 +13,7 @@ typedef struct prelu_geom {
 static int prelu_geom_of(const char *fn, const lt_tensor *input, const lt_tensor *weight, int64_t nplane,
                          prelu_geom *g) {
   char b[160];
-  if (!nn_is_floating(input))
+  if (!nn_is_floating_or_gpu_half(input))
     return lt_fail("%s is only defined for FloatTensor and DoubleTensor", fn);
   if (nn_check_vec(weight, nplane > 0 ? nplane : 1, input->type, fn, "weight")) return -1;
   int64_t n = lt_tensor_nelement(input);
@@ -42,11 +42,13 @@ static int same_count(const char *fn, const lt_tensor *input, const lt_tensor *o
 }
 
 int lt_nn_PReLU_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *weight, int64_t nOutputPlane) {
-  NN_NEED(input);
   static const char fn[] = "PReLU_updateOutput";
+  const int device = input && lt_tensor_is_device(input);   /* cunn's: native/cuda/nn_pointwise.cu */
+  if (device) NN_GIVEN(input); else NN_NEED(input);
   prelu_geom g;
   if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || nn_check_float(output, input->type, fn, "output"))
     return -1;
+  if (device) return lt_cuda_nn_prelu(fn, 0, input, NULL, output, weight, g.outer, g.planes, g.inner, 1);
   nn_copies cp = {0};
   const void *x = nn_contig(&cp, input), *w = nn_contig(&cp, weight);
   if (!x || !w || nn_resize_as(output, input)) return nn_copies_free(&cp, -1);
@@ -56,12 +58,14 @@ int lt_nn_PReLU_updateOutput(lt_tensor *input, lt_tensor *output, lt_tensor *wei
 
 int lt_nn_PReLU_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradInput, lt_tensor *weight,
                                 int64_t nOutputPlane) {
-  NN_NEED(input, gradOutput);
   static const char fn[] = "PReLU_updateGradInput";
+  const int device = input && lt_tensor_is_device(input);
+  if (device) NN_GIVEN(input, gradOutput); else NN_NEED(input, gradOutput);
   prelu_geom g;
   if (prelu_geom_of(fn, input, weight, nOutputPlane, &g) || same_count(fn, input, gradOutput, "gradOutput") ||
       nn_check_float(gradInput, input->type, fn, "gradInput"))
     return -1;
+  if (device) return lt_cuda_nn_prelu(fn, 1, input, gradOutput, gradInput, weight, g.outer, g.planes, g.inner, 1);
   nn_copies cp = {0};
   const void *x = nn_contig(&cp, input), *dy = nn_contig(&cp, gradOutput), *w = nn_contig(&cp, weight);
   if (!x || !dy || !w || nn_resize_as(gradInput, input)) return nn_copies_free(&cp, -1);
@@ -71,11 +75,13 @@ int lt_nn_PReLU_updateGradInput(lt_tensor *input, lt_tensor *gradOutput, lt_tens
 
 int lt_nn_PReLU_accGradParameters(lt_tensor *input, lt_tensor *gradOutput, lt_tensor *gradWeight,
                                   int64_t nOutputPlane, double scale) {
-  NN_NEED(input, gradOutput);
   static const char fn[] = "PReLU_accGradParameters";
+  const int device = input && lt_tensor_is_device(input);
+  if (device) NN_GIVEN(input, gradOutput); else NN_NEED(input, gradOutput);
   prelu_geom g;
   if (prelu_geom_of(fn, input, gradWeight, nOutputPlane, &g) || same_count(fn, input, gradOutput, "gradOutput"))
     return -1;
+  if (device) return lt_cuda_nn_prelu(fn, 2, input, gradOutput, gradWeight, NULL, g.outer, g.planes, g.inner, scale);
   nn_copies cp = {0};
   const void *x = nn_contig(&cp, input), *dy = nn_contig(&cp, gradOutput);
   if (!x || !dy) return nn_copies_free(&cp, -1);
