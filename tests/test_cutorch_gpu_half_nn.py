@@ -279,7 +279,11 @@ def test_modules_compute_in_float_and_keep_half(cunn, rng, name):
         h, d = rt.to_numpy(half[what]), rt.to_numpy(dbl[what])
         assert h.shape == d.shape, (name, what)
         scale = max(np.abs(d).max(), 1e-3)
-        np.testing.assert_allclose(h, d, rtol=4e-3, atol=4e-3 * scale, err_msg="%s: %s" % (name, what))
+        # A container stores its inner results in half too, and a batch norm's parameter gradients sum products of
+        # those over the batch, often to near 0: over 80 seeds their error reached 1.2 % of the largest gradient
+        # (4 per mille failed about 1 run in 30), against at most 0.3 % for the rest.
+        atol = (2e-2 if name.startswith("Sequential") and what == "gp" else 4e-3) * scale
+        np.testing.assert_allclose(h, d, rtol=4e-3, atol=atol, err_msg="%s: %s" % (name, what))
 
 
 LOOKUPS = {
