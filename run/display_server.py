@@ -65,6 +65,15 @@ def _file_name(pane_id):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", pane_id)[:120] or "pane"
 
 
+def _replace(path, data):
+    """data (bytes) as path's whole content, written beside it and renamed over it: a reader never sees half a
+    file, and two requests saving one window at once each write a temporary file of their own."""
+    tmp = "%s.%d-%d.tmp" % (path, os.getpid(), threading.get_ident())
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 def save_pane(folder, pane):
     """One pane to disk: an image's bytes as the client encoded them, anything else as JSON."""
     os.makedirs(folder, exist_ok=True)
@@ -74,15 +83,8 @@ def save_pane(folder, pane):
         m = re.match(r"data:image/(\w+);base64,(.*)$", content.get("src") or "", re.S)
         if m:
             ext = {"jpeg": "jpg"}.get(m.group(1), m.group(1))
-            tmp = base + ".tmp"
-            with open(tmp, "wb") as f:
-                f.write(base64.b64decode(m.group(2)))
-            os.replace(tmp, base + "." + ext)   # a reader never sees half an image
-            return
-    tmp = base + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({k: pane[k] for k in ("id", "type", "title", "content")}, f)
-    os.replace(tmp, base + ".json")
+            return _replace(base + "." + ext, base64.b64decode(m.group(2)))
+    _replace(base + ".json", json.dumps({k: pane[k] for k in ("id", "type", "title", "content")}).encode())
 
 
 def handler_for(panes):
