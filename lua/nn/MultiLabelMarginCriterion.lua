@@ -2,11 +2,10 @@
 -- row lists the frame's 1-based classes, ended by the first 0:
 --   sum_{j in targets, i not in targets} max(0, 1 - x[j] + x[i]) / dim, / nframe when sizeAverage.
 local MultiLabelMarginCriterion, parent = torch.class('nn.MultiLabelMarginCriterion', 'nn.Criterion')
-local ffi = require 'ffi'
 local C = torch.C
 local check = torch._check
-local loss = ffi.new('double[1]')
 local kernels = nn._criterionKernels
+local loss = kernels.loss
 
 function MultiLabelMarginCriterion:__init()
    parent.__init(self)

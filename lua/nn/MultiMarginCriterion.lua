@@ -2,11 +2,10 @@
 -- scores x against a 1-based class target t:
 --   sum_{i ~= t} w[t] max(0, margin - x[t] + x[i])^p / dim, / nframe when sizeAverage.
 local MultiMarginCriterion, parent = torch.class('nn.MultiMarginCriterion', 'nn.Criterion')
-local ffi = require 'ffi'
 local C = torch.C
 local check = torch._check
-local loss = ffi.new('double[1]')
 local kernels = nn._criterionKernels
+local loss = kernels.loss
 
 function MultiMarginCriterion:__init(p, weights, margin)
    assert(p == nil or p == 1 or p == 2, 'only p=1 and p=2 supported')

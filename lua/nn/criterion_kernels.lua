@@ -22,7 +22,9 @@ local function average(self, sizeAverage)
    return sizeAverage and 1 or 0
 end
 
-local loss = ffi.new('double[1]')
+-- where the C entry points hand back a loss as a number (the value their one-element output holds)
+kernels.loss = ffi.new('double[1]')
+local loss = kernels.loss
 function kernels.pointwiseOutput(self, kind, input, target, weights, param, sizeAverage)
    target = kernels.asInputType(self, '_target', target, input)
    if torch.typename(self.output_tensor) ~= input:type() then self.output_tensor = input.new(1) end
