@@ -10,6 +10,7 @@ it arrives (images as <id>.jpg/.png, plots and text as <id>.json), for machines 
 No authentication (as the original): it listens on 127.0.0.1 unless told otherwise."""
 import argparse
 import base64
+import contextlib
 import json
 import os
 import re
@@ -152,6 +153,27 @@ def serve(port=8000, hostname="127.0.0.1", save_dir=None, ready=None):
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
+
+
+@contextlib.contextmanager
+def serving_in_thread(save_dir=None, hostname="127.0.0.1"):
+    """A server on a free port in a thread of this process, for the with-block (the program runners', the tests'):
+    gives the bound server (its address in server_address, its windows in server.panes); stopped on leaving."""
+    box, ready = {}, threading.Event()
+
+    def on_ready(server):
+        box["server"] = server
+        ready.set()
+
+    t = threading.Thread(target=serve, args=(0, hostname, save_dir, on_ready), daemon=True)
+    t.start()
+    if not ready.wait(30):
+        raise RuntimeError("luatorch display: the server thread did not start")
+    try:
+        yield box["server"]
+    finally:
+        box["server"].shutdown()
+        t.join(10)
 
 
 def main(argv=None):

@@ -312,26 +312,12 @@ def grid_cells(path, cell):
 
 @contextlib.contextmanager
 def display_server(folder):
-    """A `luatorch display` server on a free port in a thread, saving every window to folder, for the with-block:
-    gives its address (host:port, for LUATORCH_DISPLAY)."""
-    import threading
+    """A `luatorch display` server in a thread, saving every window to folder, for the with-block: gives its
+    address (host:port, for LUATORCH_DISPLAY)."""
+    from run.display_server import serving_in_thread
 
-    from run.display_server import serve
-
-    box, ready = {}, threading.Event()
-
-    def on_ready(server):
-        box["server"] = server
-        ready.set()
-
-    t = threading.Thread(target=serve, args=(0, "127.0.0.1", folder, on_ready), daemon=True)
-    t.start()
-    ready.wait(30)
-    server = box["server"]
-    try:
-        yield "127.0.0.1:%d" % server.server_address[1]
-    finally:
-        server.shutdown()
+    with serving_in_thread(folder) as server:
+        yield "%s:%d" % server.server_address[:2]
 
 
 def dcgan(git, work, epochs):

@@ -18,26 +18,14 @@ import urllib.request
 import numpy as np
 import pytest
 
-from run.display_server import PAGE, serve
+from run.display_server import PAGE, serving_in_thread
 
 
 @pytest.fixture
 def server(tmp_path):
     """A display server on a free port of 127.0.0.1 (saving to tmp_path/saved); stopped afterwards."""
-    box = {}
-    ready = threading.Event()
-
-    def on_ready(s):
-        box["server"] = s
-        ready.set()
-
-    t = threading.Thread(target=serve, args=(0, "127.0.0.1", str(tmp_path / "saved"), on_ready), daemon=True)
-    t.start()
-    assert ready.wait(10)
-    s = box["server"]
-    yield s
-    s.shutdown()
-    t.join(10)
+    with serving_in_thread(str(tmp_path / "saved")) as s:
+        yield s
 
 
 def _panes(server, since=0):
