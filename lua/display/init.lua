@@ -70,12 +70,12 @@ end
 M._base64 = base64
 
 -- img (any tensor type, on any device) as float values in [0, 1]: opts.min/opts.max, or its own range
-local function normalize(img, opts)
-   img = torch.FloatTensor(img:size()):copy(img)
-   local lo, hi = opts.min or img:min(), opts.max or img:max()
-   img:add(-lo)
-   if hi > lo then img:mul(1 / (hi - lo)) end   -- (a constant image stays at 0 rather than NaN)
-   return img:clamp(0, 1)
+local function toUnitRange(picture, opts)
+   local f = torch.FloatTensor():resize(picture:size()):copy(picture)
+   local lo, hi = opts.min or f:min(), opts.max or f:max()
+   f:add(-lo)
+   if hi > lo then f:mul(1 / (hi - lo)) end   -- (a constant image stays at 0 rather than NaN)
+   return f:clamp(0, 1)
 end
 
 function M.image(img, opts)
@@ -83,39 +83,40 @@ function M.image(img, opts)
    if type(img) == 'table' then return M.images(img, opts) end
    assert(torch.isTensor(img), 'display.image: a tensor (or a table of them) expected')
    -- a batch of images, or more planes than a colour image has: one sub-image each
-   if img:dim() == 4 or (img:dim() == 3 and img:size(1) > 3) then
+   local batch = img:dim() == 4 or (img:dim() == 3 and img:size(1) > 3)
+   if batch then
       local list = {}
       for i = 1, img:size(1) do list[i] = img[i] end
       return M.images(list, opts)
    end
    assert(img:dim() == 2 or img:dim() == 3, 'display.image: an image has 2 or 3 dimensions')
-   local blob = image.compressJPG(normalize(img, opts), 90)
+   local blob = image.compressJPG(toUnitRange(img, opts), 90)
    local src = 'data:image/jpeg;base64,' .. base64(blob:data(), blob:nElement())
    return pane('image', opts.win, opts.title, {src = src, labels = opts._labels, width = opts.width})
 end
 
 -- the images on one grid (nperrow per row, a mid-grey background), each normalized on its own when
 -- opts.normalize is set (the whole grid is normalized once in any case, by display.image)
-function M.images(images, opts)
+function M.images(pictures, opts)
    opts = opts or {}
-   local labels = opts.labels or {}
-   local nperrow = opts.nperrow or math.ceil(math.sqrt(#images))
+   local names = opts.labels or {}
+   local perRow = opts.nperrow or math.ceil(math.sqrt(#pictures))
    local planes, h, w = 1, 0, 0
    local list = {}
-   for i, img in ipairs(images) do
-      if opts.normalize then img = normalize(img, opts) end
+   for i, img in ipairs(pictures) do
+      if opts.normalize then img = toUnitRange(img, opts) end
       if img:dim() == 2 then img = img:view(1, img:size(1), img:size(2)) end
       list[i] = img
       planes, h, w = math.max(planes, img:size(1)), math.max(h, img:size(2)), math.max(w, img:size(3))
    end
-   local rows = math.ceil(#list / nperrow)
-   local canvas = torch.FloatTensor(planes, h * rows, w * nperrow):fill(0.5)
+   local rows = math.ceil(#list / perRow)
+   local canvas = torch.FloatTensor(planes, h * rows, w * perRow):fill(0.5)
    local placed = {}
    for i, img in ipairs(list) do
-      local row, col = math.floor((i - 1) / nperrow), (i - 1) % nperrow
+      local row, col = math.floor((i - 1) / perRow), (i - 1) % perRow
       local cell = canvas:narrow(2, h * row + 1, img:size(2)):narrow(3, w * col + 1, img:size(3))
       cell:copy(img:size(1) == planes and img or img:expand(planes, img:size(2), img:size(3)))
-      if labels[i] then placed[#placed + 1] = {col / nperrow, row / rows, labels[i]} end
+      if names[i] then placed[#placed + 1] = {col / perRow, row / rows, names[i]} end
    end
    local o = {}
    for k, v in pairs(opts) do o[k] = v end
