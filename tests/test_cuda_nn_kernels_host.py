@@ -85,7 +85,10 @@ def test_softmax_nan_stays_in_its_row(simt):
 
 
 # ----------------------------------------------------------------------------- BatchNormalization
-BN_SHAPES = [(5, 3), (2, 4, 3, 5), (7, 1, 1, 1), (3, 2, 2, 3, 4), (33, 5), (4, 37, 1, 1)]
+# small ones, and ones where each thread walks several values: S above the block (qi = 0), below it (S = 25: 7
+# past the next sample), S = 1 (a whole block of samples per step)
+BN_SHAPES = [(5, 3), (2, 4, 3, 5), (7, 1, 1, 1), (3, 2, 2, 3, 4), (33, 5), (4, 37, 1, 1), (3, 4, 7, 11),
+             (9, 2, 5, 5), (300, 3), (2, 3, 2, 9, 10)]
 
 
 def bn_case(rng, t, shape):
@@ -101,6 +104,45 @@ def nsc(shape):
     return N, C, int(np.prod(shape[2:], dtype=np.int64))
 
 
+# The chunk kernels (batchnorm.cu) take the host's P chunks per feature; these launch them as the host layer does,
+# with partials poisoned with NaN (a partial not written shows), for P from one chunk to more chunks than values
+# (empty chunks), grids smaller and larger than C*P, and several block sizes.
+def acc_np(t):
+    return np.float64 if t == "Double" else np.float32
+
+
+def bn_train_forward(lib, t, x, w, b, rm, rv, P, grid, block, momentum, eps):
+    N, C, S = nsc(x.shape)
+    out = np.full_like(x, np.nan)
+    sm, ss = np.full(C, np.nan, NP[t]), np.full(C, np.nan, NP[t])
+    part = np.full(2 * C * P, np.nan, acc_np(t))
+    lib.launch("lt_batchnorm_stats_%s" % t, grid, block, ptr(part), ptr(x), q(N), q(C), q(S), q(P))
+    lib.launch("lt_batchnorm_fwd_train_%s" % t, grid, block, ptr(out), ptr(sm), ptr(ss), ptr(rm), ptr(rv),
+               ptr(part), ptr(x), ptr(w), ptr(b), q(N), q(C), q(S), q(P), acc(t, momentum), acc(t, eps))
+    return out, sm, ss
+
+
+def bn_backward(lib, t, x, go, gi, gw, gb, w, mean, std, P, grid, block, train, scale, eps):
+    """grad_sums (where the host launches it: training, or parameter gradients), then bwd."""
+    N, C, S = nsc(x.shape)
+    part = None
+    if train or gw is not None or gb is not None:
+        part = np.full(2 * C * P, np.nan, acc_np(t))
+        lib.launch("lt_batchnorm_grad_sums_%s" % t, grid, block, ptr(part), ptr(x), ptr(go), ptr(mean), q(N), q(C),
+                   q(S), q(P))
+    lib.launch("lt_batchnorm_bwd_%s" % t, grid, block, ptr(gi), ptr(gw), ptr(gb), ptr(part), ptr(x), ptr(go), ptr(w),
+               ptr(mean), ptr(std), q(N), q(C), q(S), q(P), ctypes.c_int(1 if train else 0), acc(t, scale),
+               acc(t, eps))
+
+
+def bn_launches(j, shape):
+    """(P, grid, block) of case j: one chunk, a few, more chunks than values; grids below and above C*P."""
+    N, C, S = nsc(shape)
+    P = (1, 3, N * S + 2 if N * S < 64 else 50, 2)[j % 4]
+    grid = max(1, (C * P) // 2) if j % 2 else C * P + 3
+    return P, grid, (32, 64, 128)[j % 3]
+
+
 @pytest.mark.parametrize("t", FLOATS)
 @pytest.mark.parametrize("affine", [True, False])
 def test_batchnorm_training_forward_and_backward(simt, rng, t, affine):
@@ -112,19 +154,15 @@ def test_batchnorm_training_forward_and_backward(simt, rng, t, affine):
         N, C, S = nsc(shape)
         n = N * S
         w, b = (p["weight"], p["bias"]) if affine else (None, None)
-        out = np.full_like(x, np.nan)
-        sm, ss = np.full(C, np.nan, NP[t]), np.full(C, np.nan, NP[t])
         rm, rv = p["rm"].copy(), p["rv"].copy()
-        block = (32, 64, 128)[j % 3]
-        grid = max(1, min(C, 2))
-        lib.launch("lt_batchnorm_fwd_train_%s" % t, grid, block, ptr(out), ptr(sm), ptr(ss), ptr(rm), ptr(rv), ptr(x),
-                   ptr(w), ptr(b), q(N), q(C), q(S), acc(t, momentum), acc(t, eps))
+        P, grid, block = bn_launches(j, shape)
+        out, sm, ss = bn_train_forward(lib, t, x, w, b, rm, rv, P, grid, block, momentum, eps)
         trm, trv = t64(p["rm"]), t64(p["rv"])
         xs = t64(x).requires_grad_()
         ws = t64(w).requires_grad_() if affine else None
         bs = t64(b).requires_grad_() if affine else None
         y = F.batch_norm(xs, trm, trv, ws, bs, training=True, momentum=momentum, eps=eps)
-        what = "batchnorm train %s %s affine=%s" % (t, shape, affine)
+        what = "batchnorm train %s %s affine=%s P=%d grid=%d block=%d" % (t, shape, affine, P, grid, block)
         x64 = x.astype(np.float64)
         axes = (0,) + tuple(range(2, len(shape)))
         mean, var = x64.mean(axes), x64.var(axes)
@@ -143,9 +181,8 @@ def test_batchnorm_training_forward_and_backward(simt, rng, t, affine):
         y.backward(t64(go))
         gi = np.full_like(x, np.nan)
         gw, gb = p["gw"].copy(), p["gb"].copy()
-        lib.launch("lt_batchnorm_bwd_%s" % t, grid, block, ptr(gi), ptr(gw if affine else None),
-                   ptr(gb if affine else None), ptr(x), ptr(go), ptr(w), ptr(sm), ptr(ss), q(N), q(C), q(S),
-                   ctypes.c_int(1), acc(t, scale), acc(t, eps))
+        bn_backward(lib, t, x, go, gi, gw if affine else None, gb if affine else None, w, sm, ss, P, grid, block,
+                    True, scale, eps)
         g64 = go.astype(np.float64)
         xhat = np.abs(x64 - mean.reshape(bshape)) * invstd.reshape(bshape)
         dy_terms = np.abs(g64) + (np.abs(g64).sum(axes) / n).reshape(bshape) + \
@@ -168,8 +205,9 @@ def test_batchnorm_evaluation_forward_and_backward(simt, rng, t):
         x, p = bn_case(rng, t, shape)
         N, C, S = nsc(shape)
         out = np.full_like(x, np.nan)
-        lib.launch("lt_batchnorm_fwd_eval_%s" % t, *geometry(x.size, 32, 3), ptr(out), ptr(x), ptr(p["weight"]),
-                   ptr(p["bias"]), ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), acc(t, eps))
+        P, grid, block = bn_launches(j + 1, shape)
+        lib.launch("lt_batchnorm_fwd_eval_%s" % t, grid, block + 5, ptr(out), ptr(x), ptr(p["weight"]),
+                   ptr(p["bias"]), ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), q(P), acc(t, eps))
         xs, ws, bs = (t64(v).requires_grad_() for v in (x, p["weight"], p["bias"]))
         y = F.batch_norm(xs, t64(p["rm"]), t64(p["rv"]), ws, bs, training=False, eps=eps)
         what = "batchnorm eval %s %s" % (t, shape)
@@ -182,11 +220,11 @@ def test_batchnorm_evaluation_forward_and_backward(simt, rng, t):
         go = rounded(t, rng.standard_normal(shape))
         y.backward(t64(go))
         gi, gw, gb = np.full_like(x, np.nan), p["gw"].copy(), p["gb"].copy()
-        # without gradInput first (accGradParameters), then gradInput alone (updateGradInput)
-        lib.launch("lt_batchnorm_bwd_%s" % t, 2, 64, ptr(None), ptr(gw), ptr(gb), ptr(x), ptr(go), ptr(p["weight"]),
-                   ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), ctypes.c_int(0), acc(t, scale), acc(t, eps))
-        lib.launch("lt_batchnorm_bwd_%s" % t, 3, 32, ptr(gi), ptr(None), ptr(None), ptr(x), ptr(go), ptr(p["weight"]),
-                   ptr(p["rm"]), ptr(p["rv"]), q(N), q(C), q(S), ctypes.c_int(0), acc(t, scale), acc(t, eps))
+        # without gradInput first (accGradParameters), then gradInput alone (updateGradInput: no sums)
+        P, grid, block = bn_launches(j, shape)
+        bn_backward(lib, t, x, go, None, gw, gb, p["weight"], p["rm"], p["rv"], P, grid, block, False, scale, eps)
+        bn_backward(lib, t, x, go, gi, None, None, p["weight"], p["rm"], p["rv"], P, max(1, grid - 1), 32, False,
+                    scale, eps)
         g64 = go.astype(np.float64)
         axes = (0,) + tuple(range(2, len(shape)))
         assert_bound(gi, xs.grad.numpy(), 4 * tol * np.abs(g64) * a, what + " gradInput")
@@ -196,17 +234,43 @@ def test_batchnorm_evaluation_forward_and_backward(simt, rng, t):
                      4 * tol * (np.abs(p["gb"]) + scale * np.abs(g64).sum(axes)), what + " gb")
 
 
+def test_batchnorm_statistics_do_not_depend_on_the_grid_or_block_count(simt, rng):
+    """The partials are combined in chunk order by every block, so the grid (which blocks take which chunks) does
+    not change a bit of the result; a feature's statistics come out the same in every block that normalizes it."""
+    lib = simt.get("batchnorm")
+    x = rounded("Float", rng.standard_normal((6, 3, 5, 7)) * 3 + 1)
+    w, b = rounded("Float", rng.uniform(0.5, 1.5, 3)), rounded("Float", rng.standard_normal(3))
+    results = []
+    for grid in (1, 4, 13, 40):
+        rm, rv = np.zeros(3, np.float32), np.ones(3, np.float32)
+        out, sm, ss = bn_train_forward(lib, "Float", x, w, b, rm, rv, 13, grid, 64, 0.1, 1e-5)
+        results.append((out, sm, ss, rm, rv))
+    for r in results[1:]:
+        for got, first in zip(r, results[0]):
+            np.testing.assert_array_equal(got, first)
+
+
 def test_batchnorm_constant_feature_without_eps_gives_zero_invstd(simt):
     """The CPU kernel's rule: a feature of zero variance with eps 0 gets invstd 0 (not inf), output = bias."""
     lib = simt.get("batchnorm")
     x = np.array([[1.0, 3.0], [1.0, 5.0], [1.0, 4.0]])
-    out, sm, ss = np.full_like(x, np.nan), np.full(2, np.nan), np.full(2, np.nan)
     b = np.array([0.25, 0.0])
-    lib.launch("lt_batchnorm_fwd_train_Double", 1, 32, ptr(out), ptr(sm), ptr(ss), ptr(None), ptr(None), ptr(x),
-               ptr(None), ptr(b), q(3), q(2), q(1), ctypes.c_double(0.1), ctypes.c_double(0.0))
-    assert ss[0] == 0 and sm[0] == 1.0
-    np.testing.assert_array_equal(out[:, 0], 0.25)
-    np.testing.assert_allclose(out[:, 1], (x[:, 1] - 4) / np.sqrt(2 / 3), rtol=1e-14)
+    for P in (1, 2, 5):
+        out, sm, ss = bn_train_forward(lib, "Double", x, None, b, None, None, P, 3, 32, 0.1, 0.0)
+        assert ss[0] == 0 and sm[0] == 1.0
+        np.testing.assert_array_equal(out[:, 0], 0.25)
+        np.testing.assert_allclose(out[:, 1], (x[:, 1] - 4) / np.sqrt(2 / 3), rtol=1e-14)
+
+
+def test_batchnorm_without_values_reads_nothing_and_gives_the_cpu_kernels_statistics(simt):
+    """N*S = 0 (a zero-size spatial dimension, S = 0): every chunk is empty and no element is read; the statistics
+    are the CPU kernel's (nn_batchnorm.c): mean 0, and var/n = 0/0 makes save_std NaN."""
+    lib = simt.get("batchnorm")
+    x = np.zeros((2, 3, 0), np.float64)
+    rm, rv = np.zeros(3), np.ones(3)
+    out, sm, ss = bn_train_forward(lib, "Double", x, None, None, rm, rv, 2, 4, 32, 0.1, 0.25)
+    np.testing.assert_array_equal(sm, 0)
+    assert np.isnan(ss).all()
 
 
 # ----------------------------------------------------------------------------- pooling

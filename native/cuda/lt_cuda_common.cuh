@@ -47,9 +47,9 @@
  *
  * Launch geometry
  *   Elementwise kernels (copy, fill, pointwise, dropout, classnll_bwd, the thread-per-output reductions,
- *   spatial (log)softmax, batchnorm_fwd_eval, pooling) use grid-stride loops: any grid >= 1 and block >= 1
+ *   spatial (log)softmax, pooling) use grid-stride loops: any grid >= 1 and block >= 1
  *   is correct. Kernels that reduce within a block (reduce_*, reduce_finish_*, reduce_dimblk_*, (log)softmax
- *   row kernels, classnll_fwd, batchnorm_fwd_train, batchnorm_bwd) need blockDim.x a multiple of 32 and
+ *   row kernels, classnll_fwd, the batchnorm chunk kernels) need blockDim.x a multiple of 32 and
  *   <= 1024 (warp shuffles with a full mask).
  *   reduce_finish_* and classnll_fwd use block 0 only (launch them with grid = 1).
  *

@@ -131,6 +131,34 @@ static unsigned feature_grid(const lt_cuops *ops, int64_t C) {
   return (unsigned)(C < 1 ? 1 : C < block_cap(ops) ? C : block_cap(ops));
 }
 
+/* The chunks per feature of the reducing kernels (batchnorm.cu): enough blocks to fill the device (the launcher's
+ * block cap over the C features), none with fewer than 8 values per thread. */
+static int64_t bn_chunks(const lt_cuops *ops, int64_t C, int64_t n) {
+  const int64_t per_block = (int64_t)threads(ops) * 8, most = block_cap(ops) / (C > 0 ? C : 1);
+  int64_t P = (n + per_block - 1) / per_block;
+  if (P > most) P = most;
+  return P < 1 ? 1 : P;
+}
+
+/* The grid of the chunk kernels: a block per chunk up to the cap (they loop over the rest). */
+static unsigned bn_grid(const lt_cuops *ops, int64_t C, int64_t P) {
+  const int64_t blocks = C * P;
+  return (unsigned)(blocks < 1 ? 1 : blocks < block_cap(ops) ? blocks : block_cap(ops));
+}
+
+/* Bytes of the partials: k per chunk in the compute type (double for Double, float otherwise). */
+static int64_t bn_partial_bytes(const lt_tensor *input, int64_t C, int64_t P, int k) {
+  return C * P * k * (lt_host_type(input->type) == LT_DOUBLE ? 8 : 4);
+}
+
+/* One launch of a batchnorm.cu chunk kernel, "lt_batchnorm_<what>_<T>". */
+static int bn_launch(const lt_cuops *ops, void *stream, const char *what, const lt_tensor *input, unsigned grid,
+                     args_t *a) {
+  char kernel[64];
+  snprintf(kernel, sizeof kernel, "lt_batchnorm_%s_%s", what, tname(input->type));
+  return launch(ops, stream, "batchnorm", kernel, grid, a);
+}
+
 int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out, const lt_tensor *input,
                                const lt_tensor *weight, const lt_tensor *bias, lt_tensor *running_mean,
                                lt_tensor *running_var, lt_tensor *save_mean, lt_tensor *save_std, int train,
@@ -152,32 +180,54 @@ int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out
       input_data(ops, stream, &c, bias, &b) ||
       (!train && (input_data(ops, stream, &c, running_mean, &rm) || input_data(ops, stream, &c, running_var, &rv))))
     return copies_free(ops, &c, -1);
-  void *po = output_data(out), *sm = NULL, *ss = NULL, *orm = NULL, *orv = NULL;
-  args_t a = {0};
-  add_raw(&a, &po, "p");
-  if (train) {
-    sm = output_data(save_mean), ss = output_data(save_std);
-    orm = output_data(running_mean), orv = output_data(running_var);
-    add_raw(&a, &sm, "p");
-    add_raw(&a, &ss, "p");
-    add_raw(&a, &orm, "p");
-    add_raw(&a, &orv, "p");
-  }
-  add_raw(&a, (void *)&in, "p");
-  add_raw(&a, (void *)&w, "p");
-  add_raw(&a, (void *)&b, "p");
+  void *po = output_data(out);
+  const int host = lt_host_type(input->type);
+  const int64_t P = bn_chunks(ops, C, N * S);
+  const unsigned grid = bn_grid(ops, C, P);
   if (!train) {
+    args_t a = {0};
+    add_raw(&a, &po, "p");
+    add_raw(&a, (void *)&in, "p");
+    add_raw(&a, (void *)&w, "p");
+    add_raw(&a, (void *)&b, "p");
     add_raw(&a, (void *)&rm, "p");
     add_raw(&a, (void *)&rv, "p");
+    add_count(&a, N);
+    add_count(&a, C);
+    add_count(&a, S);
+    add_count(&a, P);
+    add_value(&a, host, eps);
+    return copies_free(ops, &c, bn_launch(ops, stream, "fwd_eval", input, grid, &a));
   }
-  add_count(&a, N);
-  add_count(&a, C);
-  add_count(&a, S);
-  if (train) add_value(&a, lt_host_type(input->type), momentum);
-  add_value(&a, lt_host_type(input->type), eps);
-  char kernel[64];
-  snprintf(kernel, sizeof kernel, "lt_batchnorm_fwd_%s_%s", train ? "train" : "eval", tname(input->type));
-  int rc = launch(ops, stream, "batchnorm", kernel, train ? feature_grid(ops, C) : grid_for(ops, N * C * S), &a);
+  /* training: each chunk's mean and squared deviations, then the statistics and the output */
+  void *part = NULL;
+  if (scratch(ops, stream, bn_partial_bytes(input, C, P, 2), &part)) return copies_free(ops, &c, -1);
+  args_t a1 = {0}, a2 = {0};
+  add_raw(&a1, &part, "p");
+  add_raw(&a1, (void *)&in, "p");
+  void *sm = output_data(save_mean), *ss = output_data(save_std);
+  void *orm = output_data(running_mean), *orv = output_data(running_var);
+  add_raw(&a2, &po, "p");
+  add_raw(&a2, &sm, "p");
+  add_raw(&a2, &ss, "p");
+  add_raw(&a2, &orm, "p");
+  add_raw(&a2, &orv, "p");
+  add_raw(&a2, &part, "p");
+  add_raw(&a2, (void *)&in, "p");
+  add_raw(&a2, (void *)&w, "p");
+  add_raw(&a2, (void *)&b, "p");
+  args_t *both[2] = {&a1, &a2};
+  for (int i = 0; i < 2; i++) {
+    add_count(both[i], N);
+    add_count(both[i], C);
+    add_count(both[i], S);
+    add_count(both[i], P);
+  }
+  add_value(&a2, host, momentum);
+  add_value(&a2, host, eps);
+  int rc = bn_launch(ops, stream, "stats", input, grid, &a1);
+  if (rc == 0) rc = bn_launch(ops, stream, "fwd_train", input, grid, &a2);
+  rc = scratch_free(ops, part, rc);
   return copies_free(ops, &c, rc);
 }
 
@@ -208,26 +258,49 @@ int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tens
       input_data(ops, stream, &c, weight, &w) || input_data(ops, stream, &c, mean, &m) ||
       input_data(ops, stream, &c, std, &s))
     return copies_free(ops, &c, -1);
-  void *gi = output_data(grad_input), *gw = output_data(grad_weight), *gb = output_data(grad_bias);
-  int tr = train ? 1 : 0;
-  args_t a = {0};
-  add_raw(&a, &gi, "p");
-  add_raw(&a, &gw, "p");
-  add_raw(&a, &gb, "p");
-  add_raw(&a, (void *)&in, "p");
-  add_raw(&a, (void *)&go, "p");
-  add_raw(&a, (void *)&w, "p");
-  add_raw(&a, (void *)&m, "p");
-  add_raw(&a, (void *)&s, "p");
-  add_count(&a, N);
-  add_count(&a, C);
-  add_count(&a, S);
-  add_raw(&a, &tr, "i");
-  add_value(&a, lt_host_type(input->type), scale);
-  add_value(&a, lt_host_type(input->type), eps);
-  char kernel[64];
-  snprintf(kernel, sizeof kernel, "lt_batchnorm_bwd_%s", tname(input->type));
-  int rc = launch(ops, stream, "batchnorm", kernel, feature_grid(ops, C), &a);
+  /* the sums of dy and (x - mean) dy per chunk, where the gradient asks for them: in training, or for the
+   * parameters (evaluation's gradInput alone is elementwise) */
+  const int sums = train || grad_weight || grad_bias;
+  const int64_t P = bn_chunks(ops, C, N * S);
+  const unsigned grid = bn_grid(ops, C, P);
+  void *part = NULL;
+  int rc = 0;
+  if (sums && scratch(ops, stream, bn_partial_bytes(input, C, P, 2), &part)) return copies_free(ops, &c, -1);
+  if (sums) {
+    args_t a = {0};
+    add_raw(&a, &part, "p");
+    add_raw(&a, (void *)&in, "p");
+    add_raw(&a, (void *)&go, "p");
+    add_raw(&a, (void *)&m, "p");
+    add_count(&a, N);
+    add_count(&a, C);
+    add_count(&a, S);
+    add_count(&a, P);
+    rc = bn_launch(ops, stream, "grad_sums", input, grid, &a);
+  }
+  if (rc == 0) {
+    void *gi = output_data(grad_input), *gw = output_data(grad_weight), *gb = output_data(grad_bias);
+    int tr = train ? 1 : 0;
+    args_t a = {0};
+    add_raw(&a, &gi, "p");
+    add_raw(&a, &gw, "p");
+    add_raw(&a, &gb, "p");
+    add_raw(&a, &part, "p");
+    add_raw(&a, (void *)&in, "p");
+    add_raw(&a, (void *)&go, "p");
+    add_raw(&a, (void *)&w, "p");
+    add_raw(&a, (void *)&m, "p");
+    add_raw(&a, (void *)&s, "p");
+    add_count(&a, N);
+    add_count(&a, C);
+    add_count(&a, S);
+    add_count(&a, P);
+    add_raw(&a, &tr, "i");
+    add_value(&a, lt_host_type(input->type), scale);
+    add_value(&a, lt_host_type(input->type), eps);
+    rc = bn_launch(ops, stream, "bwd", input, grid, &a);
+  }
+  rc = scratch_free(ops, part, rc);
   return copies_free(ops, &c, rc);
 }
 
