@@ -12,6 +12,9 @@ What it measures (one JSON record each, `what` naming the kind):
 - `bandwidth`: GB/s (bytes read plus written) of our kernels and PyTorch's on the same device buffers (we
   operate on PyTorch's allocations): contiguous copy, transposed copy, float->half copy, cadd, sum; our
   result checked against PyTorch's each round.
+- `batchnorm`: milliseconds per training batch norm (forward, then gradInput and the parameter gradients) of our
+  kernels (every half network's, and every float one's without cuDNN) against PyTorch's own kernels on the same
+  buffers, at ResNet-50's shapes, in float32 and half; results compared each round.
 - `gemm`: TFLOP/s of our addmm (the host layer's layout logic over cuBLAS's sgemm) against torch.addmm, TF32
   off on both sides, results compared each round.
 - `train_step`: the training step (forward, backward, SGD with momentum) of the paper's networks built by our
@@ -295,6 +298,82 @@ def gemm_records(torch, ours, rounds, sizes, device="cuda"):
     return recs
 
 
+# Batch norm's shapes in ResNet-50 at batch 64: the first layer (64 features of 64x112x112 values), a first-stage
+# expansion (256 of 64x56x56), the last stage (2048 of 64x7x7); float32 and half.
+BATCHNORM_CASES = [((64, 64, 112, 112), "float32"), ((64, 64, 112, 112), "float16"), ((64, 256, 56, 56), "float16"),
+                   ((64, 2048, 7, 7), "float16"), ((64, 256, 56, 56), "float32")]
+
+
+def batchnorm_records(torch, ours, rounds, cases=BATCHNORM_CASES, device="cuda"):
+    """A training batch norm's forward and backward (gradInput, gradWeight, gradBias): our kernels (the ones every
+    half network and every float one without cuDNN runs) against PyTorch's own CUDA kernels
+    (aten.native_batch_norm and its backward, what PyTorch runs for a .half() module) on the same buffers, parameters
+    in the input's type on both sides; milliseconds per forward+backward, interleaved rounds, the outputs and
+    gradients compared each round."""
+    recs = []
+    for shape, dtype in cases:
+        dt = getattr(torch, dtype)
+        g = torch.Generator(device=device).manual_seed(sum(shape))
+        C = shape[1]
+        x = (torch.randn(shape, device=device, generator=g) * 2 + 1).to(dt)
+        dy = torch.randn(shape, device=device, generator=g).to(dt)
+        w = (torch.rand(C, device=device, generator=g) + 0.5).to(dt)
+        b = torch.randn(C, device=device, generator=g).to(dt)
+        rm, rv = torch.zeros(C, device=device, dtype=dt), torch.ones(C, device=device, dtype=dt)
+        prm, prv = rm.clone(), rv.clone()
+        out, dx = torch.empty_like(x), torch.empty_like(x)
+        sm, ss, gw, gb = (torch.zeros(C, device=device, dtype=dt) for _ in range(4))
+        lx, ldy, lw, lb, lrm, lrv, lo, ldx, lsm, lss, lgw, lgb = (
+            ours.tensor(t) for t in (x, dy, w, b, rm, rv, out, dx, sm, ss, gw, gb))
+
+        def mine():
+            ours.call("batchnorm_forward", lo, lx, lw, lb, lrm, lrv, lsm, lss, 1, 0.1, 1e-5)
+            ours.call("batchnorm_backward", lx, ldy, ldx, lgw, lgb, lw, ours.ffi.NULL, ours.ffi.NULL, lsm, lss, 1, 1.0,
+                      1e-5)
+
+        theirs_out = {}
+
+        def theirs():
+            y, mean, invstd = torch.ops.aten.native_batch_norm(x, w, b, prm, prv, True, 0.1, 1e-5)
+            theirs_out["grads"] = torch.ops.aten.native_batch_norm_backward(dy, x, w, prm, prv, mean, invstd, True,
+                                                                            1e-5, [True, True, True])
+            theirs_out["y"] = y
+
+        def compare():
+            gw.zero_(), gb.zero_()
+            mine()
+            theirs()
+            ours.synchronize()
+            tol = 2e-2 if dtype == "float16" else 1e-4
+            (pdx, pgw, pgb), py = theirs_out["grads"], theirs_out["y"]
+            worst = 0.0
+            for a, ref in ((out, py), (dx, pdx), (gw, pgw), (gb, pgb)):
+                err = ((a.double() - ref.double()).abs().max() / ref.double().abs().max().clamp_min(1e-30)).item()
+                worst = max(worst, err)
+            assert worst < tol, "batchnorm %s %s: ours and PyTorch's differ by %.3g of the magnitude" % (
+                shape, dtype, worst)
+            return worst
+
+        worst = compare()
+        t = {"ours": [], "pytorch": []}
+        for r in range(rounds):
+            for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
+                ours.synchronize()
+                t0 = time.perf_counter()
+                fn()
+                ours.synchronize()
+                t[who].append(time.perf_counter() - t0)
+        worst = max(worst, compare())
+        ms = lambda v: round(v * 1e3, 4)  # noqa: E731
+        recs.append({"what": "batchnorm", "shape": list(shape), "dtype": dtype, "rounds": rounds,
+                     "ours_ms": ms(median(t["ours"])), "pytorch_ms": ms(median(t["pytorch"])),
+                     "ours_range_ms": [ms(min(t["ours"])), ms(max(t["ours"]))],
+                     "pytorch_range_ms": [ms(min(t["pytorch"])), ms(max(t["pytorch"]))],
+                     "ratio": round(median(t["pytorch"]) / median(t["ours"]), 3),
+                     "max_relative_difference": worst, "pytorch": "aten.native_batch_norm + native_batch_norm_backward"})
+    return recs
+
+
 _LUA_TRAIN_STEP = """
 return function(build, batch, size, classes, nll, half)
    require 'cunn'
@@ -533,6 +612,11 @@ def main(argv=None):
     records += gemms
     print_table(["matrix product", "ours TFLOP/s", "PyTorch TFLOP/s", "ours/PyTorch speed"],
                 [[r["op"], r["ours_TFLOPs"], r["pytorch_TFLOPs"], r["ratio"]] for r in gemms])
+    bns = batchnorm_records(torch, ours, args.rounds)
+    records += bns
+    print_table(["batch norm forward+backward", "ours ms", "PyTorch ms", "ours/PyTorch speed"],
+                [["%s %s" % ("x".join(map(str, r["shape"])), r["dtype"]), r["ours_ms"], r["pytorch_ms"], r["ratio"]]
+                 for r in bns])
     models = [m for m in args.models.split(",") if m]
     if models:
         records += train_records(torch, models, [int(b) for b in args.batch.split(",")], args.iters, args.warmup,

@@ -177,7 +177,8 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
     # emulated device's memory is the host's): what a GPU machine's few minutes would otherwise find broken
     code = ("import torch\nfrom run import bench_cuda as B\no = B.Ours()\n"
             "r = (B.launch_records(torch, o, 2, 10, device='cpu') + B.bandwidth_records(torch, o, 2, 1 << 10, "
-            "device='cpu') + B.gemm_records(torch, o, 1, [24], device='cpu'))\n"
+            "device='cpu') + B.gemm_records(torch, o, 1, [24], device='cpu') + "
+            "B.batchnorm_records(torch, o, 2, [((3, 5, 4, 7), 'float32'), ((2, 3, 5), 'float64')], device='cpu'))\n"
             "print('records', sorted({x['what'] for x in r}), len(r))\n"
             # our side of train_step, on a small convolutional network instead of ResNet-50
             "net = ('nn.Sequential():add(nn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))'\n"
@@ -187,7 +188,8 @@ def test_the_gpu_side_runs_end_to_end_on_the_emulated_driver(simt, tmp_path):
             "print('counts', counts['ours_device_allocs_per_iter'], counts['ours_launches_per_iter'] > 0)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=os.path.dirname(here), timeout=600)
-    assert r.returncode == 0 and "records ['bandwidth', 'gemm', 'launch'] 8" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert r.returncode == 0 and "records ['bandwidth', 'batchnorm', 'gemm', 'launch'] 10" in r.stdout, \
+        r.stdout + r.stderr[-3000:]
     assert "train 3 3 True {} cuDNN" in r.stdout, r.stdout + r.stderr[-3000:]   # converted, on the emulated cuDNN
     assert "counts 0.0 True" in r.stdout, r.stdout   # warm steps allocate nothing
     # --ours-only over the null-execution driver (how docs/results/cuda.md measures the host's cost per step)
