@@ -17,6 +17,11 @@ function ClassNLLCriterion:__init(weights, sizeAverage, ignoreIndex)
    self.target = torch.LongTensor(1):zero()
 end
 
+-- # of the criterion, where Lua honours __len on tables (Torch7's LuaJIT did): its class weights' size, 0 without them
+function ClassNLLCriterion:__len()
+   return self.weights and #self.weights or 0
+end
+
 -- Targets may be a number or a tensor of any type; the kernel takes a LongTensor (the GPU's, cunn/gpu.lua, a
 -- CudaLongTensor: longType).
 function ClassNLLCriterion:_longTarget(target, longType)
