@@ -213,6 +213,24 @@ def launch_records(torch, ours, rounds, n, device="cuda"):
     return recs
 
 
+def side_by_side(mine, theirs, rounds, sync, after_round=None, warmup_round=False):
+    """Seconds per call of ours and PyTorch's, alternating which goes first each round, a synchronize before and
+    after each call; after_round() (the results' check) runs after every round. warmup_round: one untimed round
+    first. Returns {"ours": [...], "pytorch": [...]}."""
+    t = {"ours": [], "pytorch": []}
+    for r in range(rounds + (1 if warmup_round else 0)):
+        for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            if r or not warmup_round:
+                t[who].append(time.perf_counter() - t0)
+        if after_round:
+            after_round()
+    return t
+
+
 def bandwidth_records(torch, ours, rounds, elements, device="cuda"):
     ffi = ours.ffi
     side = int(elements ** 0.5)
@@ -244,17 +262,12 @@ def bandwidth_records(torch, ours, rounds, elements, device="cuda"):
         sync()
         assert same(), "%s: our result differs from PyTorch's" % name
         theirs()
-        t = {"ours": [], "pytorch": []}
-        for r in range(rounds):
-            for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
-                sync()
-                t0 = time.perf_counter()
-                fn()
-                sync()
-                t[who].append(time.perf_counter() - t0)
+        def check():
             mine()
             sync()
             assert same(), "%s: our result differs from PyTorch's" % name
+
+        t = side_by_side(mine, theirs, rounds, sync, after_round=check)
         gb = lambda s: nbytes / s / 1e9  # noqa: E731
         recs.append({"what": "bandwidth", "op": name, "bytes": nbytes, "rounds": rounds,
                      "ours_GBps": round(gb(median(t["ours"])), 1), "pytorch_GBps": round(gb(median(t["pytorch"])), 1),
@@ -278,17 +291,15 @@ def gemm_records(torch, ours, rounds, sizes, device="cuda"):
         lo, lm, la, lb = ours.tensor(o), ours.tensor(m), ours.tensor(a), ours.tensor(b)
         mine = lambda: ours.call("addmm", lo, 0.5, lm, 1.0, la, lb)  # noqa: E731
         theirs = lambda: torch.addmm(m, a, b, beta=0.5, out=p)  # noqa: E731
-        t = {"ours": [], "pytorch": []}
-        for r in range(rounds + 1):
-            for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
-                ours.synchronize()
-                t0 = time.perf_counter()
-                fn()
-                ours.synchronize()
-                if r:   # round 0 warms up (cuBLAS's heuristics, PyTorch's handle)
-                    t[who].append(time.perf_counter() - t0)
-            err = (o - p).abs().max().item() / (a.abs() @ b.abs()).max().item()
-            assert err < 1e-5, "addmm %d: ours and PyTorch's differ by %.3g of the magnitude" % (n, err)
+        errs = []
+
+        def check():
+            errs.append((o - p).abs().max().item() / (a.abs() @ b.abs()).max().item())
+            assert errs[-1] < 1e-5, "addmm %d: ours and PyTorch's differ by %.3g of the magnitude" % (n, errs[-1])
+
+        # an untimed first round warms up cuBLAS's heuristics and PyTorch's handle
+        t = side_by_side(mine, theirs, rounds, ours.synchronize, after_round=check, warmup_round=True)
+        err = errs[-1]
         tf = lambda s: 2.0 * n ** 3 / s / 1e12  # noqa: E731
         recs.append({"what": "gemm", "op": "addmm float32 %d^3" % n, "n": n, "rounds": rounds, "tf32": False,
                      "ours_TFLOPs": round(tf(median(t["ours"])), 2), "pytorch_TFLOPs": round(tf(median(t["pytorch"])), 2),
@@ -355,14 +366,7 @@ def batchnorm_records(torch, ours, rounds, cases=BATCHNORM_CASES, device="cuda")
             return worst
 
         worst = compare()
-        t = {"ours": [], "pytorch": []}
-        for r in range(rounds):
-            for who, fn in (("ours", mine), ("pytorch", theirs)) if r % 2 == 0 else (("pytorch", theirs), ("ours", mine)):
-                ours.synchronize()
-                t0 = time.perf_counter()
-                fn()
-                ours.synchronize()
-                t[who].append(time.perf_counter() - t0)
+        t = side_by_side(mine, theirs, rounds, ours.synchronize)
         worst = max(worst, compare())
         ms = lambda v: round(v * 1e3, 4)  # noqa: E731
         recs.append({"what": "batchnorm", "shape": list(shape), "dtype": dtype, "rounds": rounds,

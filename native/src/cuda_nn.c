@@ -151,6 +151,14 @@ static int64_t bn_partial_bytes(const lt_tensor *input, int64_t C, int64_t P, in
   return C * P * k * (lt_host_type(input->type) == LT_DOUBLE ? 8 : 4);
 }
 
+/* The chunk kernels' geometry arguments, which all of them take in this order: N, C, S, P. */
+static void bn_add_geometry(args_t *a, int64_t N, int64_t C, int64_t S, int64_t P) {
+  add_count(a, N);
+  add_count(a, C);
+  add_count(a, S);
+  add_count(a, P);
+}
+
 /* One launch of a batchnorm.cu chunk kernel, "lt_batchnorm_<what>_<T>". */
 static int bn_launch(const lt_cuops *ops, void *stream, const char *what, const lt_tensor *input, unsigned grid,
                      args_t *a) {
@@ -192,10 +200,7 @@ int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out
     add_raw(&a, (void *)&b, "p");
     add_raw(&a, (void *)&rm, "p");
     add_raw(&a, (void *)&rv, "p");
-    add_count(&a, N);
-    add_count(&a, C);
-    add_count(&a, S);
-    add_count(&a, P);
+    bn_add_geometry(&a, N, C, S, P);
     add_value(&a, host, eps);
     return copies_free(ops, &c, bn_launch(ops, stream, "fwd_eval", input, grid, &a));
   }
@@ -216,13 +221,8 @@ int lt_cuops_batchnorm_forward(const lt_cuops *ops, void *stream, lt_tensor *out
   add_raw(&a2, (void *)&in, "p");
   add_raw(&a2, (void *)&w, "p");
   add_raw(&a2, (void *)&b, "p");
-  args_t *both[2] = {&a1, &a2};
-  for (int i = 0; i < 2; i++) {
-    add_count(both[i], N);
-    add_count(both[i], C);
-    add_count(both[i], S);
-    add_count(both[i], P);
-  }
+  bn_add_geometry(&a1, N, C, S, P);
+  bn_add_geometry(&a2, N, C, S, P);
   add_value(&a2, host, momentum);
   add_value(&a2, host, eps);
   int rc = bn_launch(ops, stream, "stats", input, grid, &a1);
@@ -272,10 +272,7 @@ int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tens
     add_raw(&a, (void *)&in, "p");
     add_raw(&a, (void *)&go, "p");
     add_raw(&a, (void *)&m, "p");
-    add_count(&a, N);
-    add_count(&a, C);
-    add_count(&a, S);
-    add_count(&a, P);
+    bn_add_geometry(&a, N, C, S, P);
     rc = bn_launch(ops, stream, "grad_sums", input, grid, &a);
   }
   if (rc == 0) {
@@ -291,10 +288,7 @@ int lt_cuops_batchnorm_backward(const lt_cuops *ops, void *stream, const lt_tens
     add_raw(&a, (void *)&w, "p");
     add_raw(&a, (void *)&m, "p");
     add_raw(&a, (void *)&s, "p");
-    add_count(&a, N);
-    add_count(&a, C);
-    add_count(&a, S);
-    add_count(&a, P);
+    bn_add_geometry(&a, N, C, S, P);
     add_raw(&a, &tr, "i");
     add_value(&a, lt_host_type(input->type), scale);
     add_value(&a, lt_host_type(input->type), eps);
