@@ -167,6 +167,22 @@ def test_batch_normalization_float_with_a_large_mean(rt, rng):
     assert rel_err(rt.to_numpy(m.running_mean), bn.running_mean.numpy()) <= 1e-6
 
 
+@pytest.mark.parametrize("case", ["evaluate", "batch of one"])
+def test_batch_norm_saved_statistics_are_sized_where_the_batch_is_not_used(rt, rng, case):
+    """Torch7 sizes save_mean/save_std per feature in every forward (cunn's tests read save_std:max() after a
+    training forward of one sample); the running statistics are left alone when the batch's are not used."""
+    x = rng.standard_normal((1 if case == "batch of one" else 4, 6))
+    r = rt.eval("""function(x, evaluate)
+        require 'nn'
+        local m = nn.BatchNormalization(6):double()
+        if evaluate then m:evaluate() end
+        local rm = m.running_mean:clone()
+        m:forward(x)
+        return m.save_mean:nElement(), m.save_std:nElement(), (m.running_mean - rm):abs():max()
+    end""")(rt.from_numpy(x), case == "evaluate")
+    assert tuple(r) == (6, 6, 0)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["double", "float"])
 def test_pooling(rt, rng, dtype):
     for _ in range(6):

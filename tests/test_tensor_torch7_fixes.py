@@ -613,3 +613,38 @@ def test_result_first_max_min_along_a_dimension(rt, rng, name):
     np.testing.assert_array_equal(rt.to_numpy(idx), arg(src, 0)[None, :] + 1)
     np.testing.assert_array_equal(rt.to_numpy(r2), red(src, 1, keepdims=True))
     np.testing.assert_array_equal(rt.to_numpy(e), (np.maximum if name == "max" else np.minimum)(src, -src))
+
+
+# ---------------------------------------------------------------- found by cutorch's own test.lua (2026-12-06)
+def test_storage_instances_carry_new_and_tensor_type_of_a_non_tensor(rt):
+    """s.new(n) is the storage class's constructor, as t.new is the tensor's (cutorch's tests clone storages
+    with it); torch.Tensor.type(x) of a number is nil (torch.typename), not an error."""
+    for name in ("Float", "Double", "Long", "Byte"):
+        r = rt.eval("""function(name)
+            local s = torch[name .. 'Storage'](3)
+            local t = s.new(5)
+            return torch.typename(t), t:size(), torch[name .. 'Storage'].new(2):size()
+        end""")(name)
+        assert tuple(r) == ("torch.%sStorage" % name, 5, 2)
+    assert rt.eval("torch.Tensor.type(5)") is None
+    assert rt.eval("torch.Tensor.type('x')") is None
+    assert rt.eval("torch.Tensor.type(torch.IntTensor(2))") == "torch.IntTensor"
+
+
+@pytest.mark.parametrize("name", ["rand", "randn"])
+def test_rand_and_randn_as_methods_fill_their_tensor(rt, name):
+    """x:rand(sizes) resizes x and fills it, the same draws as torch.rand(x, sizes) from the same seed."""
+    a = rt.eval("""function(name)
+        torch.manualSeed(17)
+        local x = torch.DoubleTensor()
+        local r = x[name](x, 3, 4)
+        assert(r == x)
+        return x
+    end""")(name)
+    b = rt.eval("function(name) torch.manualSeed(17) return torch[name](torch.DoubleTensor(), 3, 4) end")(name)
+    a, b = rt.to_numpy(a), rt.to_numpy(b)
+    assert a.shape == (3, 4)
+    np.testing.assert_array_equal(a, b)
+    if name == "rand":
+        assert a.min() >= 0 and a.max() < 1
+    assert len(np.unique(a)) == 12

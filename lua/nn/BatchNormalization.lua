@@ -75,8 +75,9 @@ function BN:updateOutput(input)
    self:checkInputDim(input)
    input = asBatch(self, input)
    self.output:resizeAs(input)
-   self.save_mean = self.save_mean or input.new()
-   self.save_std = self.save_std or input.new()
+   -- (sized as the running statistics even where the batch's are not computed, as Torch7's)
+   self.save_mean = (self.save_mean or input.new()):resizeAs(self.running_mean)
+   self.save_std = (self.save_std or input.new()):resizeAs(self.running_var)
    check(C.lt_nn_BatchNormalization_updateOutput(input._c, self.output._c, opt(self.weight), opt(self.bias),
          self.running_mean._c, self.running_var._c, self.save_mean._c, self.save_std._c,
          useBatchStats(self, input) and 1 or 0, self.momentum, self.eps), 2)

@@ -107,6 +107,7 @@ for _, ty in ipairs(storageTypes) do
    end
 
    torch._newclass(name, mt, ctor)
+   mt.new = ctor   -- Torch7's s.new(n), as t.new(...) for tensors
    mt.__factory = function() return new(0) end
    mt._wrap = wrap
    mt._ty = ty

@@ -672,6 +672,8 @@ function M.viewAs(self, src, template)
 end
 
 function M.type(self, tname)
+   -- torch.Tensor.type(x) of something that is no tensor: its torch.typename, as Torch7's (nil for a number)
+   if tname == nil and not torch.isTensor(self) then return torch.typename(self) end
    local ty = typeOfTensor(self)
    if tname == nil then return ty.tensorname end
    if tname == ty.tensorname then return self end

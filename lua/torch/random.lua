@@ -233,6 +233,9 @@ end
 
 sizedRandom('rand', function(r, g) check(C.lt_tensor_uniform(r._c, g, 0, 1), 3) end)
 sizedRandom('randn', function(r, g) check(C.lt_tensor_normal(r._c, g, 0, 1), 3) end)
+-- x:rand(sizes) and x:randn(sizes): the tensor is the result, as Torch7's method forms (randperm's below)
+M.rand = function(self, ...) return torch.rand(self, ...) end
+M.randn = function(self, ...) return torch.randn(self, ...) end
 
 function torch.randperm(...)
    local r, g, n = resGenArgs(...)
@@ -241,6 +244,7 @@ function torch.randperm(...)
    check(C.lt_tensor_randperm(r._c, g, n), 2)
    return r
 end
+M.randperm = function(self, ...) return torch.randperm(self, ...) end   -- x:randperm(n), as Torch7's method form
 
 function torch.multinomial(...)
    local r, g, prob, n, replacement = resGenArgs(...)
