@@ -11,7 +11,8 @@ Reading (the format is torch7's File.lua object layer, binary mode):
     become 1-D arrays;
   - tables become `LuaTable` (a dict) or, when the keys are exactly 1..n, `LuaList`;
     both hash by identity, so tables can be keys of tables (as in Lua);
-  - objects of other classes become `TorchObject(typename, fields, version)`;
+  - objects of other classes become `TorchObject(typename, fields, version)` (nn.GPU's header,
+    {tensor type, device}, written before its fields, as `.header`);
     tds.Vec / tds.Hash become lists / dicts;
   - integral numbers become int (int_heuristic), strings str when valid UTF-8
     (else bytes);
@@ -59,6 +60,10 @@ def _element_name(kind):
 MAX_DIM = 16
 # Classes written as their name alone, no field table: Torch7's nn (Profile.lua) makes torch.Timer so.
 _BODYLESS = {"torch.Timer"}
+# Classes whose write() puts a header object before the field table: nn.GPU writes {tensor type, device} first
+# (its read() loads the fields onto that device). The header is kept on the object (`header`) and rewritten from
+# the fields.
+_HEADED = {"nn.GPU": lambda fields: LuaList([fields.get("_type"), fields.get("device")])}
 
 
 class T7Error(ValueError):
@@ -305,6 +310,8 @@ class _Reader:
         self.register(obj, TYPE_TORCH)
         if name in _BODYLESS:
             return obj
+        if name in _HEADED:
+            obj.__dict__["header"] = self.read_object()
         fat = self.pos
         fields = self.read_object()
         if isinstance(fields, LuaList):
@@ -534,6 +541,8 @@ class _Writer:
                 return
             self.raw_string(("V %s" % obj.version).encode())
             self.raw_string(obj.typename.encode("utf-8"))
+            if obj.typename in _HEADED:
+                self.write(_HEADED[obj.typename](obj.fields))
             if obj.typename not in _BODYLESS:
                 self.write(obj.fields)
         elif isinstance(obj, LuaFunction):

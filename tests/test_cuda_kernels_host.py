@@ -167,6 +167,7 @@ def expected_kernels(resolve=True):
         sc = lambda t: "A"  # noqa: E731
     k = {m: {} for m in MODULES if not m.startswith("simt_")}
     k["masked"]["lt_mask_scan"] = ",".join([P, Q, P, P])
+    k["sleep"]["lt_sleep"] = Q
     for idx in ("i32", "i64"):
         for d in TYPES:
             for s in TYPES:

@@ -536,7 +536,7 @@ NN_THROUGH_CUDNN = {   # nn's classes that cunn hands to cuDNN where it is used:
 def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ctor):
     """A program that requires cunn only: nn's volumetric convolution and poolings, its temporal and depthwise
     convolutions, in GPU memory load cudnn on first use and run on cuDNN (its calls counted in the emulation), output, gradInput and parameter gradients as the CPU
-    module's in double; nothing staged."""
+    module's in double (a 2-D gradOutput given transposed); nothing staged."""
     rt.execute("require 'cutorch'")
     if rt.eval("cutorch.backend") != "gpu":
         pytest.skip("cutorch's GPU backend is not on (the last test of this file runs these on the emulated driver)")
@@ -554,8 +554,15 @@ def test_nns_volumetric_layers_run_on_cudnn_after_require_cunn_alone(rt, rng, ct
           local input = k == 1 and x or x:type('torch.CudaDoubleTensor')
           local y = m:forward(input)
           torch.manualSeed(seed + 1)
-          local go = torch.DoubleTensor(y:size()):normal()
-          if k == 2 then go = go:type('torch.CudaDoubleTensor') end
+          local go
+          if y:dim() == 2 then   -- (a transposed gradOutput: one sequence's came as a view it could not take)
+             go = torch.DoubleTensor(y:size(2), y:size(1)):normal()
+             if k == 2 then go = go:type('torch.CudaDoubleTensor') end
+             go = go:t()
+          else
+             go = torch.DoubleTensor(y:size()):normal()
+             if k == 2 then go = go:type('torch.CudaDoubleTensor') end
+          end
           local gi = m:backward(input, go, 0.5)
           out[k] = {y:double():clone(), gi:double():clone(), m.gradWeight and m.gradWeight:double():clone() or false,
                     m.gradBias and m.gradBias:double():clone() or false}

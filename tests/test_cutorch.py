@@ -248,3 +248,24 @@ def test_the_cpu_backend_counts_no_device_calls(rt):
     counts = rt.eval("cutorch.deviceCallCounts()")
     assert {k: counts[k] for k in ("launches", "libraryOps", "hostWaits", "hostCopies", "deviceAllocs")} == \
         dict.fromkeys(("launches", "libraryOps", "hostWaits", "hostCopies", "deviceAllocs"), 0)
+
+
+def test_cunn_gives_modules_cuda_double_and_half_converters(cu, rng):
+    """require 'cunn' adds module:cudaDouble() and module:cudaHalf() (cunn's THCUNN.lua did); their outputs are the
+    double module's, exactly in CudaDouble and to half's rounding in CudaHalf."""
+    rt = cu
+    x = rng.standard_normal((4, 3))
+    r = rt.eval("""function(x)
+        require 'cunn'
+        torch.manualSeed(2)
+        local m = nn.Sequential():add(nn.Linear(3, 5)):add(nn.Tanh()):double()
+        local want = m:forward(x):clone()
+        local d = m:clone():cudaDouble()
+        local h = m:clone():cudaHalf()
+        return d:type(), h:type(), d.modules[1].weight:type(), want, d:forward(x:cudaDouble()):double(),
+               h:forward(x:cudaHalf()):double()
+    end""")(rt.from_numpy(x))
+    assert tuple(r[:3]) == ("torch.CudaDoubleTensor", "torch.CudaHalfTensor", "torch.CudaDoubleTensor")
+    want = rt.to_numpy(r[3])
+    np.testing.assert_array_equal(rt.to_numpy(r[4]), want)
+    np.testing.assert_allclose(rt.to_numpy(r[5]), want, atol=3e-3)

@@ -273,7 +273,7 @@ def test_exponential_cauchy_lognormal_and_geometric_fills(gpu):
     """exponential, cauchy, logNormal and geometric on device tensors run on the device from cutorch.manualSeed's
     Philox stream (the same seed repeats the values, the next call differs), in place in a transposed view, through
     the functional forms too; their distributions match (100,000 draws: moments within 5 standard errors, quantiles,
-    Torch7's geometric P(x = k) = (1 - p) p^(k - 1))."""
+    cutorch's geometric P(x = k) = p (1 - p)^(k - 1): trials to the first success, not the CPU's form)."""
     rt = gpu
     r = rt.eval("""function()
        local n = 100000
@@ -301,7 +301,7 @@ def test_exponential_cauchy_lognormal_and_geometric_fills(gpu):
     assert lg.min() > 0 and abs(np.log(lg).mean() - 0.5) < 5 * 0.4 / np.sqrt(n) and abs(np.log(lg).std() - 0.4) < 0.005
     assert abs(np.log(l0).mean() - 1) < 5 * 2 / np.sqrt(n) and abs(np.log(l0).std() - 2) < 0.03
     assert g.min() == 1 and (g == np.round(g)).all()
-    for k, p in ((1, 0.7), (2, 0.21), (3, 0.063)):
+    for k, p in ((1, 0.3), (2, 0.21), (3, 0.147)):
         assert abs((g == k).mean() - p) < 5 * np.sqrt(p * (1 - p) / n), k
     np.testing.assert_array_equal(e2, e)
     assert not np.array_equal(e3, e)

@@ -110,3 +110,47 @@ def test_multinomial_keeps_the_cpus_errors(gpu):
         msgs = [rt.eval("function(x) local ok, e = pcall(function() return %s end) return e end" % code)(
             rt.eval("torch.%s()" % t)) for t in ("CudaTensor", "FloatTensor")]
         assert msgs[0] is not None and msgs[0].split(": ", 1)[-1] == msgs[1].split(": ", 1)[-1], (code, msgs)
+
+
+def _lua(rt, src):
+    return rt.eval("function(...) " + src + " end")
+
+
+def test_alias_tables_of_device_probabilities_are_zero_based(gpu, rng):
+    """cutorch's torch.multinomialAliasSetup on a CudaTensor gives 0-based aliases (the CPU's are 1-based): the
+    same tables as the CPU's less one, and draws from them are the CPU's draws (1-based) from the same seed."""
+    rt = gpu
+    probs = rt.from_numpy(rng.uniform(0.1, 1, 23))
+    r = _lua(rt, """
+        local p = ...
+        local cpu = torch.multinomialAliasSetup(p)
+        local dev = torch.multinomialAliasSetup(p:cuda())
+        torch.manualSeed(3)
+        local a = torch.multinomialAlias(torch.LongTensor(200), cpu)
+        torch.manualSeed(3)
+        local b = torch.multinomialAlias(torch.CudaLongTensor(200), dev)
+        return torch.type(dev[1]), cpu[1], dev[1]:long(), a, b:long()""")(probs)
+    assert r[0] == "torch.CudaLongTensor"
+    np.testing.assert_array_equal(rt.to_numpy(r[2]), rt.to_numpy(r[1]) - 1)
+    np.testing.assert_array_equal(rt.to_numpy(r[4]), rt.to_numpy(r[3]))
+    assert rt.to_numpy(r[2]).min() >= 0 and rt.to_numpy(r[2]).max() < 23
+
+
+@pytest.mark.parametrize("p", [0.8, 0.3])
+def test_geometric_counts_trials_as_cutorch_did(gpu, p):
+    """cutorch's x:geometric(p): trials up to the first success of probability p (mean 1/p), numpy's geometric;
+    Torch7's CPU geometric(p) differs (P(x > k) = p^k), and FloatTensor keeps that."""
+    rt = gpu
+    n = 40000
+    dev, cpu = _lua(rt, """
+        local n, p = ...
+        cutorch.manualSeed(11)
+        torch.manualSeed(11)
+        return torch.CudaTensor(n):geometric(p):float(), torch.FloatTensor(n):geometric(p)""")(n, p)
+    x = rt.to_numpy(dev)
+    assert x.min() >= 1 and np.all(x == np.round(x))
+    for k in range(1, 6):   # P(x = k) = (1 - p)^(k - 1) p, within 5 standard errors
+        want = (1 - p) ** (k - 1) * p
+        assert abs(np.mean(x == k) - want) < 5 * np.sqrt(want * (1 - want) / n) + 1e-4, k
+    assert abs(rt.to_numpy(cpu).mean() - 1 / (1 - p)) < 0.05 / (1 - p)
+

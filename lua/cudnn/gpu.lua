@@ -181,7 +181,7 @@ local function onCudnnTemporal(class, geometryOf)
       return t:view(t:size(1), 1, t:size(2), t:size(3))
    end
    local function asPlanes(gradOutput)   -- (N x) oT x K -> N x K x oT x 1, contiguous
-      local g = gradOutput:dim() == 2 and gradOutput:view(1, gradOutput:size(1), gradOutput:size(2)) or gradOutput
+      local g = gradOutput:dim() == 2 and nn.utils.addSingletonDimension(gradOutput, 1) or gradOutput   -- (any layout)
       g = g:transpose(2, 3):contiguous()
       return g:view(g:size(1), g:size(2), g:size(3), 1)
    end

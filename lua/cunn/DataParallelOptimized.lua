@@ -127,7 +127,7 @@ local function deviceJob(m, i, a)
       for k = 2, used do
          local gk = a.grads[k]:narrow(1, from + 1, n)
          if gpus[k] == gpus[1] then
-            g1:add(gk)
+            cutorch.withDevice(gpus[1], function() g1:add(gk) end)
          else
             local buf = cutorch.withDevice(gpus[1], function()
                local b = _G.dptPeerBuffer
@@ -139,9 +139,9 @@ local function deviceJob(m, i, a)
                return b:narrow(1, 1, n)
             end)
             buf:copy(gk)
-            g1:add(buf)
+            cutorch.withDevice(gpus[1], function() g1:add(buf) end)
          end
-         gk:zero()
+         cutorch.withDevice(gpus[k], function() gk:zero() end)   -- (cutorch's math: the current GPU's tensors)
       end
    end
 
@@ -430,7 +430,7 @@ function DataParallelTable:_forwardBackwardOptimizedHere(input, target, criterio
       dispatch()
       if nccl then
          self:_ncclFlat('reduce')
-         for k = 2, D do grads[k]:zero() end
+         for k = 2, D do nn.DataParallelTable._zeroOnItsDevice(grads[k]) end
       end
    end)
    if not ok then

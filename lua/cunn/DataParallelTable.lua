@@ -96,6 +96,14 @@ local function runOn(d, fn, ...)
 end
 DataParallelTable._runOn = runOn
 
+-- t:zero() with t's GPU current (cutorch's math takes only the current device's tensors).
+local function zeroOnItsDevice(t)
+   local d = t.getDevice and t:getDevice() or 0
+   if d > 0 then return cutorch.withDevice(d, function() t:zero() end) end
+   t:zero()
+end
+DataParallelTable._zeroOnItsDevice = zeroOnItsDevice
+
 -- fn(...) on replica 1's device (the output's, gradInput's and the reduced gradients').
 function DataParallelTable:_onFirstDevice(fn, ...)
    local gpus = self:_devices()
@@ -376,7 +384,7 @@ end
 
 function DataParallelTable:_reduceGradientsHere()
    if self:_ncclFlat('reduce') then
-      for k = 2, #self.flattenedParams do self.flattenedParams[k][2]:zero() end
+      for k = 2, #self.flattenedParams do zeroOnItsDevice(self.flattenedParams[k][2]) end
       return
    end
    local grads = {}
@@ -396,7 +404,7 @@ function DataParallelTable:_reduceGradientsHere()
       end
    end
    for k = 2, #grads do
-      for _, g in ipairs(grads[k]) do g:zero() end
+      for _, g in ipairs(grads[k]) do zeroOnItsDevice(g) end
    end
 end
 
@@ -481,7 +489,7 @@ function DataParallelTable:zeroGradParameters()
    if self.flattenedParams then
       -- after an optimized step the other replicas' gradients are already zero
       local n = self._othersZero and 1 or #self.flattenedParams
-      for k = 1, n do self.flattenedParams[k][2]:zero() end
+      for k = 1, n do zeroOnItsDevice(self.flattenedParams[k][2]) end
    else
       self.impl:exec(function(m) m:zeroGradParameters() end)
    end

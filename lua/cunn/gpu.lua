@@ -464,12 +464,9 @@ local function bnForwardSetup(self, input)
    input = BN._asBatch(self, input)
    local train = BN._useBatchStats(self, input)
    self.output:resizeAs(input)
-   self.save_mean = self.save_mean or input.new()
-   self.save_std = self.save_std or input.new()
-   if train then
-      self.save_mean:resize(input:size(2))
-      self.save_std:resize(input:size(2))
-   end
+   -- (sized per feature even where the batch's statistics are not computed, as Torch7's)
+   self.save_mean = (self.save_mean or input.new()):resize(input:size(2))
+   self.save_std = (self.save_std or input.new()):resize(input:size(2))
    return input, train
 end
 cunn._bnForwardSetup = bnForwardSetup

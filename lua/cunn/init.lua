@@ -7,6 +7,10 @@ cunn = cunn or {}
 if not nn.DataParallelTable then
    dofile(package.searchpath('cunn.DataParallelTable', package.path))
 end
+-- module:cudaDouble() and module:cudaHalf(), as cunn added them to nn.Module (:cuda() is nn's own)
+local Module = torch.getmetatable('nn.Module')
+rawset(Module, 'cudaDouble', function(self) return self:type('torch.CudaDoubleTensor') end)
+if cutorch.hasHalf then rawset(Module, 'cudaHalf', function(self) return self:type('torch.CudaHalfTensor') end) end
 -- on cutorch's GPU backend: GPU versions of nn's modules that have one (once per Lua state)
 if cutorch.backend == 'gpu' and not cunn._gpu then
    cunn._gpu = true

@@ -138,22 +138,43 @@ return function(cutorch)
    end
    function cutorch.getPeerToPeerAccess() return false end
 
+   -- cutorch._sleep(cycles): the current stream busy for that many of the device's clock cycles (a kernel of one
+   -- thread); the host does not wait. cutorch's own tests hold copies back with it.
+   function cutorch._sleep(cycles)
+      if type(cycles) ~= 'number' then error('cutorch._sleep: a number of cycles expected', 2) end
+      local ops = C.lt_cuda_storage_ops(cutorch.getDevice() - 1)
+      if ops == nil then check(-1, 2) end
+      check(C.lt_cuops_sleep(ops, nil, cycles), 2)
+   end
+
+   -- cutorch.Event(): a point in the current stream's work, recorded when made; event:waitOn() makes the current
+   -- stream (of the current device) wait for it, without the host waiting.
+   local Event = torch.class('cutorch.Event')
+   function Event:__init()
+      local p = ffi.new('void*[1]')
+      local d = cutorch.getDevice() - 1
+      check(C.lt_cuda_event_new(d, p), 2)
+      self._event = ffi.gc(p[0], C.lt_cuda_event_free)
+      check(C.lt_cuda_event_record(self._event, C.lt_cuda_stream_current()), 2)
+   end
+   function Event:waitOn()
+      check(C.lt_cuda_event_wait(self._event, cutorch.getDevice() - 1, C.lt_cuda_stream_current()), 2)
+   end
+
    -- Pinned host tensors: FloatTensor and the like over cuMemHostAlloc'ed memory (not resizable beyond their
    -- size), and copyAsync between them and device tensors, queued on the current stream without waiting
    -- (native/src/cuda_pinned.c); read a device-to-host copy's result after cutorch.synchronize(). Other pairs
    -- copy synchronously.
-   for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+   for _, name in ipairs(cutorch._hostTensorTypes) do
       cutorch['createCudaHost' .. name .. 'Tensor'] = function(...)
-         local a = ...
-         local size = (a == nil and torch.LongStorage()) or (torch.isStorage(a) and a) or torch.LongStorage({...})
+         local size = cutorch._hostTensorSize(...)
          local n = size:size() > 0 and 1 or 0
          for i = 1, size:size() do n = n * size[i] end
          local p = C.lt_cuda_pinned_storage_new(C['LT_' .. name:upper()], n)
          if p == nil then check(-1, 2) end
          local storage = torch.getmetatable('torch.' .. name .. 'Storage')._wrap(p)
-         local t = torch[name .. 'Tensor']()
-         if n == 0 then return t end
-         return t:set(storage, 1, size)
+         -- (an empty one has its empty pinned storage too, as cutorch's)
+         return torch[name .. 'Tensor']():set(storage, 1, size)
       end
    end
    cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
@@ -163,8 +184,7 @@ return function(cutorch)
       check(rc, 2)
       return self
    end
-   for _, name in ipairs {'Cuda', 'CudaDouble', 'CudaInt', 'CudaLong', 'CudaByte', 'CudaChar', 'CudaShort', 'CudaHalf',
-                          'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+   for _, name in ipairs(cutorch._copyAsyncTypes) do
       local mt = torch.getmetatable('torch.' .. name .. 'Tensor')
       if mt then mt.copyAsync = copyAsync end
    end
@@ -183,37 +203,73 @@ return function(cutorch)
       end
       return out
    end
-   function cutorch.emptyCache() check(C.lt_cuda_alloc_empty_cache(C.lt_cuda_storage_allocator(), -1), 2) end
-
-   -- The seed and counter of the device's Philox4x32-10 stream (nn.Dropout's masks, lua/cunn/gpu.lua); one for
-   -- this Lua state, as cutorch kept one generator per device.
-   local philox = {seed = torch.initialSeed(), offset = 0}
-   function cutorch.manualSeed(s)
-      philox.seed, philox.offset = s, 0
+   -- the device blocks no tensor holds, and the pinned host blocks no tensor holds and no copy still uses
+   function cutorch.emptyCache()
+      check(C.lt_cuda_alloc_empty_cache(C.lt_cuda_storage_allocator(), -1), 2)
+      check(C.lt_cuda_pinned_empty_cache(), 2)
    end
-   cutorch.manualSeedAll = cutorch.manualSeed
-   function cutorch.initialSeed() return philox.seed end
+
+   -- The seed and counter of each device's Philox4x32-10 stream (the random fills, nn.Dropout's masks,
+   -- lua/cunn/gpu.lua), per Lua state, as cutorch kept a generator per device: manualSeed, seed, initialSeed and the
+   -- RNG state are the current device's; manualSeedAll and seedAll set every device's.
+   local philox = {}
+   for d = 1, nDevices do philox[d] = {seed = torch.initialSeed(), offset = 0} end
+   local function generator() return philox[cutorch.getDevice()] end
+   local function seedNumber(fn, s)
+      if type(s) ~= 'number' or s % 1 ~= 0 then error(fn .. ': an integer seed expected', 3) end
+      return s
+   end
+   function cutorch.manualSeed(s)
+      local g = generator()
+      g.seed, g.offset = seedNumber('cutorch.manualSeed', s), 0
+   end
+   function cutorch.manualSeedAll(s)
+      seedNumber('cutorch.manualSeedAll', s)
+      for d = 1, nDevices do philox[d].seed, philox[d].offset = s, 0 end
+   end
+   function cutorch.initialSeed() return generator().seed end
    function cutorch.seed()
       cutorch.manualSeed(torch.random())
-      return philox.seed
+      return generator().seed
    end
-   cutorch.seedAll = cutorch.seed
-   -- seed and first counter for n more draws
+   function cutorch.seedAll()
+      cutorch.manualSeedAll(torch.random())
+      return generator().seed
+   end
+   -- the current device's generator as a ByteTensor (its seed and counter, 8 bytes each), and back
+   function cutorch.getRNGState()
+      local g = generator()
+      local state = torch.ByteTensor(16)
+      local p = ffi.cast('int64_t*', state:data())
+      p[0], p[1] = g.seed, g.offset
+      return state
+   end
+   function cutorch.setRNGState(state)
+      if torch.type(state) ~= 'torch.ByteTensor' or state:nElement() ~= 16 then
+         error('cutorch.setRNGState: a ByteTensor of 16 elements (from cutorch.getRNGState) expected', 2)
+      end
+      local p = ffi.cast('int64_t*', state:contiguous():data())
+      local g = generator()
+      g.seed, g.offset = tonumber(p[0]), tonumber(p[1])
+   end
+   -- seed and first counter for n more draws of the current device's stream
    function cutorch._philoxDraws(n)
-      local offset = philox.offset
-      philox.offset = philox.offset + n
-      return philox.seed, offset
+      local g = generator()
+      local offset = g.offset
+      g.offset = g.offset + n
+      return g.seed, offset
    end
 
    -- A tensor or storage is on the device its memory is on.
    for _, ty in ipairs(torch._allTypes) do
       if ty.cuda then
+         -- (0 for a tensor without memory, as cutorch's)
          rawset(torch.getmetatable(ty.tensorname), 'getDevice', function(t)
             local s = t._c.storage
-            return (s ~= nil and onDevice(t)) and s.device + 1 or cutorch.getDevice()
+            return (s ~= nil and onDevice(t)) and s.device + 1 or 0
          end)
          rawset(torch.getmetatable(ty.storagename), 'getDevice', function(s)
-            return torch._storageOnDevice(s) and s._c.device + 1 or cutorch.getDevice()
+            return torch._storageOnDevice(s) and s._c.device + 1 or 0
          end)
       end
    end
@@ -254,15 +310,21 @@ return function(cutorch)
    local function deviceTensor(x)
       return torch.isTensor(x) and cudaType[x._c.type] and (x._c.storage == nil or onDevice(x))
    end
+   -- 'data' when one of them holds device memory, 'empty' when the device tensors among them hold none (a CPU
+   -- method that resizes one would still write into the device memory it gets), else nil
    local function anyDevice(...)
+      local found
+      local function see(x)
+         if deviceTensor(x) then found = (x._c.storage ~= nil or found == 'data') and 'data' or 'empty' end
+      end
       for i = 1, select('#', ...) do
          local x = select(i, ...)
-         if deviceTensor(x) and x._c.storage ~= nil then return true end
+         see(x)
          if type(x) == 'table' and not torch.isTensor(x) then
-            for _, y in pairs(x) do if deviceTensor(y) and y._c.storage ~= nil then return true end end
+            for _, y in pairs(x) do see(y) end
          end
       end
-      return false
+      return found
    end
 
    local depth = 0   -- staged calls in progress on this Lua state: inner ones run as they are
@@ -388,10 +450,13 @@ return function(cutorch)
    end
    torch.setdefaulttensortype(torch.getdefaulttensortype())
 
+   -- (a call whose device tensors hold no memory yet runs staged too, but copies no device data: not counted)
    local function staged(name, fn)
       return function(...)
-         if depth > 0 or not (cudaDefault or anyDevice(...)) then return fn(...) end
-         noteStaged(name, 2)
+         if depth > 0 then return fn(...) end
+         local found = anyDevice(...)
+         if not (cudaDefault or found) then return fn(...) end
+         if cudaDefault or found == 'data' then noteStaged(name, 2) end
          return runStaged(name, fn, ...)
       end
    end
@@ -421,15 +486,40 @@ return function(cutorch)
          return fallback(...)
       end
    end
+   -- cutorch's math ran only on the current device's tensors (THCTensor_checkGPU): a device tensor of another GPU
+   -- among the arguments (one level into tables) is refused with THC's message, before anything runs. Copies,
+   -- views and resizes (`direct` but fill and zero) take any device, as cutorch's did.
+   local currentDevice = C.lt_cuda_storage_device
+   local function otherGpu(x, dev)
+      return deviceTensor(x) and x._c.storage ~= nil and x._c.storage.device ~= dev
+   end
+   local function sameGpu(fn)
+      return function(...)
+         local dev = currentDevice()
+         for i = 1, select('#', ...) do
+            local x = select(i, ...)
+            if otherGpu(x, dev) then error('arguments are located on different GPUs', 2) end
+            if type(x) == 'table' and not torch.isTensor(x) then
+               for _, y in pairs(x) do
+                  if otherGpu(y, dev) then error('arguments are located on different GPUs', 2) end
+               end
+            end
+         end
+         return fn(...)
+      end
+   end
+   cutorch._sameGpu = sameGpu
    for _, ty in ipairs(torch._types) do
       if ty.cuda then
          local overrides = {}
          for name, fn in pairs(M) do
             if not direct[name] then
                local fallback = staged('torch.' .. ty.name .. 'Tensor:' .. name, fn)
-               overrides[name] = device[name] and deviceFirst(device[name], fallback) or fallback
+               overrides[name] = sameGpu(device[name] and deviceFirst(device[name], fallback) or fallback)
             end
          end
+         -- (fill and zero write through the C core, as copies do, but cutorch checked their tensor's GPU)
+         overrides.fill, overrides.zero = sameGpu(M.fill), sameGpu(M.zero)
          torch._tensorOverrides[ty.id] = overrides
       end
    end
@@ -447,7 +537,7 @@ return function(cutorch)
                   clamp sum prod mean max min norm addmm mm addmv mv addr ger]]):gmatch('%S+') do
       local fast, throughFloat = halfDevice[name], rawget(halfMT, name)
       assert(fast and throughFloat, name)
-      halfMT[name] = deviceFirst(fast, throughFloat)
+      halfMT[name] = sameGpu(deviceFirst(fast, throughFloat))
    end
 
    -- The pointwise functional forms and the matrix products (torch.add(r, x, y), torch.exp(x), torch.mm(a, b), ...)
@@ -477,6 +567,21 @@ return function(cutorch)
    for _, name in ipairs {'gesv', 'gels', 'trtrs', 'symeig', 'eig', 'svd', 'inverse', 'potrf', 'potrs', 'potri',
                           'pstrf', 'qr', 'geqrf', 'orgqr', 'ormqr', 'multinomialAliasSetup', 'multinomialAlias'} do
       if torch[name] then torch[name] = staged('torch.' .. name, torch[name]) end
+   end
+   -- cutorch's alias tables: for device probabilities J is a CudaLongTensor of 0-based aliases (the CPU's are
+   -- 1-based); the draws are 1-based on both
+   local aliasSetup, aliasDraw = torch.multinomialAliasSetup, torch.multinomialAlias
+   function torch.multinomialAliasSetup(probs, state)
+      if not deviceTensor(probs) then return aliasSetup(probs, state) end
+      local r = aliasSetup(probs, state)   -- (staged: the tables it fills are copies of state)
+      state = state or {}
+      state[1] = (torch.type(r[1]) == 'torch.CudaLongTensor' and r[1] or r[1]:cudaLong()):add(-1)
+      state[2] = r[2]
+      return state
+   end
+   function torch.multinomialAlias(output, state, gen)
+      if type(state) == 'table' and deviceTensor(state[1]) then state = {state[1] + 1, state[2]} end
+      return aliasDraw(output, state, gen)
    end
    -- torch.rand/randn/randperm into a device result (given first, or made of the default type when a program
    -- set that to a Cuda one) draw on the host, from torch's generator, into a host tensor that is then copied

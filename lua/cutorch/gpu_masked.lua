@@ -98,7 +98,13 @@ return function(D, H)
    D.exponential = randomFill(3, nil, 0, function(lambda) return number(lambda) end)
    D.cauchy = randomFill(4, 0, 1)
    D.logNormal = randomFill(5, 1, 2, function(_, std) return number(std) and std > 0 end)
-   D.geometric = randomFill(6, nil, 0, function(p) return number(p) and p > 0 and p < 1 end)
+   -- cutorch's geometric(p): p the success probability, P(x > k) = (1 - p)^k, mean 1/p (THC's ceil(log(u) /
+   -- log(1 - p))), where Torch7's CPU geometric(p) has P(x > k) = p^k, the kernel's form: so the kernel gets 1 - p
+   local geometric = randomFill(6, nil, 0, function(q) return number(q) and q > 0 and q < 1 end)
+   D.geometric = function(self, p, ...)
+      if not number(p) then return false end
+      return geometric(self, 1 - p, ...)
+   end
 
    -- random(): [0, top] with the CPU's top per type (one 32-bit draw: Long and Double get [0, 2^32 - 1]);
    -- random(b): [1, b]; random(a, b): [a, b]; the bounds truncated to integers as the CPU's int64 arguments

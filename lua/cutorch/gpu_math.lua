@@ -31,8 +31,17 @@ return function(cutorch, deviceTensor)
 
    -- r (a device tensor, possibly empty) gets x's shape; true if r, x and the others are on one device.
    local function prepare(r, x, ...)
-      if not deviceTensor(r) or not live(x) then return false end
+      if not deviceTensor(r) or not deviceTensor(x) then return false end
       local ty = x._c.type
+      if x._c.storage == nil then   -- empty: nothing to compute, r only takes the (empty) shape
+         if r._c.type ~= ty then return false end
+         for i = 1, select('#', ...) do
+            local y = select(i, ...)
+            if not deviceTensor(y) or y._c.type ~= ty or M.nElement(y) ~= 0 then return false end
+         end
+         if r ~= x then M.resizeAs(r, x) end
+         return true
+      end
       if r._c.type ~= ty then return false end
       local n = M.nElement(x)
       for i = 1, select('#', ...) do

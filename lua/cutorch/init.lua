@@ -189,20 +189,23 @@ function cutorch.deviceCallCounts()
    return out
 end
 
--- Pinned ("host") tensors are plain CPU tensors here.
+-- Pinned ("host") tensors are plain CPU tensors here. Their sizes: numbers, a LongStorage or a table of numbers.
 local function sizeOf(...)
    local a = ...
    if a == nil then return torch.LongStorage() end
    if torch.isStorage(a) then return a end
-   return torch.LongStorage({...})
+   return torch.LongStorage(type(a) == 'table' and a or {...})
 end
-for _, name in ipairs {'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+cutorch._hostTensorSize = sizeOf
+cutorch._hostTensorTypes = {'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short', 'Half'}
+for _, name in ipairs(cutorch._hostTensorTypes) do
    cutorch['createCudaHost' .. name .. 'Tensor'] = function(...) return torch[name .. 'Tensor'](sizeOf(...)) end
 end
 cutorch.createCudaHostTensor = cutorch.createCudaHostFloatTensor
 -- copyAsync is copy (every copy here is synchronous; the GPU backend queues pinned ones)
-for _, name in ipairs {'Cuda', 'CudaDouble', 'CudaInt', 'CudaLong', 'CudaByte', 'CudaChar', 'CudaShort', 'CudaHalf',
-                       'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short'} do
+cutorch._copyAsyncTypes = {'Cuda', 'CudaDouble', 'CudaInt', 'CudaLong', 'CudaByte', 'CudaChar', 'CudaShort', 'CudaHalf',
+                           'Float', 'Double', 'Int', 'Long', 'Byte', 'Char', 'Short', 'Half'}
+for _, name in ipairs(cutorch._copyAsyncTypes) do
    local mt = torch.getmetatable('torch.' .. name .. 'Tensor')
    if mt and not mt.copyAsync then mt.copyAsync = mt.copy end
 end
@@ -232,6 +235,18 @@ if cutorch.backend == 'cpu' then
    for name, fn in pairs(torch) do
       if type(fn) == 'function' and rawequal(fn, torch._tensorMethods[name]) then torch._throughMethod(name) end
    end
+   -- a Cuda tensor's geometric(p) is cutorch's, p the success probability (mean 1/p), as on the GPU backend
+   -- (gpu_masked.lua); Torch7's CPU geometric(p) has P(x > k) = p^k
+   local geometric = torch._tensorMethods.geometric
+   for _, ty in ipairs(torch._types) do
+      if ty.cuda then
+         torch._tensorOverrides[ty.id] = torch._tensorOverrides[ty.id] or {}
+         torch._tensorOverrides[ty.id].geometric = function(self, p, ...)
+            return geometric(self, type(p) == 'number' and 1 - p or p, ...)
+         end
+      end
+   end
+   torch._installTensorMethods()
 end
 
 return cutorch

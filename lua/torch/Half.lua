@@ -85,7 +85,8 @@ local function throughFloat(ty, name)
             copies[f] = x
             return f
          end
-         refuseOtherReals(x, ty, name, 5)
+         -- (bernoulli's probabilities may be of another real type, as cutorch's bernoulli_FloatTensor/DoubleTensor)
+         if name ~= 'bernoulli' then refuseOtherReals(x, ty, name, 5) end
          return x
       end
       local n = select('#', ...)

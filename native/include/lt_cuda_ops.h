@@ -62,6 +62,13 @@ int lt_cuops_addmm(const lt_cuops *ops, void *stream, lt_tensor *out, double bet
 /* dst = src converted to dst's type (any of the 8 element types each); same number of elements. */
 int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src);
 int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value);
+/* A host array (index tables, targets) copied into device scratch that only work queued after it on the same stream
+ * reads: on a GPU through a cached pinned block, without waiting for the GPU (native/src/cuda_pinned.c); with another
+ * launcher (the tests' host one), its to_device. Copies a program makes (tensor and storage copies) keep CUDA's
+ * synchronous semantics for pageable memory: work on any stream queued after them sees the bytes. */
+int lt_cuops_upload(const lt_cuops *ops, void *dst, const void *src, int64_t bytes, void *stream);
+/* cutorch._sleep: one thread keeps the stream busy for `cycles` of the device's clock. */
+int lt_cuops_sleep(const lt_cuops *ops, void *stream, int64_t cycles);
 
 /* out = op(x[, y[, z]]; a, b), elementwise; every operand of out's type and element count; out may be x.
  *   adds muls divs pows (a)   clamp (a = lo, b = hi)

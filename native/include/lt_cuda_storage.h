@@ -42,14 +42,29 @@ int lt_cuda_storage_set(lt_storage *s, int64_t index, double value);
 int lt_cuda_storage_read(lt_storage *s, int64_t off, int64_t n, void *host);
 int lt_cuda_storage_write(lt_storage *s, int64_t off, int64_t n, const void *host);
 
-/* Pinned host memory (native/src/cuda_pinned.c): a host storage of n elements in memory from cuMemHostAlloc
- * (zero-filled; freed with cuMemFreeHost with its last reference; not resizable), for
+/* Pinned host memory (native/src/cuda_pinned.c), cached as cutorch's THCCachingHostAllocator cached it:
+ * cuMemHostAlloc is slow and synchronizes, so blocks (sizes rounded up to a power of two, at least 512 bytes) go
+ * back to a cache when their storage goes, and are handed out again, best fit among the free blocks of exactly
+ * that size, once the device work that used them is done: each asynchronous copy records an event on its stream
+ * (lt_cuda_pinned_record), and a block is reused only after all its events are done.
+ * lt_cuda_pinned_storage_new: a host storage of n elements in such a block (zero-filled; not resizable), for
  * cutorch.createCudaHost*Tensor. */
 lt_storage *lt_cuda_pinned_storage_new(int type, int64_t n);
 int lt_storage_is_pinned(const lt_storage *s);
 /* copyAsync: a contiguous copy between a device tensor and a pinned host tensor of the same type and size, queued
- * on the device's default stream without waiting (0); 1 when the pair is not one (copy synchronously); -1 error. */
+ * on the current stream of the device tensor's device without waiting (0); 1 when the pair is not one (copy
+ * synchronously); -1 error. */
 int lt_cuda_copy_async(lt_tensor *dst, const lt_tensor *src);
+/* A copy from pageable host memory to device memory that does not wait for the GPU: the bytes go into a cached
+ * pinned block, which is queued to the device on (device, stream) and returned to the cache, reusable once that
+ * copy has run. 1 when it was not done this way (too large, or no pinned memory to be had: copy synchronously),
+ * 0 when queued, -1 on an error. */
+int lt_cuda_pinned_stage_to_device(int device, void *stream, void *dst, const void *src, int64_t bytes);
+/* Free the cached blocks that no storage holds and no device work uses. The stats, for tests: blocks and bytes in
+ * the cache (held or not), blocks no storage holds (some perhaps still used by queued copies), cuMemHostAlloc calls
+ * so far. */
+int lt_cuda_pinned_empty_cache(void);
+void lt_cuda_pinned_cache_stats(int64_t *blocks, int64_t *bytes, int64_t *free_blocks, int64_t *host_allocs);
 
 /* cutorch's streams (native/src/cuda_stream.c): on each device, 0 is the legacy default stream and 1..n the
  * reserved ones (non-blocking, made on first use). The current index is per thread and holds on every device;
@@ -71,6 +86,10 @@ int lt_cuda_stream_wait(int waiting_device, int waiting, int waited_device, int 
 int lt_cuda_event_new(int device, void **event);
 void lt_cuda_event_free(void *event);
 int lt_cuda_event_record(void *event, int index);
+/* The same on a CUstream of the event's device (NULL: its legacy stream), as lt_cuda_resolve_stream gives. */
+int lt_cuda_event_record_stream(void *event, void *stream);
 int lt_cuda_event_wait(void *event, int device, int index);
+/* 0 once the work before the event's point has run (or it was never recorded), 1 before, -1 on an error. */
+int lt_cuda_event_query(void *event);
 /* Wait on the host for the work queued on stream index of device. */
 int lt_cuda_stream_synchronize(int device, int index);

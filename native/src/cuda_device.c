@@ -329,14 +329,29 @@ static int cu_to_host(void *ctx, void *dst, const void *src, int64_t bytes, void
   return rc == CU_OK ? 0 : failed("a copy to the host", device, rc);
 }
 
+/* Host bytes to the device and a wait for them: src is the caller's again when this returns, and work queued
+ * afterwards on any stream sees the bytes, as with CUDA's synchronous copy from pageable memory. */
+static int upload_and_wait(int device, void *dst, const void *src, int64_t bytes, void *stream) {
+  lt_cuda_count(LT_CUDA_COUNT_HOST_WAITS);
+  int rc = drv.htod_async((cu_ptr)(uintptr_t)dst, src, (size_t)bytes, stream);
+  if (rc == CU_OK) rc = drv.stream_sync(stream);
+  return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
+}
+
 static int cu_to_device(void *ctx, void *dst, const void *src, int64_t bytes, void *stream) {
   int device = (int)(intptr_t)ctx;
   if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
   lt_cuda_count(LT_CUDA_COUNT_HOST_COPIES);
-  lt_cuda_count(LT_CUDA_COUNT_HOST_WAITS);
-  int rc = drv.htod_async((cu_ptr)(uintptr_t)dst, src, (size_t)bytes, stream);
-  if (rc == CU_OK) rc = drv.stream_sync(stream);   /* src is the caller's again when this returns */
-  return rc == CU_OK ? 0 : failed("a copy to the device", device, rc);
+  return upload_and_wait(device, dst, src, bytes, stream);
+}
+
+int lt_cuops_upload(const lt_cuops *ops, void *dst, const void *src, int64_t bytes, void *stream) {
+  if (ops->to_device != cu_to_device) return ops->to_device(ops->ctx, dst, src, bytes, stream);
+  int device = (int)(intptr_t)ops->ctx;
+  if (lt_cuda_set_device(device) || lt_cuda_resolve_stream(device, &stream)) return -1;
+  lt_cuda_count(LT_CUDA_COUNT_HOST_COPIES);
+  int staged = lt_cuda_pinned_stage_to_device(device, stream, dst, src, bytes);   /* cuda_pinned.c */
+  return staged <= 0 ? staged : upload_and_wait(device, dst, src, bytes, stream);
 }
 
 /* Bytes from device src_device's memory to device dst_device's, by the driver (directly where the GPUs can

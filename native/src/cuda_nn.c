@@ -991,7 +991,7 @@ static int map_launch(const lt_cuops *ops, const char *prefix, lt_tensor *input,
   void *tables = NULL, *copy = NULL, *at[3];
   const void *src = NULL;
   int rc = scratch(ops, NULL, count * 8, &tables);
-  if (rc == 0) rc = ops->to_device(ops->ctx, tables, host, count * 8, NULL);
+  if (rc == 0) rc = lt_cuops_upload(ops, tables, host, count * 8, NULL);
   free(host);
   if (rc == 0) rc = contiguous_input(ops, NULL, gradOutput ? gradOutput : input, &src, &copy);
   if (rc == 0) {
@@ -1417,7 +1417,7 @@ int lt_cuda_nn_class_margin(const char *fn, int multilabel, lt_tensor *input, co
   int rc = 0;
   if (nframe > 0 && dim > 0) {
     rc = scratch(ops, NULL, ntarget * 8, &tg);
-    if (rc == 0) rc = ops->to_device(ops->ctx, tg, target, ntarget * 8, NULL);
+    if (rc == 0) rc = lt_cuops_upload(ops, tg, target, ntarget * 8, NULL);
     if (rc == 0) rc = contiguous_input(ops, NULL, input, &x, &copies[0]);
     if (rc == 0 && weights && weights->storage) rc = contiguous_input(ops, NULL, weights, &w, &copies[1]);
     if (rc == 0 && !backward) rc = scratch(ops, NULL, nframe * 8, &terms);

@@ -92,6 +92,15 @@ int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value)
   return launch(ops, stream, "fill", kernel, grid, &a);
 }
 
+/* cutorch._sleep: the stream busy for `cycles` device clock cycles (one thread). */
+int lt_cuops_sleep(const lt_cuops *ops, void *stream, int64_t cycles) {
+  if (check_ops(ops, "cutorch._sleep")) return -1;
+  args_t a = {0};
+  add_count(&a, cycles < 0 ? 0 : cycles);
+  if (a.overflow) return lt_fail("cuda: lt_sleep: more arguments than the launcher's argument list holds");
+  return ops->launch(ops->ctx, "sleep", "lt_sleep", a.sig, 1, 1, stream, a.params);
+}
+
 /* ---------------------------------------------------------------- pointwise */
 
 typedef struct {

@@ -87,7 +87,7 @@ int lt_cuops_index_select(const lt_cuops *ops, void *stream, lt_tensor *dst, con
   for (int64_t i = 0; i < n; i++) idx[i]--;
   void *dev = NULL;
   int rc = n > 0 ? scratch(ops, stream, n * 8, &dev) : 0;
-  if (rc == 0 && n > 0) rc = ops->to_device(ops->ctx, dev, idx, n * 8, stream);
+  if (rc == 0 && n > 0) rc = lt_cuops_upload(ops, dev, idx, n * 8, stream);
   free(idx);
   if (rc == 0) rc = index_rows(ops, stream, dst, src, dim, NULL, NULL, dev, n, 0);
   return scratch_free(ops, dev, rc);
@@ -129,7 +129,7 @@ int lt_cuops_index_fill(const lt_cuops *ops, void *stream, lt_tensor *t, int dim
   const int64_t nslices = slice_count(t, dim), total = n * nslices;
   int rc = slices_view(t, dim, &d, &dstride, &off);
   if (rc == 0 && total > 0) rc = scratch(ops, stream, n * 8, &dev);
-  if (rc == 0 && total > 0) rc = ops->to_device(ops->ctx, dev, idx, n * 8, stream);
+  if (rc == 0 && total > 0) rc = lt_cuops_upload(ops, dev, idx, n * 8, stream);
   free(idx);
   if (rc == 0 && total > 0) {
     const unsigned grid = grid_for(ops, total);
@@ -177,7 +177,7 @@ static int check_device_indices(const lt_cuops *ops, void *stream, const lt_tens
   void *flag = NULL;
   long long host = 0;
   int rc = scratch(ops, stream, 8, &flag);
-  if (rc == 0) rc = ops->to_device(ops->ctx, flag, &host, 8, stream);
+  if (rc == 0) rc = lt_cuops_upload(ops, flag, &host, 8, stream);
   if (rc == 0) {
     const unsigned grid = grid_for(ops, n);
     char kernel[64];
@@ -477,7 +477,7 @@ int lt_cuops_nonzero(const lt_cuops *ops, void *stream, lt_tensor *out, const lt
   void *starts = NULL, *o = lt_tensor_data(out);
   int rc = lt_cuops_describe(x, &d, NULL);
   if (rc == 0 && total > 0) rc = scratch(ops, stream, nchunks * 8, &starts);
-  if (rc == 0 && total > 0) rc = ops->to_device(ops->ctx, starts, counts, nchunks * 8, stream);
+  if (rc == 0 && total > 0) rc = lt_cuops_upload(ops, starts, counts, nchunks * 8, stream);
   free(counts);
   if (rc == 0 && total > 0) {
     const int64_t n = lt_tensor_nelement(x);

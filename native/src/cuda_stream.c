@@ -10,7 +10,7 @@
 
 #include "lt_internal.h"
 
-enum { CU_OK = 0, CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DISABLE_TIMING = 2 };
+enum { CU_OK = 0, CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DISABLE_TIMING = 2, CU_NOT_READY = 600 };
 
 static struct {
   int (*stream_create)(void **, unsigned);
@@ -19,6 +19,7 @@ static struct {
   int (*event_create)(void **, unsigned);
   int (*event_record)(void *, void *);
   int (*event_destroy)(void *);
+  int (*event_query)(void *);
   int (*ctx_get)(void **);
   int (*ctx_set)(void *);
 } drv;
@@ -29,6 +30,7 @@ static int resolve(void) {
     {(void **)&drv.stream_create, "cuStreamCreate"}, {(void **)&drv.stream_sync, "cuStreamSynchronize"},
     {(void **)&drv.stream_wait_event, "cuStreamWaitEvent"}, {(void **)&drv.event_create, "cuEventCreate"},
     {(void **)&drv.event_record, "cuEventRecord"}, {(void **)&drv.event_destroy, "cuEventDestroy_v2"},
+    {(void **)&drv.event_query, "cuEventQuery"},
     {(void **)&drv.ctx_get, "cuCtxGetCurrent"}, {(void **)&drv.ctx_set, "cuCtxSetCurrent"}};
   if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)) return 0;
   return lt_cuda_find_symbols(LT_CUDA_DRIVER, syms, sizeof syms / sizeof syms[0], &resolved);
@@ -134,6 +136,19 @@ void lt_cuda_event_free(void *event) {
   free(e);
 }
 
+/* The event marks the end of the work queued so far on a CUstream of its device (NULL: its legacy stream). */
+int lt_cuda_event_record_stream(void *event, void *stream) {
+  stream_event *e = event;
+  void *saved;
+  if (!e) return lt_fail("cuda: recording a NULL event");
+  if (enter(e->device, &saved)) return leave(saved, -1);
+  int rc = drv.event_record(e->event, stream);
+  if (rc != CU_OK)
+    return leave(saved, lt_fail("cuda: recording an event on a stream of device %d: %s (%d)", e->device,
+                                lt_cuda_error_text(rc), rc));
+  return leave(saved, 0);
+}
+
 /* The event marks the end of the work queued so far on stream index of its device. */
 int lt_cuda_event_record(void *event, int index) {
   stream_event *e = event;
@@ -146,6 +161,17 @@ int lt_cuda_event_record(void *event, int index) {
     return leave(saved, lt_fail("cuda: recording an event on stream %d of device %d: %s (%d)", index, e->device,
                                 lt_cuda_error_text(rc), rc));
   return leave(saved, 0);
+}
+
+/* LT_CUDA_EVENT_DONE (0) once the work before the event's point has run (or it was never recorded),
+ * LT_CUDA_EVENT_PENDING (1) before, -1 on an error. */
+int lt_cuda_event_query(void *event) {
+  stream_event *e = event;
+  if (!e) return lt_fail("cuda: querying a NULL event");
+  int rc = drv.event_query(e->event);
+  if (rc == CU_OK) return 0;
+  if (rc == CU_NOT_READY) return 1;
+  return lt_fail("cuda: querying an event of device %d: %s (%d)", e->device, lt_cuda_error_text(rc), rc);
 }
 
 /* Work queued on stream index of device from now on starts after the event's point. */

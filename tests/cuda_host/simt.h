@@ -185,6 +185,11 @@ inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 
 inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+// the device clock: the host's steady clock in nanoseconds (a 1 GHz device)
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 
