@@ -269,3 +269,14 @@ def test_cunn_gives_modules_cuda_double_and_half_converters(cu, rng):
     want = rt.to_numpy(r[3])
     np.testing.assert_array_equal(rt.to_numpy(r[4]), want)
     np.testing.assert_allclose(rt.to_numpy(r[5]), want, atol=3e-3)
+
+
+def test_a_tensor_without_memory_is_on_device_0(cu):
+    """cutorch's getDevice: 0 for a tensor that holds no memory yet, the current device once it does (on the CPU
+    backend every device shares host memory)."""
+    rt = cu
+    assert tuple(rt.eval("""function()
+        local t = torch.CudaTensor()
+        local before = t:getDevice()
+        return before, t:resize(3):getDevice()
+    end""")()) == (0, 1)

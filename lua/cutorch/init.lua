@@ -41,11 +41,12 @@ end
 torch._installTensorMethods()
 
 -- A Cuda tensor lives on the device that was current when it was made; on
--- the CPU every device shares the host memory, so getDevice reports the current one.
+-- the CPU every device shares the host memory, so getDevice reports the current one
+-- (0 for a tensor without memory, as cutorch's).
 for _, ty in ipairs(torch._allTypes) do
    if ty.cuda then
       local mt = torch.getmetatable(ty.tensorname)
-      rawset(mt, 'getDevice', function() return cutorch.getDevice() end)
+      rawset(mt, 'getDevice', function(t) return t._c.storage ~= nil and cutorch.getDevice() or 0 end)
       rawset(torch.getmetatable(ty.storagename), 'getDevice', function() return cutorch.getDevice() end)
    end
 end
