@@ -462,6 +462,17 @@ class RankWatch(threading.Thread):
 
 # ------------------------------------------------------------------ one rank
 
+def _register_rank(rank):
+    """This rank's pid in the launcher's folder (LUATORCH_PIDS_DIR), so that the launcher can name the rank if it
+    dies; once is enough."""
+    where = os.environ.get("LUATORCH_PIDS_DIR")
+    if not where or os.environ.get("LUATORCH_RANK_ID") == str(rank):
+        return
+    os.environ["LUATORCH_RANK_ID"] = str(rank)
+    with open(os.path.join(where, str(rank)), "w") as f:
+        f.write(str(os.getpid()))
+
+
 def run_rank(lua_argv, threads=None):
     """One rank: a LuaJIT state, the host, and train.main. Returns the exit status (130: interrupted)."""
     from pytorch_bridge import LuaError, Runtime
@@ -485,10 +496,7 @@ def run_rank(lua_argv, threads=None):
                   "MPI's PMI (--mpi=pmi2 for MPICH, the mpich wheel's; --mpi=pmix for Open MPI)" % tasks,
                   file=sys.stderr)
         raise SystemExit(2)
-    if os.environ.get("LUATORCH_PIDS_DIR"):  # for the launcher's message if this rank dies
-        os.environ["LUATORCH_RANK_ID"] = str(rank)
-        with open(os.path.join(os.environ["LUATORCH_PIDS_DIR"], str(rank)), "w") as f:
-            f.write(str(os.getpid()))
+    _register_rank(rank)   # (for the launcher's message if this rank dies)
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // max(1, _local_ranks(world)))
     rt = Runtime(threads=threads)
@@ -532,9 +540,14 @@ def main(argv=None):
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__.strip())
         return 0
+    from run.launch import launcher_rank, under_launcher
+
+    # a rank registers first, before the imports and MPI's start, which take seconds on a loaded machine: one that
+    # dies meanwhile is named too (the launcher's rank variable; MPI's own rank in run_rank where there is none)
+    if under_launcher() and launcher_rank() is not None:
+        _register_rank(launcher_rank())
     # before anything loads mpi4py: importing pytorch_bridge.mpi picks the MPI of the launcher that started us
     from pytorch_bridge import mpi  # noqa: F401
-    from run.launch import launcher_rank, under_launcher
 
     save = None
     try:
