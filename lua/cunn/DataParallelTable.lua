@@ -99,8 +99,7 @@ DataParallelTable._runOn = runOn
 -- t:zero() with t's GPU current (cutorch's math takes only the current device's tensors).
 local function zeroOnItsDevice(t)
    local d = t.getDevice and t:getDevice() or 0
-   if d > 0 then return cutorch.withDevice(d, function() t:zero() end) end
-   t:zero()
+   runOn(d > 0 and d or nil, t.zero, t)
 end
 DataParallelTable._zeroOnItsDevice = zeroOnItsDevice
 

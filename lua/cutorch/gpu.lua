@@ -508,7 +508,6 @@ return function(cutorch)
          return fn(...)
       end
    end
-   cutorch._sameGpu = sameGpu
    for _, ty in ipairs(torch._types) do
       if ty.cuda then
          local overrides = {}

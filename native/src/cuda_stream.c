@@ -152,15 +152,10 @@ int lt_cuda_event_record_stream(void *event, void *stream) {
 /* The event marks the end of the work queued so far on stream index of its device. */
 int lt_cuda_event_record(void *event, int index) {
   stream_event *e = event;
-  void *s, *saved;
+  void *s;
   if (!e) return lt_fail("cuda: recording a NULL event");
   if (lt_cuda_stream_of(e->device, index, &s)) return -1;
-  if (enter(e->device, &saved)) return leave(saved, -1);
-  int rc = drv.event_record(e->event, s);
-  if (rc != CU_OK)
-    return leave(saved, lt_fail("cuda: recording an event on stream %d of device %d: %s (%d)", index, e->device,
-                                lt_cuda_error_text(rc), rc));
-  return leave(saved, 0);
+  return lt_cuda_event_record_stream(e, s);
 }
 
 /* LT_CUDA_EVENT_DONE (0) once the work before the event's point has run (or it was never recorded),
