@@ -20,7 +20,8 @@ SIMT_DIR = os.path.join(TESTS, "cuda_host")
 # compile order: roughly the order the tests below need them
 MODULES = ["simt_selftest", "copy", "fill", "pointwise", "reduce", "reduce_dim", "logsoftmax", "compare",
            "classnll", "dropout", "batchnorm", "pooling", "conv", "nn_pointwise", "nn_criterion", "gather_map", "lrn",
-           "adaptive_pooling", "sort", "index", "stats", "scan", "masked", "histc", "multinomial", "sleep"]
+           "adaptive_pooling", "sort", "index", "stats", "scan", "masked", "histc", "multinomial", "sleep",
+           "copy_batch"]
 # every kernel file of native/cuda: what a process on the emulated driver needs to run all of the host layer
 KERNEL_FILES = tuple(m for m in MODULES if m != "simt_selftest")
 

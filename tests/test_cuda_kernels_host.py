@@ -169,6 +169,9 @@ def expected_kernels(resolve=True):
     k["masked"]["lt_mask_scan"] = ",".join([P, Q, P, P])
     k["sleep"]["lt_sleep"] = Q
     for idx in ("i32", "i64"):
+        for b in (1, 2, 4, 8):
+            k["copy_batch"]["lt_copy_batch_%d_%s" % (b, idx)] = ",".join([P, Q, Q, Q])
+    for idx in ("i32", "i64"):
         for d in TYPES:
             for s in TYPES:
                 k["copy"]["lt_copy_%s_%s_%s" % (d, s, idx)] = ",".join([T, T, Q])

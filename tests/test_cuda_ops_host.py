@@ -359,6 +359,86 @@ def test_copy_and_fill_errors_and_empties(dev):
     assert len(dev.launches) == n  # nothing launched for no elements
 
 
+def random_bits(rng, dtype, shape):
+    """Arbitrary bit patterns of dtype (NaNs with payloads, -0, infinities and subnormals among the floats)."""
+    dtype = np.dtype(dtype)
+    raw = rng.integers(0, 256, int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def as_bits(a):
+    return np.ascontiguousarray(a).view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def batch_call(dev, outs, ins):
+    """lt_cuops_copy_batch over (out view, out base) and (in view, in base) pairs."""
+    to = ffi.new("lt_tensor *[]", [dev.tensor(v, b) for v, b in outs] or [ffi.NULL])
+    frm = ffi.new("lt_tensor *[]", [dev.tensor(v, b) for v, b in ins] or [ffi.NULL])
+    dev.call("copy_batch", to, frm, len(outs))
+
+
+@pytest.mark.parametrize("t", ["Byte", "Half", "Float", "Int", "Double", "Long"])
+def test_copy_batch_moves_every_pair_bit_for_bit_in_one_launch(dev, rng, t):
+    k = int(rng.integers(3, 8))
+    outs, ins, wants, masks = [], [], [], []
+    for _ in range(k):
+        shape = rand_shape(rng)
+        sk = LAYOUTS[int(rng.integers(4))]
+        dk = ["contig", "transposed", "narrowed"][int(rng.integers(3))]
+        xv, want, xb = make_input(sk, random_bits(rng, NP[t], shape), NP[t])
+        ob, ov, mask = make_output(dk, shape, NP[t])
+        outs.append((ov, ob)), ins.append((xv, xb)), wants.append(want), masks.append((ob, mask))
+    n = len(dev.launches)
+    batch_call(dev, outs, ins)
+    assert [name for _, name, _, _, _ in dev.launches[n:]] == ["lt_copy_batch_%d_i32" % np.dtype(NP[t]).itemsize]
+    for (ov, _), want, (ob, mask) in zip(outs, wants, masks):
+        assert np.array_equal(as_bits(ov), as_bits(want))
+        assert_untouched(ob, mask)
+
+
+def test_copy_batch_fills_the_slabs_of_a_cat_of_very_different_sizes(dev, rng):
+    """Virtual blocks in proportion to each pair: 1 element beside thousands, more of them than the grid."""
+    widths = [1, 3000, 2, 0, 777, 1]
+    rows = 3
+    out = np.full((rows, sum(widths)), np.nan, np.float32)
+    ins, outs, at = [], [], 0
+    for w in widths:
+        x = rng.standard_normal((w, rows)).astype(np.float32).T   # each input transposed
+        ins.append((x, x.base)), outs.append((out[:, at:at + w], out))
+        at += w
+    n = len(dev.launches)
+    batch_call(dev, outs, ins)
+    assert len(dev.launches) == n + 1
+    assert np.array_equal(out, np.concatenate([x for x, _ in ins], axis=1))
+
+
+def test_copy_batch_takes_the_64_bit_path_when_an_offset_passes_2_to_the_31(dev):
+    dev.needs_memory(2 ** 31)
+    far, big = sparse_pair(2 ** 31, 7, 9)
+    near = [np.arange(3, dtype=np.uint8) + 10 * i for i in range(2)]
+    outs = [np.full(2, 0x5A, np.uint8), np.zeros(3, np.uint8), np.zeros(3, np.uint8)]
+    batch_call(dev, [(o, o) for o in outs], [(far, big)] + [(x, x) for x in near])
+    assert dev.launches[-1][1] == "lt_copy_batch_1_i64"
+    assert outs[0].tolist() == [7, 9] and outs[1].tolist() == [0, 1, 2] and outs[2].tolist() == [10, 11, 12]
+
+
+def test_copy_batch_errors_and_empties(dev):
+    a, b = np.zeros(4, np.float32), np.zeros(4, np.float64)
+    with pytest.raises(RuntimeError, match="the source is a Double tensor, the output a Float one"):
+        batch_call(dev, [(a, a)], [(b, b)])
+    c = np.zeros(5, np.float32)
+    with pytest.raises(RuntimeError, match="has 5 elements"):
+        batch_call(dev, [(a, a)], [(c, c)])
+    d = np.zeros(4, np.float64)
+    with pytest.raises(RuntimeError, match="an output is a Double tensor"):
+        batch_call(dev, [(a, a), (d, d)], [(a.copy(), None), (b, b)])
+    n = len(dev.launches)
+    e = np.zeros((0, 3), np.float32)
+    batch_call(dev, [(e, e), (e, e)], [(e, e), (e, e)])
+    batch_call(dev, [], [])
+    assert len(dev.launches) == n   # nothing to copy, no launch
+
+
 @pytest.mark.parametrize("t", TYPES)
 def test_fill_writes_the_view_only(dev, rng, t):
     for kind in ("contig", "transposed", "narrowed"):

@@ -62,6 +62,10 @@ int lt_cuops_addmm(const lt_cuops *ops, void *stream, lt_tensor *out, double bet
 /* dst = src converted to dst's type (any of the 8 element types each); same number of elements. */
 int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_tensor *src);
 int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value);
+/* dst[k] = src[k] for k < n in one launch (torch.cat's slabs): every pair of one type, element counts equal per pair,
+ * any strides; the destinations must not overlap each other or the sources. The pairs' descriptions go up as one
+ * table (lt_cuops_upload). */
+int lt_cuops_copy_batch(const lt_cuops *ops, void *stream, lt_tensor *const *dst, const lt_tensor *const *src, int n);
 /* A host array (index tables, targets) copied into device scratch that only work queued after it on the same stream
  * reads: on a GPU through a cached pinned block, without waiting for the GPU (native/src/cuda_pinned.c); with another
  * launcher (the tests' host one), its to_device. Copies a program makes (tensor and storage copies) keep CUDA's

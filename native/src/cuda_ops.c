@@ -74,6 +74,61 @@ int lt_cuops_copy(const lt_cuops *ops, void *stream, lt_tensor *dst, const lt_te
   return launch(ops, stream, "copy", kernel, grid, &a);
 }
 
+/* copy_batch.cu's table entry */
+typedef struct {
+  lt_cu_tensor dst, src;
+  long long n, first_block;
+} copy_batch_entry;
+
+int lt_cuops_copy_batch(const lt_cuops *ops, void *stream, lt_tensor *const *dst, const lt_tensor *const *src, int n) {
+  static const char fn[] = "cuda copy (batched)";
+  if (check_ops(ops, fn)) return -1;
+  if (n <= 0) return 0;
+  copy_batch_entry *table = malloc((size_t)n * sizeof *table);
+  if (!table) return lt_fail("%s: out of host memory", fn);
+  const int64_t chunk = 4 * (int64_t)threads(ops);   /* elements per virtual block: 4 a thread */
+  int64_t count = 0, blocks = 0, largest = 0, off[2];
+  int wide = 0;
+  for (int k = 0; k < n; k++) {
+    if (same_type(fn, dst[k], src[k], "the source") || same_count(fn, dst[k], src[k], "the source") ||
+        (k > 0 && same_type(fn, dst[0], dst[k], "an output"))) {
+      free(table);
+      return -1;
+    }
+    const int64_t m = lt_tensor_nelement(dst[k]);
+    if (m == 0) continue;
+    copy_batch_entry *e = &table[count++];
+    if (lt_cuops_describe(dst[k], &e->dst, &off[0]) || lt_cuops_describe(src[k], &e->src, &off[1])) {
+      free(table);
+      return -1;
+    }
+    e->n = m, e->first_block = blocks;
+    blocks += (m + chunk - 1) / chunk;
+    if (m > largest) largest = m;
+    wide = wide || !strcmp(index_kind(ops, m, off, 2, 1), "i64");
+  }
+  int rc = 0;
+  void *dev = NULL;
+  if (count > 0) {
+    const int64_t bytes = count * (int64_t)sizeof *table;
+    const unsigned grid = (unsigned)(blocks < block_cap(ops) ? blocks : block_cap(ops));
+    char kernel[64];
+    snprintf(kernel, sizeof kernel, "lt_copy_batch_%d_%s", lt_elemsize(dst[0]->type), wide ? "i64" : "i32");
+    rc = scratch(ops, stream, bytes, &dev);
+    if (rc == 0) rc = lt_cuops_upload(ops, dev, table, bytes, stream);
+    if (rc == 0) {
+      args_t a = {0};
+      add_raw(&a, &dev, "p");
+      add_count(&a, count);
+      add_count(&a, blocks);
+      add_count(&a, chunk);
+      rc = launch(ops, stream, "copy_batch", kernel, grid, &a);
+    }
+  }
+  free(table);
+  return scratch_free(ops, dev, rc);
+}
+
 int lt_cuops_fill(const lt_cuops *ops, void *stream, lt_tensor *t, double value) {
   static const char fn[] = "cuda fill";
   if (check_ops(ops, fn)) return -1;
@@ -767,7 +822,7 @@ int lt_cuops_baddbmm(const lt_cuops *ops, void *stream, lt_tensor *out, double b
     int64_t st = sa;
     C = transposed(C), A = transposed(B), B = transposed(t), sa = sb, sb = st;
   }
-  char ta, tb;
+  char ta = 'n', tb = 'n';
   const int64_t lda = as_gemm_reads(A, &ta), ldb = as_gemm_reads(B, &tb), ldc = column_major_ld(C);
   if (!lda || !ldb) return 1;
   const int64_t dims[7] = {C.rows, C.cols, k, lda, ldb, ldc, nb};

@@ -267,6 +267,19 @@ int lt_cuda_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
   return dd ? upload(dst, src) : download(dst, src);
 }
 
+int lt_cuda_tensor_copy_many(lt_tensor *const *dst, const lt_tensor *const *src, int n) {
+  int batch = n > 0 && lt_tensor_is_device(dst[0]);
+  for (int k = 0; batch && k < n; k++)
+    batch = lt_tensor_is_device(dst[k]) && lt_tensor_is_device(src[k]) && dst[k]->type == src[k]->type &&
+            dst[k]->type == dst[0]->type && dst[k]->storage->device == dst[0]->storage->device &&
+            src[k]->storage->device == dst[0]->storage->device;
+  if (batch && n >= 3) return lt_cuops_copy_batch(   /* (two: the table's upload would cost what a launch saves) */
+      lt_cuda_storage_ops(dst[0]->storage->device), NULL, dst, src, n);
+  for (int k = 0; k < n; k++)
+    if (lt_tensor_copy(dst[k], src[k])) return -1;
+  return 0;
+}
+
 int lt_cuda_tensor_fill(lt_tensor *t, double value) {
   return lt_cuops_fill(lt_cuda_storage_ops(t->storage->device), NULL, t, value);
 }

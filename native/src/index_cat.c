@@ -10,6 +10,27 @@ static int64_t dim_size(const lt_tensor *t, int d) {
   return t->ndim > 0 ? 1 : 0;
 }
 
+/* The slabs of a device result filled in one batched launch where the inputs are on its GPU (cutorch's
+ * catArray): a cat of many small tensors would otherwise cost a launch each. */
+static int device_slabs(lt_tensor *dst, lt_tensor **inputs, int n, int cd) {
+  lt_tensor *slabs = malloc((size_t)n * sizeof *slabs);
+  lt_tensor **to = malloc((size_t)n * sizeof *to);
+  const lt_tensor **from = malloc((size_t)n * sizeof *from);
+  int m = 0, rc = 0;
+  if (!slabs || !to || !from) rc = lt_fail("cat: out of host memory");
+  int64_t offset = 0;
+  for (int j = 0; rc == 0 && j < n; j++) {
+    if (inputs[j]->ndim == 0) continue;
+    int64_t s = dim_size(inputs[j], cd);
+    slabs[m] = lt_ix_narrow(dst, cd, offset, s);
+    to[m] = &slabs[m], from[m] = inputs[j], m++;
+    offset += s;
+  }
+  if (rc == 0) rc = lt_cuda_tensor_copy_many(to, from, m);
+  free(slabs), free(to), free(from);
+  return rc;
+}
+
 int lt_cat(lt_tensor *dst, lt_tensor **inputs, int n, int dim) {
   if (n <= 0) return lt_fail("cat: invalid number of inputs %d", n);
   if (dim < -1) return lt_fail("cat: invalid dimension %d", dim + 1);
@@ -54,6 +75,7 @@ int lt_cat(lt_tensor *dst, lt_tensor **inputs, int n, int dim) {
   if (lt_ix_resize(dst, maxdim, size) != 0) return -1;
   /* copy each input into its slab of the result (a contiguous memmove when
    * both are contiguous, e.g. cat along the first dimension) */
+  if (lt_tensor_is_device(dst)) return device_slabs(dst, inputs, n, cd);
   int64_t offset = 0;
   for (int j = 0; j < n; j++) {
     if (inputs[j]->ndim == 0) continue;

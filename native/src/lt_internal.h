@@ -126,6 +126,8 @@ int lt_cuda_storage_resize(lt_storage *s, int64_t size);
 int lt_cuda_storage_fill(lt_storage *s, double value);
 int lt_cuda_storage_copy(lt_storage *dst, int64_t dst_off, lt_storage *src, int64_t src_off, int64_t n);
 int lt_cuda_tensor_copy(lt_tensor *dst, const lt_tensor *src);
+/* dst[k] <- src[k] for k < n, same type per pair: pairs within one device in one launch, others one by one */
+int lt_cuda_tensor_copy_many(lt_tensor *const *dst, const lt_tensor *const *src, int n);
 int lt_cuda_tensor_fill(lt_tensor *t, double value);
 
 /* Run the body (the variadic argument, so it may contain commas) with `scalar_t` typedef'd to the C type of lt_type TYPE. */
