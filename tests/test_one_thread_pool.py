@@ -72,8 +72,9 @@ def busy_threads(use_onednn, threads):
 def test_gemm_work_runs_on_the_configured_threads_only(use_onednn, threads):
     name, shares = busy_threads(use_onednn, threads)
     assert name == ("oneDNN" if use_onednn else "OpenBLAS")
-    # a thread counts as running compute when it was on a CPU for a tenth of the time or more
-    running = [s for s in shares if s >= 0.1]
+    # a thread counts as running compute when it was on a CPU for a quarter of the busiest thread's time or more
+    # (relative: on a machine loaded far past its cores every thread's share shrinks alike, to 7 % once)
+    running = [s for s in shares if s >= 0.25 * max(shares)]
     assert len(running) <= threads, "threads on the CPU during GEMM work at %d threads: %s" % (threads, shares)
     if threads == 3:  # more threads than this machine may have cores: each still gets a share
         assert len(running) == 3, shares

@@ -181,8 +181,8 @@ def _rank_pids(rank):
 
 @pytest.mark.slow
 def test_killed_rank_ends_the_job_at_once_and_resume_continues(tmp_path):
-    """A rank SIGKILLed at a random point of the run, five times: each time the launcher ends the job within
-    5 s, naming the rank and how it ended, the ranks' shared memory is released, and --resume goes on from the
+    """A rank SIGKILLed at a random point of the run, five times: each time the launcher ends the job well before
+    the collectives' timeout, naming the rank and how it ended, the ranks' shared memory is released, and --resume goes on from the
     checkpoints kept; a last --resume runs to the end."""
     import random
     import signal
@@ -217,7 +217,9 @@ def test_killed_rank_ends_the_job_at_once_and_resume_continues(tmp_path):
         out, err = proc.communicate(timeout=120)
         took = time.time() - t0
         assert proc.returncode != 0, err[-2000:]
-        assert took <= 5, "attempt %d: the job outlived the dead rank by %.1f s" % (attempt, took)
+        # without the launcher's watch, rank 0 would wait for its collective's 60 s timeout; 20 s leaves room for
+        # the processes' exit on a machine loaded hundreds of times over its cores (5.4 s once at load 400)
+        assert took <= 20, "attempt %d: the job outlived the dead rank by %.1f s" % (attempt, took)
         assert "rank 1 (pid %d) died without an exit status" % victims[0] in err, err[-2000:]
         assert clean_segments(dry_run=True, created_by=ranks) == [], err[-2000:]
     done = max(rec["epoch"] for rec in log(save))
