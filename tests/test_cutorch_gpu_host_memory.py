@@ -34,6 +34,44 @@ def test_a_freed_pinned_block_serves_the_next_request_of_its_size(gpu):
     assert total == 0   # handed out zero-filled, as every new host storage
 
 
+def test_a_pinned_tensor_resizes_as_cutorchs_did(gpu, rng):
+    """fb.resnet.torch's trainer resizes an empty createCudaHostTensor() to each batch and copyAsync's it: a resize
+    keeps the elements that stay and zero-fills the new ones, the tensor stays pinned (its copies are still
+    queued, not made synchronous), a resize within the block's rounded size keeps the block, and the block it
+    leaves is not handed out again while a queued copy still reads it."""
+    rt = gpu
+    a, b = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(40).astype(np.float32)
+    r = _lua(rt, """
+        local a, b = ...
+        local ptr = """ + PTR + """
+        local h = cutorch.createCudaHostTensor()
+        h:resize(a:size()):copy(a)
+        local d1 = torch.CudaTensor(4, 3)
+        d1:copyAsync(h)                                   -- queued on the lazy driver: reads h's block when it runs
+        local p1 = ptr(h)
+        h:resize(40)                                      -- 160 bytes: the same 512-byte block, in place
+        local kept, grownZero, p2 = h:narrow(1, 1, 12):clone(), h:narrow(1, 13, 28):clone(), ptr(h)
+        h:resize(1000)                                    -- 4000 bytes: another block; the first goes back
+        local p3 = ptr(h)
+        local other = cutorch.createCudaHostTensor(100)   -- 512 bytes: not the first block while d1's copy is queued
+        local p4 = ptr(other)
+        h:resize(40):copy(b)
+        local d2 = torch.CudaTensor(40)
+        local before = cutorch.deviceCallCounts()
+        d2:copyAsync(h)
+        local after = cutorch.deviceCallCounts()
+        cutorch.synchronize()
+        return d1, d2, kept, grownZero, p1, p2, p3, p4, after.hostWaits - before.hostWaits""")(
+        rt.from_numpy(a), rt.from_numpy(b))
+    d1, d2, kept, grown_zero, p1, p2, p3, p4, waits = r
+    np.testing.assert_array_equal(to_host(rt, d1), a)
+    np.testing.assert_array_equal(to_host(rt, d2), b)
+    np.testing.assert_array_equal(rt.to_numpy(kept), a.ravel())
+    assert not rt.to_numpy(grown_zero).any()
+    assert p2 == p1 and p3 != p1 and p4 != p1
+    assert waits == 0   # still pinned: copyAsync queued the copy
+
+
 def test_a_pinned_block_is_not_reused_while_a_queued_copy_reads_it(gpu, rng):
     """copyAsync from a pinned tensor, then the tensor dropped and a new one of the same size asked for and filled at
     once: the new one must be another block (the copy has not run on the lazy driver), the device gets the first

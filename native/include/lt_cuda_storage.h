@@ -47,9 +47,12 @@ int lt_cuda_storage_write(lt_storage *s, int64_t off, int64_t n, const void *hos
  * back to a cache when their storage goes, and are handed out again, best fit among the free blocks of exactly
  * that size, once the device work that used them is done: each asynchronous copy records an event on its stream
  * (lt_cuda_pinned_record), and a block is reused only after all its events are done.
- * lt_cuda_pinned_storage_new: a host storage of n elements in such a block (zero-filled; not resizable), for
- * cutorch.createCudaHost*Tensor. */
+ * lt_cuda_pinned_storage_new: a host storage of n elements in such a block (zero-filled), for
+ * cutorch.createCudaHost*Tensor. lt_cuda_pinned_storage_resize (lt_storage_resize's, for such a storage): a block of
+ * the new size, the kept elements copied, new ones zero, the old block back to the cache (as TH resized a storage of
+ * cutorch's host allocator: fb.resnet.torch's trainer resizes an empty createCudaHostTensor() to each batch). */
 lt_storage *lt_cuda_pinned_storage_new(int type, int64_t n);
+int lt_cuda_pinned_storage_resize(lt_storage *s, int64_t n);
 int lt_storage_is_pinned(const lt_storage *s);
 /* copyAsync: a contiguous copy between a device tensor and a pinned host tensor of the same type and size, queued
  * on the current stream of the device tensor's device without waiting (0); 1 when the pair is not one (copy

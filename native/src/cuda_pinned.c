@@ -169,6 +169,23 @@ lt_storage *lt_cuda_pinned_storage_new(int type, int64_t n) {
   return s;
 }
 
+int lt_cuda_pinned_storage_resize(lt_storage *s, int64_t n) {
+  const size_t es = (size_t)lt_elemsize(s->type), bytes = (size_t)(n > 0 ? n : 1) * es;
+  block *old = s->release_ctx;
+  if (rounded(bytes) == old->size) {   /* the same block size: in place */
+    if (n > s->size) memset((char *)s->data + s->size * es, 0, (size_t)(n - s->size) * es);
+    s->size = n;
+    return 0;
+  }
+  block *b = take(bytes, 1, 0, NULL);
+  if (!b) return -1;
+  const int64_t keep = n < s->size ? n : s->size;
+  if (keep > 0) memcpy(b->data, s->data, (size_t)keep * es);
+  s->data = b->data, s->release_ctx = b, s->size = n;
+  give_back(old);   /* reused once the copies queued on it have run */
+  return 0;
+}
+
 int lt_storage_is_pinned(const lt_storage *s) { return s && (s->flags & LT_STORAGE_PINNED); }
 
 int lt_cuda_copy_async(lt_tensor *dst, const lt_tensor *src) {

@@ -134,12 +134,14 @@ void *lt_storage_data(lt_storage *s) { return s ? s->data : NULL; }
 int lt_storage_resize(lt_storage *s, int64_t size) {
   if (size < 0) return lt_fail("storage size must be non-negative, got %lld", (long long)size);
   if (size == s->size) return 0;
-  if (!(s->flags & LT_STORAGE_OWNED))
+  const int pinned = lt_storage_is_pinned(s);
+  if (!(s->flags & LT_STORAGE_OWNED) && !pinned)
     return lt_fail("cannot resize a storage whose memory belongs to another owner (numpy array or mapped memory): "
                    "it has %lld elements, %lld requested", (long long)s->size, (long long)size);
   if (__atomic_load_n(&s->pins, __ATOMIC_RELAXED) > 0)
     return lt_fail("cannot resize a storage while numpy views of it are alive (%lld elements, %lld requested)",
                    (long long)s->size, (long long)size);
+  if (pinned) return lt_cuda_pinned_storage_resize(s, size);
   if (s->flags & LT_STORAGE_DEVICE) return lt_cuda_storage_resize(s, size);
   int es = elemsizes[s->type];
   void *p = NULL;
