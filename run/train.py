@@ -72,10 +72,10 @@ class Options:
         self.rt = Runtime()
         self.opts = self.rt.require("luatorch.train.opts")
         self.cmd = self.rt.call(self.opts.cmd)
-        self.defaults = {str(k): o.default for k, o in self.cmd.options.items()}
+        self.defaults = {str(k).lstrip("-"): o.default for k, o in self.cmd.options.items()}
 
     def help(self):
-        return self.rt.call(self.cmd.help, self.cmd, PROG)
+        return self.rt.eval("function(cmd, prog) return cmd:helpText({[0] = prog}) end")(self.cmd, PROG).rstrip("\n")
 
     def check(self, values, world=None, kind=None):
         """None, or (option, what is wrong with its value)."""

@@ -180,7 +180,7 @@ function M.check(values, world, kind)
    for key in pairs(values) do keys[#keys + 1] = key end
    table.sort(keys)
    for _, key in ipairs(keys) do
-      local v, o = values[key], options[key]
+      local v, o = values[key], options['-' .. key]
       if o and M.rules[key] and not isDefault(v, o.default) then
          local problem = M.rules[key](v)
          if problem then return key, problem end
