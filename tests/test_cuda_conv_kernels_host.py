@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-NP = {"Float": np.float32, "Double": np.float64}
-C_SCALAR = {"Float": ctypes.c_float, "Double": ctypes.c_double}
+NP = {"Float": np.float32, "Double": np.float64, "Half": np.float16}
+C_SCALAR = {"Float": ctypes.c_float, "Double": ctypes.c_double, "Half": ctypes.c_float}   # (Half: A is float)
 
 
 def ptr(a):
@@ -68,6 +68,39 @@ def test_im2col_is_torch_unfold_and_col2im_is_torch_fold(simt, rng, t):
                      **torch_geometry(g))[0].numpy()
         eps = np.finfo(NP[t]).eps
         assert np.all(np.abs(back - ref) <= (g["kH"] * g["kW"] + 1) * eps * mag), "col2im %s %s" % (t, g)
+
+
+@pytest.mark.parametrize("t", ["Float", "Double", "Half"])
+def test_bias_gradient_over_runs_of_each_channel(simt, rng, t):
+    """The chunked bias gradient: runs that end mid-row and mid-sample, more runs than values (empty runs), blocks
+    smaller than a row and larger than several, a grid that strides; partials poisoned with NaN first; against
+    float64 sums, with each block's tree sum and the in-order merge as the rounding bound."""
+    lib = simt.get("conv")
+    acc = np.float64 if t == "Double" else np.float32
+    for outer, channels, inner, chunks, block, grid in [(3, 2, 70, 4, 32, 3), (1, 3, 5, 9, 64, 27), (5, 1, 1, 2, 32, 1),
+                                                        (2, 4, 300, 7, 128, 5), (4, 3, 33, 5, 32, 15)]:
+        x = rng.standard_normal((outer, channels, inner)).astype(NP[t])
+        partial = np.full(channels * chunks, np.nan, acc)
+        lib.launch("lt_conv_bias_partial_%s" % t, grid, block, ptr(partial), ptr(x), ctypes.c_int64(outer),
+                   ctypes.c_int64(channels), ctypes.c_int64(inner), ctypes.c_int64(chunks))
+        n = outer * inner
+        runs = x.astype(np.float64).transpose(1, 0, 2).reshape(channels, n)
+        length = -(-n // chunks)
+        want = np.array([[runs[c, k * length:(k + 1) * length].sum() for k in range(chunks)] for c in range(channels)])
+        mag = np.array([[np.abs(runs[c, k * length:(k + 1) * length]).sum() for k in range(chunks)]
+                        for c in range(channels)])
+        eps = np.finfo(acc).eps
+        got = partial.reshape(channels, chunks)
+        assert np.all(np.abs(got - want) <= (length / block + 12) * eps * mag), (t, outer, channels, inner, chunks)
+        g0 = rng.standard_normal(channels).astype(NP[t])
+        gb = g0.copy()
+        lib.launch("lt_conv_bias_finish_%s" % t, 2, 32, ptr(gb), ptr(partial), ctypes.c_int64(channels),
+                   ctypes.c_int64(chunks), C_SCALAR[t](0.5))
+        ref = g0.astype(np.float64) + 0.5 * got.astype(np.float64).sum(axis=1)
+        bound = (chunks + 2) * eps * (np.abs(g0) + 0.5 * np.abs(got).sum(axis=1))
+        if t == "Half":
+            bound = bound + np.abs(ref) * np.finfo(np.float16).eps
+        assert np.all(np.abs(gb.astype(np.float64) - ref) <= bound), (t, gb, ref)
 
 
 @pytest.mark.parametrize("t", ["Float", "Double"])

@@ -278,6 +278,8 @@ def expected_kernels(resolve=True):
         k["conv"]["lt_convlocal_bwd_%s" % t] = ",".join([P] * 3 + [Q] * 13)
         k["conv"]["lt_convlocal_acc_%s" % t] = ",".join([P] * 4 + [Q] * 13 + [sc(t)])
         k["conv"]["lt_conv_bias_grad_%s" % t] = ",".join([P, P, Q, Q, Q, sc(t)])
+        k["conv"]["lt_conv_bias_partial_%s" % t] = ",".join([P, P, Q, Q, Q, Q])
+        k["conv"]["lt_conv_bias_finish_%s" % t] = ",".join([P, P, Q, Q, sc(t)])
     for t in ("Float", "Double", "Half"):
         for idx in ("i32", "i64"):
             k["nn_pointwise"]["lt_nn_pw_fwd_%s_%s" % (t, idx)] = ",".join([T, T, Q, I, D, D])

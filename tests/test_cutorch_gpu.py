@@ -681,6 +681,8 @@ def test_elementwise_activations_on_views_and_errors(gpu, rng):
 CONVOLUTIONS = {
     "3x3 pad 1": ("nn.SpatialConvolution(3, 5, 3, 3, 1, 1, 1, 1)", (2, 3, 7, 6)),
     "1x1 (no columns)": ("nn.SpatialConvolution(4, 3, 1, 1)", (3, 4, 5, 5)),
+    # 6,400 values a plane: the bias gradient over (plane, run) blocks (lt_conv_bias_partial / _finish)
+    "many pixels, two planes": ("nn.SpatialConvolution(3, 2, 3, 3, 1, 1, 1, 1)", (4, 3, 40, 40)),
     "7x7 stride 2 without bias": ("nn.SpatialConvolution(3, 4, 7, 7, 2, 2, 3, 3):noBias()", (2, 3, 15, 13)),
     "1x1 stride 2": ("nn.SpatialConvolution(4, 6, 1, 1, 2, 2)", (2, 4, 9, 9)),
     "MM, one image": ("nn.SpatialConvolutionMM(3, 4, 3, 2, 2, 1, 0, 1)", (3, 5, 7)),

@@ -19,6 +19,13 @@
  *                         lt_acc_t<T> scale)
  *     gradBias[c] += scale * sum over (o, k) of gradOut[o, c, k], summed in lt_acc_t<T>. One block per
  *     channel (grid-stride over channels); blockDim.x a multiple of 32, at most 1024.
+ *   lt_conv_bias_partial_<T>(A *partial, const T *gradOut, long long outer, long long channels, long long inner,
+ *                            long long chunks)
+ *   lt_conv_bias_finish_<T>(T *gradBias, const A *partial, long long channels, long long chunks, A scale)
+ *     the same sum over more blocks, where a block per channel would leave the GPU idle (few channels of many
+ *     values: a first layer's 64 channels of N x 112 x 112): each channel's N*inner values cut in `chunks` runs, a
+ *     block per (channel, run) sums its run into partial[c * chunks + run] (blockDim.x as above), then a thread per
+ *     channel adds scale * its partials, in run order (deterministic; no atomics). Grid-stride, any grid.
  * T is Float, Double or Half (cuBLAS multiplies half through cublasGemmEx with float accumulation); A =
  * lt_acc_t<T> (float for Half). 64-bit indices throughout.
  *
@@ -122,6 +129,42 @@ LT_D void lt_bias_grad_impl(T *gradBias, const T *gradOut, long long outer, long
   }
 }
 
+/* A channel's n = outer * inner values (j = o * inner + i) cut in `chunks` runs of ceil(n / chunks); block b
+ * (grid-stride over channels * chunks) sums run b % chunks of channel b / chunks into partial[b] (in A), each thread
+ * stepping by blockDim.x with its (o, i) advanced by addition. */
+template <typename T>
+LT_D void lt_bias_partial_impl(lt_acc_t<T> *partial, const T *gradOut, long long outer, long long channels,
+                               long long inner, long long chunks) {
+  typedef lt_acc_t<T> A;
+  const long long n = outer * inner, len = (n + chunks - 1) / chunks;
+  const long long step_o = blockDim.x / inner, step_i = blockDim.x % inner;
+  for (long long b = blockIdx.x; b < channels * chunks; b += gridDim.x) {
+    const long long c = b / chunks, lo = (b % chunks) * len, hi = lo + len < n ? lo + len : n;
+    A s = 0;
+    long long j = lo + threadIdx.x, o = j / inner, i = j % inner;
+    for (; j < hi; j += blockDim.x) {
+      s += lt_cast<A>(gradOut[(o * channels + c) * inner + i]);
+      o += step_o, i += step_i;
+      if (i >= inner) i -= inner, ++o;
+    }
+    s = lt_block_reduce(s, lt_op_sum(), (A)0);
+    if (threadIdx.x == 0) partial[b] = s;
+    __syncthreads();   /* (lt_block_reduce's shared memory is reused by the next b) */
+  }
+}
+
+/* gradBias[c] += scale * (the channel's partials summed in chunk order): thread per channel, grid-stride. */
+template <typename T>
+LT_D void lt_bias_finish_impl(T *gradBias, const lt_acc_t<T> *partial, long long channels, long long chunks,
+                              lt_acc_t<T> scale) {
+  typedef lt_acc_t<T> A;
+  LT_GRID_LOOP(long long, c, channels) {
+    A s = 0;
+    for (long long k = 0; k < chunks; ++k) s += partial[c * chunks + k];
+    gradBias[c] = lt_cast<T>(lt_cast<A>(gradBias[c]) + scale * s);
+  }
+}
+
 #define LT_CONV_SIZES                                                                                     \
   long long C, long long H, long long W, long long kH, long long kW, long long padH, long long padW,     \
       long long dH, long long dW, long long dilH, long long dilW, long long oH, long long oW
@@ -145,7 +188,17 @@ LT_D void lt_bias_grad_impl(T *gradBias, const T *gradOut, long long outer, long
                                                    long long channels, long long inner, lt_acc_t<T> scale) { \
     lt_bias_grad_impl<T>(gradBias, gradOut, outer, channels, inner, scale);                               \
   }                                                                                                       \
-  LT_EXPORT(lt_conv_bias_grad_##N)
+  LT_EXPORT(lt_conv_bias_grad_##N)                                                                        \
+  extern "C" __global__ void lt_conv_bias_partial_##N(lt_acc_t<T> *partial, const T *gradOut, long long outer, \
+                                                      long long channels, long long inner, long long chunks) { \
+    lt_bias_partial_impl<T>(partial, gradOut, outer, channels, inner, chunks);                             \
+  }                                                                                                       \
+  LT_EXPORT(lt_conv_bias_partial_##N)                                                                     \
+  extern "C" __global__ void lt_conv_bias_finish_##N(T *gradBias, const lt_acc_t<T> *partial, long long channels, \
+                                                     long long chunks, lt_acc_t<T> scale) {               \
+    lt_bias_finish_impl<T>(gradBias, partial, channels, chunks, scale);                                   \
+  }                                                                                                       \
+  LT_EXPORT(lt_conv_bias_finish_##N)
 
 LT_IF_Float(LT_CONV(float, Float))
 LT_IF_Double(LT_CONV(double, Double))

@@ -102,10 +102,50 @@ static int conv_unfold(const lt_cuops *ops, void *stream, const conv_geom *g, in
   return launch(ops, stream, "conv", kernel, grid_for(ops, to_columns ? g->C * g->P : g->C * g->H * g->W), &a);
 }
 
+/* bias += scale * the sums of x (outer, channels, inner) over outer and inner: partial sums of `chunks` runs of each
+ * channel, then each channel's in order (conv.cu). */
+static int conv_bias_chunked(const lt_cuops *ops, void *stream, const conv_geom *g, void *bias, const void *x,
+                             int64_t outer, int64_t channels, int64_t inner, int64_t chunks, double scale) {
+  const char *t = conv_type_name(g);
+  const int64_t acc_bytes = g->type == LT_DOUBLE ? 8 : 4;   /* lt_acc_t: double, else float */
+  void *partial = NULL;
+  int rc = scratch(ops, stream, channels * chunks * acc_bytes, &partial);
+  if (rc == 0) {
+    args_t a = {0};
+    add_raw(&a, &partial, "p");
+    add_raw(&a, (void **)&x, "p");
+    add_count(&a, outer);
+    add_count(&a, channels);
+    add_count(&a, inner);
+    add_count(&a, chunks);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_conv_bias_partial_%s", t);
+    const int64_t blocks = channels * chunks;
+    rc = launch(ops, stream, "conv", kernel, (unsigned)(blocks < block_cap(ops) ? blocks : block_cap(ops)), &a);
+  }
+  if (rc == 0) {
+    args_t a = {0};
+    add_raw(&a, &bias, "p");
+    add_raw(&a, &partial, "p");
+    add_count(&a, channels);
+    add_count(&a, chunks);
+    add_value(&a, g->type, scale);
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "lt_conv_bias_finish_%s", t);
+    rc = launch(ops, stream, "conv", kernel, grid_for(ops, channels), &a);
+  }
+  return scratch_free(ops, partial, rc);
+}
+
 /* The bias kernels over an (outer, channels, inner) tensor x: add bias into it, or accumulate scale * its sums
  * over outer and inner into bias. */
 static int conv_bias(const lt_cuops *ops, void *stream, const conv_geom *g, int grad, void *bias, const void *x,
                      int64_t outer, int64_t channels, int64_t inner, double scale) {
+  /* the gradient over (channel, run) blocks when a block per channel would leave blocks of the grid idle and each
+   * run still has a few values a thread (2048 a block) */
+  int64_t chunks = (outer * inner + 2047) / 2048, fit = block_cap(ops) / (channels > 0 ? channels : 1);
+  if (chunks > fit) chunks = fit;
+  if (grad && chunks > 1) return conv_bias_chunked(ops, stream, g, bias, x, outer, channels, inner, chunks, scale);
   args_t a = {0};
   add_raw(&a, grad ? &bias : (void **)&x, "p");
   add_raw(&a, grad ? (void **)&x : &bias, "p");
