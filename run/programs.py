@@ -1,8 +1,8 @@
 """`luatorch programs`: real Torch7 programs of 2016-17, run unmodified from a git copy of their repository,
 on a small data set made here in each program's own format, with their results checked.
 
-    luatorch programs fb.resnet.torch GIT [--work DIR] [--epochs 3]
-    luatorch programs imagenet-multiGPU.torch GIT [--work DIR] [--epochs 1]
+    luatorch programs fb.resnet.torch GIT [--work DIR] [--epochs 3] [--gpus 2]
+    luatorch programs imagenet-multiGPU.torch GIT [--work DIR] [--epochs 1] [--gpus 2]
     luatorch programs char-rnn GIT [--work DIR] [--epochs 4]
     luatorch programs dcgan.torch GIT [--work DIR] [--epochs 3]
     luatorch programs pix2pix GIT [--work DIR] [--epochs 5]
@@ -15,8 +15,8 @@ the program's own last lines and a verdict; the exit status is 0 when every step
 they printed, and where they differ from Torch7, is docs/results/programs.md.
 
 fb.resnet.torch: CIFAR-10 from its own `gen/cifar10.t7` cache layout (a synthetic, learnable 10-class set of
-512 + 128 32x32 images, so nothing is downloaded), ResNet-20, `-nGPU 2 -nThreads 2` (cutorch's devices are
-CPU workers here); then `-resume`, `-testOnly` on the saved best model, `-netType preresnet`,
+512 + 128 32x32 images, so nothing is downloaded), ResNet-20, `-nGPU 2 -nThreads 2` (cutorch's devices: GPUs on
+the GPU backend, else CPU workers; `--gpus` sets -nGPU); then `-resume`, `-testOnly` on the saved best model, `-netType preresnet`,
 `-shareGradInput true`, `-optnet true` (lua/optnet in training mode), and the checkpoints read back by luatorch and by the pure-Python reader.
 
 imagenet-multiGPU.torch: a folder of JPEGs in its train/val layout (4 classes, made with Pillow), its
@@ -117,7 +117,7 @@ def errors_of(output, kind="Finished epoch"):
     return [float(m) for m in re.findall(r"\* %s.*?top1:\s*([0-9.]+)" % re.escape(kind), output)]
 
 
-def fb_resnet(git, work, epochs):
+def fb_resnet(git, work, epochs, gpus=2):
     from pytorch_bridge import t7
 
     src = os.path.join(work, "fb.resnet.torch")
@@ -129,13 +129,13 @@ def fb_resnet(git, work, epochs):
     steps = Steps()
     common = ["main.lua", "-dataset", "cifar10", "-nThreads", "2", "-batchSize", "32"]
 
-    rc, out = th(common + ["-depth", "20", "-nGPU", "2", "-nEpochs", str(epochs), "-save", "ck"], src)
+    rc, out = th(common + ["-depth", "20", "-nGPU", str(gpus), "-nEpochs", str(epochs), "-save", "ck"], src)
     errs = errors_of(out)
     steps.check("train ResNet-20, -nGPU 2 -nThreads 2, %d epochs" % epochs,
                 rc == 0 and len(errs) == epochs and min(errs) < 20, out,
                 "exit %d, top-1 errors %s (want one < 20%%: the set is easy; lr 0.1 makes the epochs jumpy)"
                 % (rc, errs))
-    rc, out = th(common + ["-depth", "20", "-nGPU", "2", "-nEpochs", str(epochs + 1), "-save", "ck", "-resume", "ck"],
+    rc, out = th(common + ["-depth", "20", "-nGPU", str(gpus), "-nEpochs", str(epochs + 1), "-save", "ck", "-resume", "ck"],
                  src)
     errs = errors_of(out)
     steps.check("-resume ck: one more epoch", rc == 0 and "Loading checkpoint" in out and len(errs) == 1
@@ -144,14 +144,14 @@ def fb_resnet(git, work, epochs):
     errs = errors_of(out, "Results")
     steps.check("-testOnly on the last checkpoint", rc == 0 and errs and errs[0] < 50, out,
                 "exit %d, top-1 %s" % (rc, errs))
-    rc, out = th(common + ["-netType", "preresnet", "-depth", "20", "-nGPU", "2", "-nEpochs", "1", "-save", "ckp"],
+    rc, out = th(common + ["-netType", "preresnet", "-depth", "20", "-nGPU", str(gpus), "-nEpochs", "1", "-save", "ckp"],
                  src)
     steps.check("-netType preresnet, 1 epoch", rc == 0 and len(errors_of(out)) == 1, out, "exit %d" % rc)
-    rc, out = th(common + ["-depth", "20", "-nGPU", "2", "-nEpochs", "1", "-shareGradInput", "true", "-save",
+    rc, out = th(common + ["-depth", "20", "-nGPU", str(gpus), "-nEpochs", "1", "-shareGradInput", "true", "-save",
                            "cks"], src)
     steps.check("-shareGradInput true, 1 epoch", rc == 0 and len(errors_of(out)) == 1, out, "exit %d" % rc)
     # models/init.lua: optnet.optimizeMemory(model, sampleInput, {inplace = false, mode = 'training'})
-    rc, out = th(common + ["-depth", "20", "-nGPU", "2", "-nEpochs", "1", "-optnet", "true", "-save", "cko"], src)
+    rc, out = th(common + ["-depth", "20", "-nGPU", str(gpus), "-nEpochs", "1", "-optnet", "true", "-save", "cko"], src)
     steps.check("-optnet true, 1 epoch", rc == 0 and len(errors_of(out)) == 1, out, "exit %d" % rc)
     path = os.path.join(src, "ck", "model_%d.t7" % (epochs + 1))
     try:
@@ -186,13 +186,13 @@ def jpeg_folder(root, classes, per_class, rng):
             class_pictures(d, n, c % 3, (256, 320), 80, 150, "img%d.JPEG", rng)
 
 
-def imagenet_multigpu(git, work, epochs):
+def imagenet_multigpu(git, work, epochs, gpus=2):
     src = os.path.join(work, "imagenet-multiGPU.torch")
     clone(git, src)
     data = os.path.join(work, "jpegs")
     jpeg_folder(data, 4, 12, np.random.default_rng(3))
     steps = Steps()
-    common = ["main.lua", "-data", data, "-nClasses", "4", "-nGPU", "2", "-nDonkeys", "2", "-epochSize", "3",
+    common = ["main.lua", "-data", data, "-nClasses", "4", "-nGPU", str(gpus), "-nDonkeys", "2", "-epochSize", "3",
               "-batchSize", "8", "-nEpochs", str(epochs)]
     rc, out = th(common + ["-netType", "googlenetbn"], src, timeout=3600)
     losses = [float(x) for x in re.findall(r"TRAINING SUMMARY.*?average loss \(per batch\): ([0-9.]+)", out)]
@@ -609,17 +609,21 @@ def main(argv=None):
     p.add_argument("--epochs", type=int,
                    help="epochs of the first run (default: 3 for fb.resnet.torch and dcgan.torch, 4 for char-rnn, "
                         "5 for pix2pix, 3 (+ 1 decaying) for CycleGAN, else 1; neural-style: 40 iterations per epoch)")
+    p.add_argument("--gpus", type=int, default=2,
+                   help="-nGPU of fb.resnet.torch and imagenet-multiGPU.torch (default 2: DataParallelTable over two; "
+                        "on the GPU backend at most the GPUs there are)")
     a = p.parse_args(argv)
     if not os.path.exists(a.git):
         p.error("no such git copy: %s" % a.git)
     epochs = a.epochs or {"fb.resnet.torch": 3, "char-rnn": 4, "dcgan.torch": 3, "pix2pix": 5,
                             "CycleGAN": 3}.get(a.program, 1)
+    extra = {"gpus": a.gpus} if a.program in ("fb.resnet.torch", "imagenet-multiGPU.torch") else {}
     if a.work:
         os.makedirs(a.work, exist_ok=True)
-        failed = PROGRAMS[a.program](os.path.abspath(a.git), a.work, epochs)
+        failed = PROGRAMS[a.program](os.path.abspath(a.git), a.work, epochs, **extra)
     else:
         with tempfile.TemporaryDirectory(prefix="luatorch-programs-") as work:
-            failed = PROGRAMS[a.program](os.path.abspath(a.git), work, epochs)
+            failed = PROGRAMS[a.program](os.path.abspath(a.git), work, epochs, **extra)
     print("%s: %s" % (a.program, "every step passed" if not failed else "failed: " + "; ".join(failed)))
     return 1 if failed else 0
 
