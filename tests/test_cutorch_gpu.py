@@ -1575,6 +1575,60 @@ def test_data_parallel_table_over_gpus_as_over_cpu_workers(two_gpus, rng, impl, 
     assert fallbacks(rt) == {}
 
 
+DPT_HALF = """
+return function(ty, x, y)
+   require 'optim'
+   torch.manualSeed(5)
+   local net = nn.Sequential():add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(cudnn.ReLU(true))
+      :add(nn.View(4 * 6 * 6)):add(nn.Linear(4 * 6 * 6, 5)):float()
+   local dpt = nn.DataParallelTable(1, true, true):add(net, {1, 2}):threads(function() require 'cudnn' end)
+   dpt = dpt:type(ty)   -- as fb.resnet.torch: the table converted after its replicas were listed
+   local crit = nn.CrossEntropyCriterion():type(ty)
+   local w, g = dpt:getParameters()
+   -- the input as fb.resnet.torch's trainer hands it over with -precision half: a pinned host HalfTensor
+   local input = ty == 'torch.CudaHalfTensor' and cutorch.createCudaHostHalfTensor() or cutorch.createCudaHostTensor()
+   input:resize(x:size()):copy(x)
+   local target = y:cudaLong()
+   local state, losses = {learningRate = 0.05, momentum = 0.9}, {}
+   for step = 1, 3 do
+      optim.sgd(function()
+         dpt:zeroGradParameters()
+         local out = dpt:forward(input)
+         losses[step] = crit:forward(out, target)
+         dpt:backward(input, crit:backward(out, target))
+         return losses[step], g
+      end, w, state)
+   end
+   local devices = {}
+   for k, f in ipairs(dpt.flattenedParams) do devices[k] = f[1]:getDevice() end
+   local result = {losses, w:double(), devices, torch.type(dpt.output), torch.type(w), dpt._ncclComm ~= nil}
+   dpt.impl:close()
+   cutorch.setDevice(1)
+   return result
+end
+"""
+
+
+def test_data_parallel_table_trains_in_half_over_two_gpus(two_gpus, rng):
+    """fb.resnet.torch's -precision half: a DataParallelTable converted to CudaHalfTensor keeps half replicas on
+    each GPU (it trained a float copy before), takes a pinned host HalfTensor batch, and sums the half gradients
+    with NCCL. Oracle: the same table in float; three SGD steps agree to half's precision."""
+    rt = two_gpus
+    rt.execute("require 'cudnn'")
+    x, y = rng.standard_normal((6, 3, 6, 6)), rng.integers(1, 6, 6).astype(np.float64)
+    train = rt.execute(DPT_HALF)
+    ref = train("torch.CudaTensor", rt.from_numpy(x), rt.from_numpy(y))
+    half = train("torch.CudaHalfTensor", rt.from_numpy(x), rt.from_numpy(y))
+    np.testing.assert_allclose(list(half[1].values()), list(ref[1].values()), rtol=2e-2)
+    w_half, w_ref = rt.to_numpy(half[2]), rt.to_numpy(ref[2])
+    assert np.abs(w_half - w_ref).max() <= 2e-2 * np.abs(w_ref).max()
+    assert tuple(half[3].values()) == (1, 2)
+    assert (half[4], half[5]) == ("torch.CudaHalfTensor", "torch.CudaHalfTensor")
+    if os.environ.get("LUATORCH_CUDA_NCCL"):   # the emulated run has one
+        assert half[6], "NCCL was not used"
+    assert fallbacks(rt) == {}
+
+
 @pytest.mark.parametrize("impl", ["baseline", "optimized"])
 def test_data_parallel_table_on_a_stream_of_the_callers(two_gpus, rng, impl):
     """With stream 2 current on the calling thread, DataParallelTable's threads run their replicas on stream 2 of

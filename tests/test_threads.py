@@ -95,6 +95,24 @@ def test_sharedserialize_shares_tensors_and_serialize_copies(rt):
     assert back == 3
 
 
+def test_sharedserialize_shares_half_tensors_too(rt):
+    """Half storages cross by pointer like the others (they are not in torch._types: a DataParallelTable in half
+    got copies of its replicas' flat parameters back from its threads, on the wrong GPU, and did not train)."""
+    seen, back_shared = rt.execute(r"""
+    local threads = require 'threads'
+    threads.Threads.serialization('threads.sharedserialize')
+    local sp = threads.Threads(1)
+    threads.Threads.serialization('threads.serialize')
+    local h = torch.HalfTensor(4):copy(torch.FloatTensor{1, 2, 3, 4})
+    local fromWorker
+    sp:addjob(function(t) t:copy(torch.FloatTensor{5, 6, 7, 8}); return t end, function(r) fromWorker = r end, h)
+    sp:synchronize()
+    sp:terminate()
+    return h:float():sum(), torch.pointer(fromWorker:storage():data()) == torch.pointer(h:storage():data())
+    """)
+    assert seen == 26 and back_shared
+
+
 def test_closures_carry_upvalues_and_packages(rt):
     out = rt.execute(r"""
     local threads = require 'threads'

@@ -160,8 +160,8 @@ function DataParallelTable:_distribute(dst, src)
       if torch.isTensor(s) then
          local start, len = self:_sliceRange(s:size(self.dimension), i, n)
          local want = s
-         if onDevice and not torch.type(s):match('^torch%.Cuda') and
-            (torch.type(s) == 'torch.FloatTensor' or torch.type(s) == 'torch.DoubleTensor') then
+         if onDevice and not torch.type(s):match('^torch%.Cuda') and (torch.type(s) == 'torch.FloatTensor' or
+            torch.type(s) == 'torch.DoubleTensor' or torch.type(s) == 'torch.HalfTensor') then
             want = onDevice
          end
          d = d and torch.isTensor(d) and torch.type(d) == torch.type(want) and
@@ -541,8 +541,11 @@ local typeMap = {['torch.CudaTensor'] = 'torch.FloatTensor', ['torch.CudaHalfTen
 
 function DataParallelTable:type(typeStr, tensorCache)
    if not typeStr then return self.typeStr end
-   -- with cutorch loaded the Cuda types are real types (host memory here): kept as given
-   local t = (torch._cudaEnabled and (typeStr == 'torch.CudaTensor' or typeStr == 'torch.CudaDoubleTensor'))
+   -- with cutorch loaded the Cuda types are real types (host memory on its CPU backend): kept as given; half too
+   -- where the GPU backend runs (fb.resnet.torch's -precision half), float on the CPU backend
+   local ct = package.loaded.cutorch
+   local half = typeStr == 'torch.CudaHalfTensor' and type(ct) == 'table' and ct.backend == 'gpu'
+   local t = (torch._cudaEnabled and (typeStr == 'torch.CudaTensor' or typeStr == 'torch.CudaDoubleTensor' or half))
       and typeStr or typeMap[typeStr]
    if not t then error('DataParallelTable supports only torch.FloatTensor or torch.DoubleTensor types') end
    self.typeStr = t

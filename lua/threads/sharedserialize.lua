@@ -8,7 +8,8 @@ local ffi = require 'ffi'
 local C = torch.C
 
 local mts = {}
-for _, ty in ipairs(torch._types) do mts[#mts + 1] = torch.getmetatable(ty.storagename) end
+-- every storage type: half ones too (torch._types leaves Half and CudaHalf out: they have no math of their own)
+for _, ty in ipairs(torch._allTypes) do mts[#mts + 1] = torch.getmetatable(ty.storagename) end
 
 local function sharedWrite(self, file)
    C.lt_storage_retain(self._c)

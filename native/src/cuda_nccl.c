@@ -5,7 +5,7 @@
  * without it lt_nccl_new fails saying why and the table reduces through peer copies instead. */
 #include "lt_internal.h"
 
-enum { NCCL_SUCCESS = 0, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_SUM = 0 };
+enum { NCCL_SUCCESS = 0, NCCL_FLOAT16 = 6, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_SUM = 0 };
 
 static struct {
   int (*init_all)(void **, int, const int *);
@@ -80,7 +80,9 @@ static int nccl_type(int type, int *out) {
   switch (lt_host_type(type)) {
     case LT_FLOAT: *out = NCCL_FLOAT32; return 0;
     case LT_DOUBLE: *out = NCCL_FLOAT64; return 0;
-    default: return lt_fail("nccl: %s tensors are not reduced here (Float and Double)", lt_type_name(lt_host_type(type)));
+    case LT_HALF: *out = NCCL_FLOAT16; return 0;
+    default:
+      return lt_fail("nccl: %s tensors are not reduced here (Float, Double and Half)", lt_type_name(lt_host_type(type)));
   }
 }
 

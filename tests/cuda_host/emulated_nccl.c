@@ -14,7 +14,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { SUCCESS = 0, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, FLOAT32 = 7, FLOAT64 = 8, SUM = 0, MAX_RANKS = 8,
+enum { SUCCESS = 0, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, FLOAT16 = 6, FLOAT32 = 7, FLOAT64 = 8, SUM = 0, MAX_RANKS = 8,
        MAX_OPS = 64 };
 
 typedef struct clique clique;
@@ -27,6 +27,7 @@ static __thread op queue[MAX_OPS];
 static __thread int queued, depth;
 
 #include "emulated_link.h"
+#include "emulated_half.h"
 
 EXPORT int ncclGetVersion(int *v) { *v = 22703; return SUCCESS; }   /* 2.27.3 */
 
@@ -66,7 +67,7 @@ EXPORT int ncclCommDestroy(void *p) {
 EXPORT int ncclGroupStart(void) { depth++; return SUCCESS; }
 
 static int enqueue(op o) {
-  if (!o.c || o.c->magic != MAGIC || (o.type != FLOAT32 && o.type != FLOAT64) || o.root < 0 || o.root >= o.c->clique->n)
+  if (!o.c || o.c->magic != MAGIC || (o.type != FLOAT16 && o.type != FLOAT32 && o.type != FLOAT64) || o.root < 0 || o.root >= o.c->clique->n)
     return INVALID_ARGUMENT;
   find_driver();
   /* a rank's buffers in its own device's memory, where the guard can tell */
@@ -89,10 +90,12 @@ EXPORT int ncclBcast(void *buf, size_t count, int type, int root, void *c, void 
 }
 
 static double load(const void *p, int type, size_t i) {
+  if (type == FLOAT16) return half_to_double(((const uint16_t *)p)[i]);
   return type == FLOAT32 ? ((const float *)p)[i] : ((const double *)p)[i];
 }
 static void store(void *p, int type, size_t i, double v) {
-  if (type == FLOAT32) ((float *)p)[i] = (float)v;
+  if (type == FLOAT16) ((uint16_t *)p)[i] = float_to_half((float)v);   /* (two roundings: NCCL's sum of two is one) */
+  else if (type == FLOAT32) ((float *)p)[i] = (float)v;
   else ((double *)p)[i] = v;
 }
 
