@@ -183,9 +183,14 @@ class GpuDevice:
         return t
 
     def call(self, fn, *args):
-        used = [self.mirrors[k] for k in (int(ffi.cast("uintptr_t", a)) for a in args
-                                          if isinstance(a, ffi.CData) and ffi.typeof(a) is ffi.typeof("lt_tensor *"))
-                if k in self.mirrors]
+        tensors = []   # the call's tensors: arguments, and the entries of arrays of them (copy_batch's lists)
+        for a in args:
+            if isinstance(a, ffi.CData) and ffi.typeof(a) is ffi.typeof("lt_tensor *"):
+                tensors.append(a)
+            elif isinstance(a, ffi.CData) and ffi.typeof(a).kind == "array" and \
+                    ffi.typeof(a).item is ffi.typeof("lt_tensor *"):
+                tensors.extend(a)
+        used = [self.mirrors[k] for k in (int(ffi.cast("uintptr_t", t)) for t in tensors) if k in self.mirrors]
         before = []
         for host, ptr in used:
             before.append(host.copy())

@@ -59,7 +59,8 @@ def test_cat_of_many_device_tensors_is_one_launch(gpu, rng, dim):
     r, launches = rt.eval(CAT)(dim, *inputs)
     want = np.concatenate(arrays, axis=dim - 1).astype(np.float32)
     np.testing.assert_array_equal(rt.to_numpy(r), want)
-    assert launches == 1, (layouts, launches)
+    filled = sum(a.size > 0 for a in arrays)   # three or more inputs with elements: one launch; fewer, one each
+    assert launches == (1 if filled >= 3 else filled), (layouts, [a.shape for a in arrays], launches)
     assert fallbacks(rt) == {}
 
 

@@ -268,16 +268,26 @@ int lt_cuda_tensor_copy(lt_tensor *dst, const lt_tensor *src) {
 }
 
 int lt_cuda_tensor_copy_many(lt_tensor *const *dst, const lt_tensor *const *src, int n) {
-  int batch = n > 0 && lt_tensor_is_device(dst[0]);
-  for (int k = 0; batch && k < n; k++)
-    batch = lt_tensor_is_device(dst[k]) && lt_tensor_is_device(src[k]) && dst[k]->type == src[k]->type &&
-            dst[k]->type == dst[0]->type && dst[k]->storage->device == dst[0]->storage->device &&
-            src[k]->storage->device == dst[0]->storage->device;
-  if (batch && n >= 3) return lt_cuops_copy_batch(   /* (two: the table's upload would cost what a launch saves) */
-      lt_cuda_storage_ops(dst[0]->storage->device), NULL, dst, src, n);
+  /* the pairs with elements (an empty tensor may have no device memory to tell its GPU by) */
+  lt_tensor **to = malloc((size_t)(n > 0 ? n : 1) * sizeof *to);
+  const lt_tensor **from = malloc((size_t)(n > 0 ? n : 1) * sizeof *from);
+  if (!to || !from) {
+    free(to), free(from);
+    return lt_fail("copy: out of host memory");
+  }
+  int m = 0;
   for (int k = 0; k < n; k++)
-    if (lt_tensor_copy(dst[k], src[k])) return -1;
-  return 0;
+    if (lt_tensor_nelement(dst[k]) > 0) to[m] = dst[k], from[m] = src[k], m++;
+  int batch = m >= 3;   /* (two: the table's upload would cost what a launch saves) */
+  for (int k = 0; batch && k < m; k++)
+    batch = lt_tensor_is_device(to[k]) && lt_tensor_is_device(from[k]) && to[k]->type == from[k]->type &&
+            to[k]->type == to[0]->type && to[k]->storage->device == to[0]->storage->device &&
+            from[k]->storage->device == to[0]->storage->device;
+  int rc = 0;
+  if (batch) rc = lt_cuops_copy_batch(lt_cuda_storage_ops(to[0]->storage->device), NULL, to, from, m);
+  for (int k = 0; !batch && rc == 0 && k < n; k++) rc = lt_tensor_copy(dst[k], src[k]);
+  free(to), free(from);
+  return rc;
 }
 
 int lt_cuda_tensor_fill(lt_tensor *t, double value) {
