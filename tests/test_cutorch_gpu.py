@@ -1629,6 +1629,32 @@ def test_data_parallel_table_trains_in_half_over_two_gpus(two_gpus, rng):
     assert fallbacks(rt) == {}
 
 
+def test_data_parallel_table_types_and_empty_inputs_as_cunns(two_gpus, rng):
+    """As cunn's DataParallelTable on GPUs: :type() before any module is added, a host type refused, modules added
+    one GPU at a time; an input table whose first entry is an empty tensor (each replica gets an empty one, the
+    batch is the other entry's) gives the module's own output and gradient."""
+    rt = two_gpus
+    rt.execute("require 'cunn'")
+    out = rt.eval("""function(x, g)
+       local net = nn.Sequential():add(nn.SelectTable(2)):add(nn.Linear(10, 2)):cuda()
+       local dpt = nn.DataParallelTable(1):type('torch.CudaTensor')
+       for i = 1, 2 do cutorch.withDevice(i, function() dpt:add(net:clone(), i) end) end
+       local refused, why = pcall(function() dpt:type('torch.FloatTensor') end)
+       local input = {torch.CudaTensor(), x:cuda()}
+       local y = dpt:forward(input):double()
+       local gi = dpt:backward(input, g:cuda())
+       local want = net:forward(input):double()
+       local wantGi = net:backward(input, g:cuda())
+       return y, want, gi[2]:double(), wantGi[2]:double(), gi[1]:nElement(), refused, why
+    end""")(rt.from_numpy(rng.standard_normal((4, 10))), rt.from_numpy(rng.standard_normal((4, 2))))
+    y, want, gi, want_gi, empty, refused, why = out
+    np.testing.assert_allclose(rt.to_numpy(y), rt.to_numpy(want), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(rt.to_numpy(gi), rt.to_numpy(want_gi), rtol=1e-6, atol=1e-6)
+    assert empty == 0
+    assert refused is False and "supports only torch.CudaHalfTensor or torch.CudaDoubleTensor or torch.CudaTensor" in why
+    assert fallbacks(rt) == {}
+
+
 @pytest.mark.parametrize("impl", ["baseline", "optimized"])
 def test_data_parallel_table_on_a_stream_of_the_callers(two_gpus, rng, impl):
     """With stream 2 current on the calling thread, DataParallelTable's threads run their replicas on stream 2 of

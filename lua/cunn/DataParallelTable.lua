@@ -140,16 +140,22 @@ function DataParallelTable:_sliceRange(nElem, idx, splits)
 end
 DataParallelTable.sliceRange = DataParallelTable._sliceRange
 
-local function firstTensor(x)
-   if torch.isTensor(x) then return x end
-   return firstTensor(x[1])
+-- The first tensor with a dimension (an empty one in a table of inputs, as cunn's tests give, says nothing of the
+-- batch), depth first; nil when there is none.
+local function batchTensor(x)
+   if torch.isTensor(x) then return x:dim() > 0 and x or nil end
+   for _, v in ipairs(x) do
+      local t = batchTensor(v)
+      if t then return t end
+   end
 end
 
 -- Copy each replica's slice of src into dst[i] (tables recursively); returns
 -- how many replicas got a non-empty slice.
 function DataParallelTable:_distribute(dst, src)
    local n = #self.gpuAssignments
-   local total = firstTensor(src):size(self.dimension)
+   local t = batchTensor(src)
+   local total = t and t:size(self.dimension) or 0
    local used = math.min(n, total)
    -- as cunn's, replicas holding Cuda tensors get their inputs on the "device": a host float tensor
    -- (fb.resnet.torch feeds pinned FloatTensors) is copied into the replicas' type
@@ -157,6 +163,9 @@ function DataParallelTable:_distribute(dst, src)
    local replicaType = params and params[1] and torch.type(params[1])
    local onDevice = replicaType and replicaType:match('^torch%.Cuda') and torch.getmetatable(replicaType)
    local function slice(d, s, i)
+      if torch.isTensor(s) and s:dim() == 0 then   -- an empty tensor: each replica gets an empty one
+         return d and torch.isTensor(d) and torch.type(d) == torch.type(s) and d:resize(0) or s.new()
+      end
       if torch.isTensor(s) then
          local start, len = self:_sliceRange(s:size(self.dimension), i, n)
          local want = s
@@ -186,16 +195,20 @@ function DataParallelTable:_concat(dst, srcs)
       local p1 = parts[1]
       if p1 == nil then return d end   -- the replicas returned nothing (a module without gradInput)
       if torch.isTensor(p1) then
-         local size = p1:size()
-         local total = 0
-         for i = 1, #parts do total = total + parts[i]:size(self.dimension) end
-         size[self.dimension] = total
+         -- the parts with elements (a replica's slice of an empty input is empty, as cunn's sumSizes skipped)
+         local filled = {}
+         for i = 1, #parts do if parts[i]:nElement() > 0 then filled[#filled + 1] = parts[i] end end
          d = torch.isTensor(d) and torch.type(d) == torch.type(p1) and d or p1.new()
+         if #filled == 0 then return d:resize(0) end
+         local size = filled[1]:size()
+         local total = 0
+         for i = 1, #filled do total = total + filled[i]:size(self.dimension) end
+         size[self.dimension] = total
          d:resize(size)
          local off = 1
-         for i = 1, #parts do
-            local s = parts[i]:size(self.dimension)
-            d:narrow(self.dimension, off, s):copy(parts[i])
+         for i = 1, #filled do
+            local s = filled[i]:size(self.dimension)
+            d:narrow(self.dimension, off, s):copy(filled[i])
             off = off + s
          end
          return d
@@ -541,15 +554,25 @@ local typeMap = {['torch.CudaTensor'] = 'torch.FloatTensor', ['torch.CudaHalfTen
 
 function DataParallelTable:type(typeStr, tensorCache)
    if not typeStr then return self.typeStr end
-   -- with cutorch loaded the Cuda types are real types (host memory on its CPU backend): kept as given; half too
-   -- where the GPU backend runs (fb.resnet.torch's -precision half), float on the CPU backend
+   -- with cutorch loaded the Cuda types are real types (host memory on its CPU backend): kept as given; on its GPU
+   -- backend half too (fb.resnet.torch's -precision half), and a host type refused; float on the CPU backend
    local ct = package.loaded.cutorch
-   local half = typeStr == 'torch.CudaHalfTensor' and type(ct) == 'table' and ct.backend == 'gpu'
-   local t = (torch._cudaEnabled and (typeStr == 'torch.CudaTensor' or typeStr == 'torch.CudaDoubleTensor' or half))
-      and typeStr or typeMap[typeStr]
-   if not t then error('DataParallelTable supports only torch.FloatTensor or torch.DoubleTensor types') end
+   local gpu = type(ct) == 'table' and ct.backend == 'gpu'
+   local t
+   if gpu then   -- replicas on GPUs: the Cuda types only, as cunn's
+      t = (typeStr == 'torch.CudaTensor' or typeStr == 'torch.CudaDoubleTensor' or typeStr == 'torch.CudaHalfTensor')
+          and typeStr or nil
+      if not t then
+         error('DataParallelTable supports only torch.CudaHalfTensor or torch.CudaDoubleTensor or torch.CudaTensor ' ..
+               'types (got ' .. tostring(typeStr) .. ')', 2)
+      end
+   else
+      t = (torch._cudaEnabled and (typeStr == 'torch.CudaTensor' or typeStr == 'torch.CudaDoubleTensor'))
+          and typeStr or typeMap[typeStr]
+      if not t then error('DataParallelTable supports only torch.FloatTensor or torch.DoubleTensor types', 2) end
+   end
    self.typeStr = t
-   self.modules[1]:type(t, tensorCache)
+   if self.modules[1] then self.modules[1]:type(t, tensorCache) end
    for _, key in ipairs {'output', 'gradInput'} do
       if torch.isTensor(self[key]) then self[key] = torch.getmetatable(t).__constructor() end
    end

@@ -1,5 +1,6 @@
-"""cutorch's and cunn's own test suites (cutorch's test/test.lua, cunn's test.lua), unmodified, against luatorch's
-GPU backend: on a GPU, or here on the emulated CUDA driver (two devices, guarded device memory, kernels in the SIMT
+"""cutorch's and cunn's own test suites (cutorch's test/test.lua, cunn's test.lua and
+test_DataParallelTable.lua), unmodified, against luatorch's GPU backend: on a GPU, or here on the emulated CUDA driver
+(two devices, guarded device memory, kernels in the SIMT
 emulator), each test in its own process with a timeout. The counts are the GPU path's external measure, as
 ../shared/tools/conformance is the CPU side's (docs/results/cuda.md keeps the last run).
 
@@ -23,7 +24,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SUITES = {"cutorch": ("CUTORCH_GIT", "test/test.lua"), "cunn": ("CUNN_GIT", "test.lua")}
+SUITES = {"cutorch": ("CUTORCH_GIT", "test/test.lua"), "cunn": ("CUNN_GIT", "test.lua"),
+          "cunn-dpt": ("CUNN_GIT", "test_DataParallelTable.lua")}
 
 
 def extract(git, path, dest):
@@ -72,7 +74,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--emulated", help="a build_emulated.sh folder: run on the emulated driver")
-    ap.add_argument("--suites", default="cutorch,cunn")
+    ap.add_argument("--suites", default="cutorch,cunn,cunn-dpt")
     ap.add_argument("--only", help="comma-separated test names")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=300)
