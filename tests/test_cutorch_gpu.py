@@ -1576,12 +1576,13 @@ def test_data_parallel_table_over_gpus_as_over_cpu_workers(two_gpus, rng, impl, 
 
 
 DPT_HALF = """
-return function(ty, x, y)
+return function(ty, x, y, impl)
    require 'optim'
    torch.manualSeed(5)
    local net = nn.Sequential():add(cudnn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)):add(cudnn.ReLU(true))
       :add(nn.View(4 * 6 * 6)):add(nn.Linear(4 * 6 * 6, 5)):float()
-   local dpt = nn.DataParallelTable(1, true, true):add(net, {1, 2}):threads(function() require 'cudnn' end)
+   local dpt = nn.DataParallelTable(1, true, true):add(net, {1, 2}):implementation(impl)
+      :threads(function() require 'cudnn' end)
    dpt = dpt:type(ty)   -- as fb.resnet.torch: the table converted after its replicas were listed
    local crit = nn.CrossEntropyCriterion():type(ty)
    local w, g = dpt:getParameters()
@@ -1609,7 +1610,8 @@ end
 """
 
 
-def test_data_parallel_table_trains_in_half_over_two_gpus(two_gpus, rng):
+@pytest.mark.parametrize("impl", ["baseline", "optimized"])
+def test_data_parallel_table_trains_in_half_over_two_gpus(two_gpus, rng, impl):
     """fb.resnet.torch's -precision half: a DataParallelTable converted to CudaHalfTensor keeps half replicas on
     each GPU (it trained a float copy before), takes a pinned host HalfTensor batch, and sums the half gradients
     with NCCL. Oracle: the same table in float; three SGD steps agree to half's precision."""
@@ -1617,8 +1619,8 @@ def test_data_parallel_table_trains_in_half_over_two_gpus(two_gpus, rng):
     rt.execute("require 'cudnn'")
     x, y = rng.standard_normal((6, 3, 6, 6)), rng.integers(1, 6, 6).astype(np.float64)
     train = rt.execute(DPT_HALF)
-    ref = train("torch.CudaTensor", rt.from_numpy(x), rt.from_numpy(y))
-    half = train("torch.CudaHalfTensor", rt.from_numpy(x), rt.from_numpy(y))
+    ref = train("torch.CudaTensor", rt.from_numpy(x), rt.from_numpy(y), impl)
+    half = train("torch.CudaHalfTensor", rt.from_numpy(x), rt.from_numpy(y), impl)
     np.testing.assert_allclose(list(half[1].values()), list(ref[1].values()), rtol=2e-2)
     w_half, w_ref = rt.to_numpy(half[2]), rt.to_numpy(ref[2])
     assert np.abs(w_half - w_ref).max() <= 2e-2 * np.abs(w_ref).max()
