@@ -1139,7 +1139,9 @@ def test_prelu_and_glu(simt, rng, t):
     gd = g.astype(np.float64)
     assert_bound(gi[:, :h], gd * s, 8 * EPS[A] * np.abs(gd * s), "glu gradInput of a")
     gb = gd * (1 - s) * s * a
-    assert_bound(gi[:, h:], gb, 12 * EPS[A] * np.abs(gb), "glu gradInput of b")
+    # 1 - s cancels where s is near 1: its absolute error (s's rounding, then the subtraction's) is up to an eps,
+    # times |g s a| (CI once: 0.0837069 against 0.0837068, 1.2e-6 relative, with s near 1)
+    assert_bound(gi[:, h:], gb, 12 * EPS[A] * np.abs(gb) + 2 * EPS[A] * np.abs(gd * s * a), "glu gradInput of b")
 
 
 # ----------------------------------------------------------------------------- schedule jitter
